@@ -1,0 +1,102 @@
+/* ctower configuration: the YAML file of ../docs/config.md as a C struct.
+ *
+ * ct_config_defaults fills every key with its default; ct_config_load reads a
+ * file over it; ct_config_apply_override sets one KEY=VALUE (VALUE as YAML).
+ * Errors name the file and line (or the override) and the key at fault.
+ */
+#ifndef CTOWER_CONFIG_H
+#define CTOWER_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ctower/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { CT_CONFIG_MAX_DEVICES = 64, CT_CONFIG_STR = 512 };
+
+typedef struct ct_config {
+  char source[CT_CONFIG_STR];          /* the file it was read from, "" for defaults */
+  struct {
+    char name[64];                     /* mlp | fmnist_cnn | ... */
+  } model;
+  struct {
+    char name[64];                     /* fashion_mnist | mnist | synthetic | ... */
+    char path[CT_CONFIG_STR];
+    int64_t batch_size;                /* global batch, > 0 */
+    int shuffle;
+  } dataset;
+  struct {
+    int64_t epochs;                    /* >= 0 */
+    int64_t max_steps;                 /* 0: all epochs */
+    int64_t seed;
+    struct {
+      char name[32];                   /* sgd | momentum | adam */
+      double learning_rate;            /* > 0 */
+      double momentum;                 /* [0, 1) */
+      int nesterov;
+      double weight_decay;             /* >= 0 */
+      double beta1, beta2, epsilon;    /* adam */
+    } optimizer;
+    struct {
+      char name[32];                   /* constant | step | cosine */
+      int64_t step_epochs;             /* step: decay every this many epochs */
+      double gamma;                    /* step: factor per decay */
+      double min_learning_rate;        /* cosine: floor */
+      int64_t warmup_epochs;           /* linear warm-up before any schedule */
+    } schedule;
+    char checkpoint[CT_CONFIG_STR];    /* "" disables saving */
+  } train;
+  struct {
+    int n_towers_listed;
+    char towers[CT_CONFIG_MAX_DEVICES][64];
+    int64_t n_towers;
+    int64_t n_gpus;
+    char variable_update[32];          /* replicated | parameter_server */
+    char ps_device[64];
+    char all_reduce[16];               /* auto | ring | tree | nccl */
+    char split[16];                    /* even | auto */
+  } devices;
+  struct {
+    int log_device_placement;
+    int allow_soft_placement;
+    int64_t device_count_cpu;          /* >= 1 */
+    int64_t device_count_gpu;          /* -1: all */
+    int64_t intra_op_parallelism_threads; /* 0: all cores */
+    int64_t inter_op_parallelism_threads;
+    int64_t memory_limit_mb_cpu;       /* 0: none */
+    int64_t memory_limit_mb_gpu;
+    struct {
+      int allow_growth;
+      double per_process_gpu_memory_fraction; /* (0, 1] */
+      char visible_device_list[128];
+      int n_virtual_devices;
+      int64_t virtual_devices_mb[CT_CONFIG_MAX_DEVICES];
+    } gpu_options;
+  } session;
+} ct_config;
+
+/* Fills every key with its documented default. */
+void ct_config_defaults(ct_config *config);
+
+/* Reads a YAML file over the current values. Keys not in the file keep their
+ * value. On error returns nonzero and fills status (NOT_FOUND for a missing
+ * file, INVALID_ARGUMENT for malformed YAML, unknown keys, wrong types or
+ * values out of range, each naming file:line); config may then be partly
+ * updated and should be discarded. */
+int ct_config_load(ct_config *config, const char *path, ct_status *status);
+
+/* Applies "dotted.key=VALUE"; VALUE is parsed as YAML (lists and maps work).
+ * On error returns nonzero and fills status naming the override. */
+int ct_config_apply_override(ct_config *config, const char *assignment, ct_status *status);
+
+/* Writes the whole effective config as YAML. */
+void ct_config_write(const ct_config *config, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,11 @@
+/* ctower: train neural networks on every device a machine has.
+ * This header includes the whole public API. */
+#ifndef CTOWER_CTOWER_H
+#define CTOWER_CTOWER_H
+
+#include "ctower/status.h"
+#include "ctower/tensor.h"
+#include "ctower/config.h"
+#include "ctower/trainer.h"
+
+#endif

@@ -6,6 +6,11 @@
 #include "ctower/status.h"
 #include "ctower/tensor.h"
 #include "ctower/config.h"
+#include "ctower/graph.h"
+#include "ctower/ops.h"
+#include "ctower/session.h"
+#include "ctower/optimizer.h"
+#include "ctower/models.h"
 #include "ctower/trainer.h"
 
 #endif

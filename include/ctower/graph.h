@@ -1,0 +1,140 @@
+/* ctower graphs: nodes, name scopes, device scopes and shared variables.
+ *
+ * A graph records operations; it computes nothing. Building calls never fail
+ * loudly: the first error is recorded in the graph (sticky) and later calls
+ * return a null output, so model code stays readable and checks once:
+ *
+ *   ct_graph *g = ct_graph_new();
+ *   ct_output x = ct_placeholder(g, "images", CT_F32, ct_shape_of(2, -1, 784));
+ *   ct_graph_push_name_scope(g, "tower_0");
+ *   ct_output y = ct_layer_dense(g, x, 10, CT_ACTIVATION_NONE, "logits");
+ *   ct_graph_pop_name_scope(g);
+ *   if (!ct_ok(ct_graph_status(g))) ... report ct_graph_status(g)->message ...
+ *
+ * The graph owns its nodes; ct_graph_free frees them all.
+ */
+#ifndef CTOWER_GRAPH_H
+#define CTOWER_GRAPH_H
+
+#include <stdint.h>
+
+#include "ctower/status.h"
+#include "ctower/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ct_graph ct_graph;
+typedef struct ct_node ct_node;
+
+/* One output of a node: what op builders take and return. node is NULL for
+ * "no value" (after a graph error, or a gradient that does not exist). */
+typedef struct ct_output {
+  ct_node *node;
+  int index;
+} ct_output;
+
+ct_graph *ct_graph_new(void);
+void ct_graph_free(ct_graph *graph);
+
+/* The first error recorded while building; CT_OK while all went well. */
+const ct_status *ct_graph_status(const ct_graph *graph);
+/* Records an error from model code (the first error wins). */
+void ct_graph_set_error(ct_graph *graph, ct_code code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* The graph-level seed: variable initializers and dropout derive their
+ * streams from it and from their own names. Default 0. */
+void ct_graph_set_seed(ct_graph *graph, uint64_t seed);
+uint64_t ct_graph_seed(const ct_graph *graph);
+
+/* Name scopes prefix node names: "tower_0" + "conv1" -> "tower_0/conv1/Conv2D".
+ * A scope may itself contain '/'. Pops must match pushes. */
+void ct_graph_push_name_scope(ct_graph *graph, const char *scope);
+void ct_graph_pop_name_scope(ct_graph *graph);
+
+/* Device scopes record the requested device on every node built inside
+ * ("/cpu:0", "/gpu:1", "/device:GPU:0", ...). The innermost scope wins; an
+ * empty string clears the request. Placement itself happens in the session. */
+void ct_graph_push_device(ct_graph *graph, const char *device);
+void ct_graph_pop_device(ct_graph *graph);
+
+/* Variable scopes prefix variable names (not node names), so that a second
+ * tower built by the same code under another name scope gets the same
+ * variables: ct_variable(g, "weights", ...) inside variable scope "conv1"
+ * is the variable "conv1/weights" in every tower. */
+void ct_graph_push_variable_scope(ct_graph *graph, const char *scope);
+void ct_graph_pop_variable_scope(ct_graph *graph);
+
+/* Nodes, in creation order (a topological order). */
+int ct_graph_node_count(const ct_graph *graph);
+ct_node *ct_graph_node(const ct_graph *graph, int index);
+/* The node with that full name, or NULL. */
+ct_node *ct_graph_find(const ct_graph *graph, const char *name);
+
+const char *ct_node_name(const ct_node *node);
+const char *ct_node_op(const ct_node *node);            /* "Conv2D" */
+const char *ct_node_requested_device(const ct_node *node); /* "" when none */
+int ct_node_num_inputs(const ct_node *node);
+ct_output ct_node_input(const ct_node *node, int index);
+int ct_node_num_outputs(const ct_node *node);
+/* Static shape (unknown dims are -1) and dtype of an output. */
+ct_shape ct_output_shape(ct_output output);
+ct_dtype ct_output_dtype(ct_output output);
+
+/* Makes `node` run only after `before` (a control dependency). */
+void ct_node_add_control_input(ct_node *node, ct_node *before);
+
+/* Variables: ------------------------------------------------------------ */
+
+typedef enum ct_init_kind {
+  CT_INIT_ZEROS = 0,
+  CT_INIT_ONES,
+  CT_INIT_CONSTANT,        /* every element = value */
+  CT_INIT_UNIFORM,         /* U(-scale, scale) */
+  CT_INIT_NORMAL,          /* N(0, scale^2) truncated at 2 scale, as TF */
+  CT_INIT_GLOROT_UNIFORM,  /* U(-l, l), l = sqrt(6 / (fan_in + fan_out)) */
+  CT_INIT_HE_NORMAL        /* truncated N(0, 2 / fan_in) */
+} ct_init_kind;
+
+typedef struct ct_initializer {
+  ct_init_kind kind;
+  float value;   /* CT_INIT_CONSTANT: the value; UNIFORM/NORMAL: the scale */
+} ct_initializer;
+
+/* Gets or creates the variable "<variable scopes>/<name>" (f32). A second
+ * call with the same full name returns the same variable, read here (under
+ * the current name scope); a different shape is an error. Trainable
+ * variables are what ct_trainable_variables lists for optimizers. */
+ct_output ct_variable(ct_graph *graph, const char *name, ct_shape shape,
+                      ct_initializer init, int trainable);
+
+int ct_graph_variable_count(const ct_graph *graph);
+/* Full name of variable i, e.g. "conv1/weights". */
+const char *ct_graph_variable_name(const ct_graph *graph, int index);
+ct_shape ct_graph_variable_shape(const ct_graph *graph, int index);
+int ct_graph_variable_trainable(const ct_graph *graph, int index);
+/* A read of variable i under the current scopes (a node of op "Variable"). */
+ct_output ct_graph_variable_read(ct_graph *graph, int index);
+
+/* Update ops (batch-norm moving averages...) that a training step must run;
+ * layer helpers register them, the trainer runs them with the train op. */
+void ct_graph_add_update_op(ct_graph *graph, ct_node *node);
+int ct_graph_update_op_count(const ct_graph *graph);
+ct_node *ct_graph_update_op(const ct_graph *graph, int index);
+
+/* Reverse-mode differentiation: fills dxs[i] with d(sum of y)/d(xs[i]),
+ * built into the graph under name scope "gradients/". A gradient that does
+ * not depend on y is {NULL, 0}. Returns 0, or records and returns an error
+ * (an op on the path without a gradient, a non-f32 y). */
+int ct_gradients(ct_graph *graph, ct_output y, int n_xs, const ct_output *xs,
+                 ct_output *dxs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,56 @@
+/* ctower layers and model zoo.
+ *
+ * Layer helpers create their variables with ct_variable inside a variable
+ * scope of the layer's name and their nodes inside a name scope of the same
+ * name, so a model built twice (two towers, or a training and an evaluation
+ * copy) shares one set of variables: "conv1/weights", "conv1/biases". */
+#ifndef CTOWER_MODELS_H
+#define CTOWER_MODELS_H
+
+#include "ctower/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ct_activation {
+  CT_ACTIVATION_NONE = 0,
+  CT_ACTIVATION_RELU,
+  CT_ACTIVATION_SIGMOID,
+  CT_ACTIVATION_TANH
+} ct_activation;
+
+/* [N, ...] -> [N, product of the rest]. */
+ct_output ct_layer_flatten(ct_graph *g, ct_output x);
+/* x [N, D] (flattened when of higher rank) -> [N, units]. Glorot-uniform
+ * weights, zero biases. */
+ct_output ct_layer_dense(ct_graph *g, ct_output x, int units, ct_activation activation,
+                         const char *name);
+/* x [N, H, W, C] -> [N, P, Q, filters]; ksize x ksize filters. */
+ct_output ct_layer_conv2d(ct_graph *g, ct_output x, int filters, int ksize, int stride,
+                          ct_padding padding, ct_activation activation, const char *name);
+ct_output ct_layer_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding,
+                            const char *name);
+/* Batch norm over channels with gamma, beta and moving statistics
+ * (momentum 0.99, epsilon 1e-3, as Keras). */
+ct_output ct_layer_batch_norm(ct_graph *g, ct_output x, int training, const char *name);
+/* Dropout when training, identity otherwise. */
+ct_output ct_layer_dropout(ct_graph *g, ct_output x, float rate, int training, const char *name);
+
+/* The zoo. */
+typedef struct ct_model_def {
+  const char *name;         /* "fmnist_cnn" */
+  const char *description;
+  /* images [N, H, W, C] f32 -> logits [N, num_classes] */
+  ct_output (*build)(ct_graph *g, ct_output images, int num_classes, int training);
+} ct_model_def;
+
+/* The model with that name, or NULL. */
+const ct_model_def *ct_model_find(const char *name);
+int ct_model_count(void);
+const ct_model_def *ct_model_at(int index);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

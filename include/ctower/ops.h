@@ -1,0 +1,93 @@
+/* ctower operations: one builder per op. Each records a node in the graph
+ * under the current name and device scopes and returns its output. Shapes
+ * are checked here, when the node is built: an input that does not fit
+ * records an INVALID_ARGUMENT naming the node and both shapes.
+ *
+ * Images are NHWC, convolution filters HWIO [R, S, C, K] (as TensorFlow).
+ * Binary elementwise ops broadcast as NumPy does.
+ */
+#ifndef CTOWER_OPS_H
+#define CTOWER_OPS_H
+
+#include "ctower/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ct_padding { CT_PADDING_VALID = 0, CT_PADDING_SAME = 1 } ct_padding;
+
+/* Sources. */
+ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape shape);
+/* A constant holding a copy of `value` (the graph keeps the copy). */
+ct_output ct_constant(ct_graph *g, const char *name, const ct_tensor *value);
+ct_output ct_scalar(ct_graph *g, float value);
+ct_output ct_zeros_like(ct_graph *g, ct_output x);
+ct_output ct_ones_like(ct_graph *g, ct_output x);
+
+/* Elementwise. */
+ct_output ct_identity(ct_graph *g, ct_output x);
+ct_output ct_neg(ct_graph *g, ct_output x);
+ct_output ct_add(ct_graph *g, ct_output a, ct_output b);
+ct_output ct_sub(ct_graph *g, ct_output a, ct_output b);
+ct_output ct_mul(ct_graph *g, ct_output a, ct_output b);
+ct_output ct_div(ct_graph *g, ct_output a, ct_output b);
+ct_output ct_relu(ct_graph *g, ct_output x);
+ct_output ct_sigmoid(ct_graph *g, ct_output x);
+ct_output ct_tanh(ct_graph *g, ct_output x);
+ct_output ct_add_n(ct_graph *g, int n, const ct_output *xs);
+/* x broadcast to the shape of `like` / summed down to the shape of `like`. */
+ct_output ct_broadcast_like(ct_graph *g, ct_output x, ct_output like);
+ct_output ct_sum_like(ct_graph *g, ct_output x, ct_output like);
+
+/* Linear algebra and convolution. */
+ct_output ct_matmul(ct_graph *g, ct_output a, ct_output b, int transpose_a, int transpose_b);
+ct_output ct_conv2d(ct_graph *g, ct_output x, ct_output filter, int stride_h, int stride_w,
+                    ct_padding padding);
+ct_output ct_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding);
+ct_output ct_avg_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding);
+/* Local response normalization across channels, as tf.nn.lrn:
+ * y = x / (bias + alpha * sum over [c - radius, c + radius] of x^2)^beta. */
+ct_output ct_lrn(ct_graph *g, ct_output x, int depth_radius, float bias, float alpha,
+                 float beta);
+
+/* Batch normalization over all axes but the last (channels).
+ * Training: normalizes with the batch statistics; when moving_mean and
+ * moving_var are variables (not {NULL,0}) it registers update ops that move
+ * them toward the batch statistics with `momentum` (TF's decay).
+ * Inference: normalizes with moving_mean and moving_var. */
+ct_output ct_batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output beta,
+                        ct_output moving_mean, ct_output moving_var, int training,
+                        float momentum, float epsilon);
+
+/* Inverted dropout: zeroes each element with probability `rate` and scales
+ * the rest by 1/(1-rate). The mask is a pure function of the graph seed, the
+ * node's name, the session step and the element: reproducible and resumable. */
+ct_output ct_dropout(ct_graph *g, ct_output x, float rate);
+
+/* Shapes. A -1 in `shape` is inferred from the element count. */
+ct_output ct_reshape(ct_graph *g, ct_output x, ct_shape shape);
+ct_output ct_concat(ct_graph *g, int n, const ct_output *xs, int axis);
+/* Splits x into n equal parts along axis; fills outs[0..n-1]. */
+void ct_split(ct_graph *g, ct_output x, int axis, int n, ct_output *outs);
+
+/* Reductions over the axes whose bits are set in axes_mask (bit i = axis i;
+ * 0 means all axes). keep_dims keeps reduced axes as size 1. */
+ct_output ct_reduce_sum(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);
+ct_output ct_reduce_mean(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);
+
+/* Classification. logits [N, C] f32, labels [N] i32 in [0, C).
+ * Returns the per-example loss [N]. A label out of range fails the run with
+ * INVALID_ARGUMENT naming the example. */
+ct_output ct_sparse_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels);
+ct_output ct_argmax(ct_graph *g, ct_output x); /* over the last axis, i32 */
+/* Fraction of rows whose argmax equals the label: f32 scalar. */
+ct_output ct_accuracy(ct_graph *g, ct_output logits, ct_output labels);
+
+/* A node that does nothing; run it to run its control inputs. */
+ct_node *ct_group(ct_graph *g, const char *name, int n, ct_node *const *nodes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,138 @@
+/* Reverse-mode automatic differentiation over the graph (ct_gradients).
+ *
+ * Pass 1 marks nodes that depend on some x; pass 2 marks nodes y depends on;
+ * nodes in both are on the path. Pass 3 walks the path in reverse creation
+ * order (a reverse topological order), sums the gradients arriving at each
+ * output and asks the op's gradient function for its inputs' gradients. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+#include "ops/op_def.h"
+
+/* Gradients arriving at one output, summed when the node is processed. */
+typedef struct grad_list {
+  ct_output *items;
+  int n, cap;
+} grad_list;
+
+static int grad_list_push(grad_list *list, ct_output value) {
+  if (list->n == list->cap) {
+    int cap = list->cap ? list->cap * 2 : 4;
+    ct_output *items = realloc(list->items, (size_t)cap * sizeof *items);
+    if (items == NULL) return 0;
+    list->items = items;
+    list->cap = cap;
+  }
+  list->items[list->n++] = value;
+  return 1;
+}
+
+static ct_output grad_list_sum(ct_graph *g, const grad_list *list) {
+  if (list->n == 0) return ct_out(NULL, 0);
+  if (list->n == 1) return list->items[0];
+  return ct_add_n(g, list->n, list->items);
+}
+
+int ct_gradients(ct_graph *g, ct_output y, int n_xs, const ct_output *xs, ct_output *dxs) {
+  for (int i = 0; i < n_xs; ++i) dxs[i] = ct_out(NULL, 0);
+  if (g->status.code != CT_OK) return 1;
+  if (y.node == NULL) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "ct_gradients: y is null");
+    return 1;
+  }
+  if (ct_output_dtype(y) != CT_F32) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "ct_gradients: y ('%s') must be f32, not %s",
+                       y.node->name, ct_dtype_name(ct_output_dtype(y)));
+    return 1;
+  }
+  const int n_nodes = g->n_nodes; /* nodes added below are not walked */
+  unsigned char *from_x = calloc((size_t)n_nodes, 1);
+  unsigned char *to_y = calloc((size_t)n_nodes, 1);
+  int *list_base = calloc((size_t)n_nodes + 1, sizeof *list_base);
+  if (!from_x || !to_y || !list_base) {
+    free(from_x);
+    free(to_y);
+    free(list_base);
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory computing gradients");
+    return 1;
+  }
+  for (int i = 0; i < n_xs; ++i)
+    if (xs[i].node) from_x[xs[i].node->id] = 1;
+  for (int id = 0; id < n_nodes; ++id) {
+    const ct_node *n = g->nodes[id];
+    for (int j = 0; j < n->n_inputs && !from_x[id]; ++j) from_x[id] = from_x[n->inputs[j].node->id];
+  }
+  to_y[y.node->id] = 1;
+  for (int id = y.node->id; id >= 0; --id) {
+    if (!to_y[id]) continue;
+    const ct_node *n = g->nodes[id];
+    for (int j = 0; j < n->n_inputs; ++j) to_y[n->inputs[j].node->id] = 1;
+  }
+  /* One grad_list per (node, output): lists of node id start at list_base[id]. */
+  for (int id = 0; id < n_nodes; ++id) list_base[id + 1] = list_base[id] + g->nodes[id]->n_outputs;
+  grad_list *lists = calloc((size_t)list_base[n_nodes] + 1, sizeof *lists);
+  if (lists == NULL) {
+    free(from_x);
+    free(to_y);
+    free(list_base);
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory computing gradients");
+    return 1;
+  }
+
+  ct_graph_push_name_scope(g, "gradients");
+  grad_list_push(&lists[list_base[y.node->id] + y.index], ct_ones_like(g, y));
+  ct_graph_pop_name_scope(g);
+
+  for (int id = y.node->id; id >= 0 && g->status.code == CT_OK; --id) {
+    const ct_node *n = g->nodes[id];
+    if (!from_x[id] || !to_y[id] || n->n_inputs == 0) continue;
+    ct_output grad_outputs[64];
+    int any = 0;
+    char scope[1024];
+    snprintf(scope, sizeof scope, "gradients/%s_grad", n->name);
+    ct_graph_push_name_scope(g, scope);
+    ct_graph_push_device(g, n->requested_device);
+    for (int o = 0; o < n->n_outputs && o < 64; ++o) {
+      grad_outputs[o] = grad_list_sum(g, &lists[list_base[id] + o]);
+      any |= grad_outputs[o].node != NULL;
+    }
+    int wants_input_grads = 0;
+    for (int j = 0; j < n->n_inputs; ++j) wants_input_grads |= from_x[n->inputs[j].node->id];
+    ct_output grad_inputs[64];
+    for (int j = 0; j < n->n_inputs; ++j) grad_inputs[j] = ct_out(NULL, 0);
+    if (any && wants_input_grads && !(n->op->flags & CT_OP_NO_GRADIENT)) {
+      if (n->op->grad == NULL)
+        ct_graph_set_error(g, CT_UNIMPLEMENTED,
+                           "cannot differentiate through '%s' (op %s): it has no gradient",
+                           n->name, n->op->name);
+      else
+        n->op->grad(g, n, grad_outputs, grad_inputs);
+    }
+    ct_graph_pop_device(g);
+    ct_graph_pop_name_scope(g);
+    for (int j = 0; j < n->n_inputs; ++j) {
+      const ct_output in = n->inputs[j];
+      if (grad_inputs[j].node == NULL || !from_x[in.node->id]) continue;
+      if (!grad_list_push(&lists[list_base[in.node->id] + in.index], grad_inputs[j]))
+        ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory computing gradients");
+    }
+  }
+
+  ct_graph_push_name_scope(g, "gradients");
+  for (int i = 0; i < n_xs && g->status.code == CT_OK; ++i)
+    if (xs[i].node) dxs[i] = grad_list_sum(g, &lists[list_base[xs[i].node->id] + xs[i].index]);
+  ct_graph_pop_name_scope(g);
+
+  for (int i = 0; i < list_base[n_nodes]; ++i) free(lists[i].items);
+  free(lists);
+  free(list_base);
+  free(from_x);
+  free(to_y);
+  if (g->status.code != CT_OK) {
+    for (int i = 0; i < n_xs; ++i) dxs[i] = ct_out(NULL, 0);
+    return 1;
+  }
+  return 0;
+}

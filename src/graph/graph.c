@@ -1,0 +1,297 @@
+/* Graph construction: nodes, unique names, scopes, sticky errors. */
+#include "graph/graph_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/op_def.h"
+
+uint64_t ct_hash_string(uint64_t seed, const char *text) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (const unsigned char *p = (const unsigned char *)text; *p; ++p) {
+    h ^= *p;
+    h *= 1099511628211ull;
+  }
+  return ct_mix64(h);
+}
+
+ct_graph *ct_graph_new(void) {
+  ct_graph *g = calloc(1, sizeof *g);
+  if (g == NULL) return NULL;
+  g->name_table_cap = 256;
+  g->name_table = calloc(g->name_table_cap, sizeof *g->name_table);
+  if (g->name_table == NULL) {
+    free(g);
+    return NULL;
+  }
+  return g;
+}
+
+static void free_node(ct_node *n) {
+  free(n->name);
+  free(n->inputs);
+  free(n->control);
+  free(n->shapes);
+  free(n->dtypes);
+  free(n->requested_device);
+  ct_tensor_free(n->constant);
+  free(n);
+}
+
+void ct_graph_free(ct_graph *g) {
+  if (g == NULL) return;
+  for (int i = 0; i < g->n_nodes; ++i) free_node(g->nodes[i]);
+  for (int i = 0; i < g->n_name_scopes; ++i) free(g->name_scopes[i]);
+  for (int i = 0; i < g->n_device_scopes; ++i) free(g->device_scopes[i]);
+  for (int i = 0; i < g->n_variable_scopes; ++i) free(g->variable_scopes[i]);
+  for (int i = 0; i < g->n_variables; ++i) free(g->variables[i].name);
+  free(g->variables);
+  free(g->update_ops);
+  free(g->nodes);
+  free(g->name_table);
+  free(g);
+}
+
+const ct_status *ct_graph_status(const ct_graph *g) { return &g->status; }
+
+void ct_graph_set_error(ct_graph *g, ct_code code, const char *fmt, ...) {
+  if (g->status.code != CT_OK) return;
+  g->status.code = code;
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(g->status.message, sizeof g->status.message, fmt, args);
+  va_end(args);
+}
+
+void ct_graph_set_seed(ct_graph *g, uint64_t seed) { g->seed = seed; }
+uint64_t ct_graph_seed(const ct_graph *g) { return g->seed; }
+
+/* ---- scopes ------------------------------------------------------------ */
+
+static char *join_scope(const char *prefix, const char *name) {
+  size_t n = strlen(prefix) + strlen(name) + 2;
+  char *s = malloc(n);
+  if (s == NULL) return NULL;
+  if (prefix[0])
+    snprintf(s, n, "%s/%s", prefix, name);
+  else
+    snprintf(s, n, "%s", name);
+  return s;
+}
+
+static int push_scope(ct_graph *g, char **stack, int *depth, const char *value,
+                      const char *what) {
+  if (*depth >= 64) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "%s scopes nest deeper than 64", what);
+    return 0;
+  }
+  if (value == NULL) {
+    ct_graph_set_error(g, CT_INTERNAL, "out of memory pushing a %s scope", what);
+    return 0;
+  }
+  stack[(*depth)++] = (char *)value;
+  return 1;
+}
+
+static void pop_scope(ct_graph *g, char **stack, int *depth, const char *what) {
+  if (*depth == 0) {
+    ct_graph_set_error(g, CT_FAILED_PRECONDITION, "%s scope popped more often than pushed",
+                       what);
+    return;
+  }
+  free(stack[--*depth]);
+}
+
+static const char *current_name_scope(const ct_graph *g) {
+  return g->n_name_scopes ? g->name_scopes[g->n_name_scopes - 1] : "";
+}
+
+void ct_graph_push_name_scope(ct_graph *g, const char *scope) {
+  char *full = join_scope(current_name_scope(g), scope);
+  if (!push_scope(g, g->name_scopes, &g->n_name_scopes, full, "name")) free(full);
+}
+void ct_graph_pop_name_scope(ct_graph *g) {
+  pop_scope(g, g->name_scopes, &g->n_name_scopes, "name");
+}
+
+void ct_graph_push_device(ct_graph *g, const char *device) {
+  char *copy = strdup(device ? device : "");
+  if (!push_scope(g, g->device_scopes, &g->n_device_scopes, copy, "device")) free(copy);
+}
+void ct_graph_pop_device(ct_graph *g) {
+  pop_scope(g, g->device_scopes, &g->n_device_scopes, "device");
+}
+
+void ct_graph_push_variable_scope(ct_graph *g, const char *scope) {
+  const char *prefix = g->n_variable_scopes ? g->variable_scopes[g->n_variable_scopes - 1] : "";
+  char *full = join_scope(prefix, scope);
+  if (!push_scope(g, g->variable_scopes, &g->n_variable_scopes, full, "variable")) free(full);
+}
+void ct_graph_pop_variable_scope(ct_graph *g) {
+  pop_scope(g, g->variable_scopes, &g->n_variable_scopes, "variable");
+}
+
+/* ---- names ------------------------------------------------------------- */
+
+static size_t name_slot(const ct_graph *g, const char *name) {
+  size_t mask = g->name_table_cap - 1;
+  size_t i = (size_t)ct_hash_string(0, name) & mask;
+  while (g->name_table[i] && strcmp(g->name_table[i]->name, name) != 0) i = (i + 1) & mask;
+  return i;
+}
+
+ct_node *ct_graph_find(const ct_graph *g, const char *name) {
+  return g->name_table[name_slot(g, name)];
+}
+
+static int grow_name_table(ct_graph *g) {
+  size_t old_cap = g->name_table_cap;
+  ct_node **old = g->name_table;
+  g->name_table = calloc(old_cap * 2, sizeof *g->name_table);
+  if (g->name_table == NULL) {
+    g->name_table = old;
+    return 0;
+  }
+  g->name_table_cap = old_cap * 2;
+  for (size_t i = 0; i < old_cap; ++i)
+    if (old[i]) g->name_table[name_slot(g, old[i]->name)] = old[i];
+  free(old);
+  return 1;
+}
+
+/* "<scope>/<base>", then "<scope>/<base>_1", "_2", ... until unused. */
+static char *unique_name(const ct_graph *g, const char *base) {
+  char *name = join_scope(current_name_scope(g), base);
+  for (int k = 1; name && ct_graph_find(g, name); ++k) {
+    size_t n = strlen(name) + 16;
+    char *next = malloc(n);
+    if (next) {
+      char *stem = join_scope(current_name_scope(g), base);
+      snprintf(next, n, "%s_%d", stem ? stem : "", k);
+      free(stem);
+    }
+    free(name);
+    name = next;
+  }
+  return name;
+}
+
+/* ---- nodes ------------------------------------------------------------- */
+
+ct_node *ct_graph_add_node(ct_graph *g, const ct_op_def *op, const char *base_name,
+                           int n_inputs, const ct_output *inputs, int n_outputs,
+                           const ct_attrs *attrs) {
+  if (g->status.code != CT_OK) return NULL;
+  for (int i = 0; i < n_inputs; ++i) {
+    if (inputs[i].node == NULL) {
+      ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                         "input %d of a new '%s' node under scope '%s' is null", i, op->name,
+                         current_name_scope(g));
+      return NULL;
+    }
+  }
+  if ((size_t)(g->n_nodes + 1) * 2 > g->name_table_cap && !grow_name_table(g)) {
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the graph");
+    return NULL;
+  }
+  if (g->n_nodes == g->nodes_cap) {
+    int cap = g->nodes_cap ? g->nodes_cap * 2 : 64;
+    ct_node **nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+    if (nodes == NULL) {
+      ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the graph");
+      return NULL;
+    }
+    g->nodes = nodes;
+    g->nodes_cap = cap;
+  }
+  ct_node *n = calloc(1, sizeof *n);
+  if (n == NULL) {
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the graph");
+    return NULL;
+  }
+  n->op = op;
+  n->variable = -1;
+  n->name = unique_name(g, base_name ? base_name : op->name);
+  const char *device = g->n_device_scopes ? g->device_scopes[g->n_device_scopes - 1] : "";
+  n->requested_device = strdup(device);
+  n->n_inputs = n_inputs;
+  n->inputs = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof *n->inputs);
+  n->n_outputs = n_outputs;
+  n->shapes = calloc((size_t)(n_outputs ? n_outputs : 1), sizeof *n->shapes);
+  n->dtypes = calloc((size_t)(n_outputs ? n_outputs : 1), sizeof *n->dtypes);
+  if (attrs) n->attrs = *attrs;
+  if (!n->name || !n->requested_device || !n->inputs || !n->shapes || !n->dtypes) {
+    free_node(n);
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the graph");
+    return NULL;
+  }
+  n->seed = ct_hash_string(g->seed, n->name);
+  if (n_inputs) memcpy(n->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
+
+  ct_shape in_shapes[64];
+  ct_dtype in_dtypes[64];
+  if (n_inputs > 64) {
+    free_node(n);
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "a '%s' node takes at most 64 inputs, got %d",
+                       op->name, n_inputs);
+    return NULL;
+  }
+  for (int i = 0; i < n_inputs; ++i) {
+    in_shapes[i] = inputs[i].node->shapes[inputs[i].index];
+    in_dtypes[i] = inputs[i].node->dtypes[inputs[i].index];
+  }
+  ct_infer_ctx ctx = {n->name, &n->attrs, n_inputs, in_shapes, in_dtypes,
+                      n_outputs, n->shapes, n->dtypes, &g->status};
+  if (op->infer && op->infer(&ctx) != 0) {
+    free_node(n);
+    return NULL;
+  }
+  n->id = g->n_nodes;
+  g->nodes[g->n_nodes++] = n;
+  g->name_table[name_slot(g, n->name)] = n;
+  return n;
+}
+
+int ct_graph_node_count(const ct_graph *g) { return g->n_nodes; }
+ct_node *ct_graph_node(const ct_graph *g, int index) {
+  return index >= 0 && index < g->n_nodes ? g->nodes[index] : NULL;
+}
+const char *ct_node_name(const ct_node *n) { return n->name; }
+const char *ct_node_op(const ct_node *n) { return n->op->name; }
+const char *ct_node_requested_device(const ct_node *n) { return n->requested_device; }
+int ct_node_num_inputs(const ct_node *n) { return n->n_inputs; }
+ct_output ct_node_input(const ct_node *n, int index) { return n->inputs[index]; }
+int ct_node_num_outputs(const ct_node *n) { return n->n_outputs; }
+
+ct_shape ct_output_shape(ct_output o) {
+  if (o.node == NULL) return ct_shape_of(0);
+  return o.node->shapes[o.index];
+}
+ct_dtype ct_output_dtype(ct_output o) { return o.node ? o.node->dtypes[o.index] : CT_F32; }
+
+void ct_node_add_control_input(ct_node *node, ct_node *before) {
+  if (node == NULL || before == NULL) return;
+  ct_node **control = realloc(node->control, (size_t)(node->n_control + 1) * sizeof *control);
+  if (control == NULL) return;
+  node->control = control;
+  node->control[node->n_control++] = before;
+}
+
+void ct_graph_add_update_op(ct_graph *g, ct_node *node) {
+  if (node == NULL) return;
+  if (g->n_update_ops == g->update_ops_cap) {
+    int cap = g->update_ops_cap ? g->update_ops_cap * 2 : 16;
+    ct_node **ops = realloc(g->update_ops, (size_t)cap * sizeof *ops);
+    if (ops == NULL) {
+      ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the graph");
+      return;
+    }
+    g->update_ops = ops;
+    g->update_ops_cap = cap;
+  }
+  g->update_ops[g->n_update_ops++] = node;
+}
+int ct_graph_update_op_count(const ct_graph *g) { return g->n_update_ops; }
+ct_node *ct_graph_update_op(const ct_graph *g, int index) { return g->update_ops[index]; }

@@ -1,0 +1,93 @@
+/* The graph's private structures, shared by src/graph, src/ops and src/exec. */
+#ifndef CTOWER_GRAPH_INTERNAL_H
+#define CTOWER_GRAPH_INTERNAL_H
+
+#include "ctower/graph.h"
+#include "ctower/ops.h"
+
+struct ct_op_def;
+
+/* Attributes of a node: each op documents which slots it uses. */
+typedef struct ct_attrs {
+  int64_t i[8];
+  float f[6];
+  ct_shape shape;
+} ct_attrs;
+
+typedef struct ct_variable_info {
+  char *name;           /* full name, "conv1/weights" */
+  ct_shape shape;
+  ct_initializer init;
+  int trainable;
+} ct_variable_info;
+
+struct ct_node {
+  int id;                       /* index in graph->nodes, creation order */
+  char *name;                   /* full name with scopes */
+  const struct ct_op_def *op;
+  int n_inputs;
+  ct_output *inputs;
+  int n_control;                /* control dependencies: run after these */
+  ct_node **control;
+  int n_outputs;
+  ct_shape *shapes;             /* static shapes, -1 where unknown */
+  ct_dtype *dtypes;
+  ct_attrs attrs;
+  char *requested_device;       /* from the device scope, "" if none */
+  int variable;                 /* Variable nodes: index into graph->variables; else -1 */
+  ct_tensor *constant;          /* Const nodes: the value */
+  uint64_t seed;                /* per-node random stream (hash of graph seed and name) */
+};
+
+struct ct_graph {
+  ct_node **nodes;
+  int n_nodes, nodes_cap;
+  ct_status status;             /* first building error, sticky */
+  uint64_t seed;
+  char *name_scopes[64];        /* each entry: the full prefix, "tower_0/conv1" */
+  int n_name_scopes;
+  char *device_scopes[64];
+  int n_device_scopes;
+  char *variable_scopes[64];    /* full prefixes */
+  int n_variable_scopes;
+  ct_variable_info *variables;
+  int n_variables, variables_cap;
+  ct_node **update_ops;
+  int n_update_ops, update_ops_cap;
+  /* name -> node, open addressing; capacity is a power of two */
+  ct_node **name_table;
+  size_t name_table_cap;
+};
+
+/* Adds a node of `op` named "<scope>/<base_name>" (made unique with _1, _2,
+ * ... as TensorFlow does), with static shapes from the op's shape rule.
+ * Returns NULL (and records the error) when the graph already failed, an
+ * input is null, or the shape rule rejects the inputs. */
+ct_node *ct_graph_add_node(ct_graph *g, const struct ct_op_def *op, const char *base_name,
+                           int n_inputs, const ct_output *inputs, int n_outputs,
+                           const ct_attrs *attrs);
+
+/* Gets or creates a variable by its full name, ignoring variable scopes
+ * (optimizer slots: "conv1/weights/Momentum"). */
+ct_output ct_graph_variable_absolute(ct_graph *g, const char *full_name, ct_shape shape,
+                                     ct_initializer init, int trainable);
+
+/* {node, 0}, or the null output when node is NULL. */
+static inline ct_output ct_out(ct_node *node, int index) {
+  ct_output o;
+  o.node = node;
+  o.index = node ? index : 0;
+  return o;
+}
+
+/* 64-bit hash of a string mixed with a seed (FNV-1a then a finalizer). */
+uint64_t ct_hash_string(uint64_t seed, const char *text);
+/* splitmix64 finalizer: a good 64-bit mix. */
+static inline uint64_t ct_mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+#endif

@@ -1,0 +1,96 @@
+/* Shared variables: get-or-create by full name inside variable scopes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+#include "ops/op_def.h"
+
+static int find_variable(const ct_graph *g, const char *full_name) {
+  for (int i = 0; i < g->n_variables; ++i)
+    if (strcmp(g->variables[i].name, full_name) == 0) return i;
+  return -1;
+}
+
+/* A "Variable" node reading variable `index`, named after its last path
+ * component under the current name scope ("tower_0/conv1/weights"). */
+ct_output ct_graph_variable_read(ct_graph *g, int index) {
+  if (g->status.code != CT_OK) return ct_out(NULL, 0);
+  if (index < 0 || index >= g->n_variables) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "no variable with index %d", index);
+    return ct_out(NULL, 0);
+  }
+  const ct_variable_info *var = &g->variables[index];
+  const char *base = strrchr(var->name, '/');
+  base = base ? base + 1 : var->name;
+  ct_attrs attrs;
+  memset(&attrs, 0, sizeof attrs);
+  attrs.shape = var->shape;
+  ct_node *n = ct_graph_add_node(g, ct_op_find("Variable"), base, 0, NULL, 1, &attrs);
+  if (n) n->variable = index;
+  return ct_out(n, 0);
+}
+
+ct_output ct_graph_variable_absolute(ct_graph *g, const char *full_name, ct_shape shape,
+                                     ct_initializer init, int trainable) {
+  if (g->status.code != CT_OK) return ct_out(NULL, 0);
+  if (!ct_shape_is_known(&shape) || shape.rank > CT_MAX_RANK) {
+    char buf[96];
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "variable '%s' needs a known shape, got %s",
+                       full_name, ct_shape_str(&shape, buf, sizeof buf));
+    return ct_out(NULL, 0);
+  }
+  int index = find_variable(g, full_name);
+  if (index >= 0) {
+    if (!ct_shape_equal(&g->variables[index].shape, &shape)) {
+      char have[96], want[96];
+      ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                         "variable '%s' exists with shape %s but was requested with shape %s",
+                         full_name, ct_shape_str(&g->variables[index].shape, have, sizeof have),
+                         ct_shape_str(&shape, want, sizeof want));
+      return ct_out(NULL, 0);
+    }
+    return ct_graph_variable_read(g, index);
+  }
+  if (g->n_variables == g->variables_cap) {
+    int cap = g->variables_cap ? g->variables_cap * 2 : 32;
+    ct_variable_info *vars = realloc(g->variables, (size_t)cap * sizeof *vars);
+    if (vars == NULL) {
+      ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory creating variable '%s'",
+                         full_name);
+      return ct_out(NULL, 0);
+    }
+    g->variables = vars;
+    g->variables_cap = cap;
+  }
+  ct_variable_info *var = &g->variables[g->n_variables];
+  var->name = strdup(full_name);
+  if (var->name == NULL) {
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory creating variable '%s'",
+                       full_name);
+    return ct_out(NULL, 0);
+  }
+  var->shape = shape;
+  var->init = init;
+  var->trainable = trainable;
+  return ct_graph_variable_read(g, g->n_variables++);
+}
+
+ct_output ct_variable(ct_graph *g, const char *name, ct_shape shape, ct_initializer init,
+                      int trainable) {
+  const char *prefix = g->n_variable_scopes ? g->variable_scopes[g->n_variable_scopes - 1] : "";
+  char full[1024];
+  snprintf(full, sizeof full, "%s%s%s", prefix, prefix[0] ? "/" : "", name);
+  return ct_graph_variable_absolute(g, full, shape, init, trainable);
+}
+
+int ct_graph_variable_count(const ct_graph *g) { return g->n_variables; }
+const char *ct_graph_variable_name(const ct_graph *g, int index) {
+  return g->variables[index].name;
+}
+ct_shape ct_graph_variable_shape(const ct_graph *g, int index) {
+  return g->variables[index].shape;
+}
+int ct_graph_variable_trainable(const ct_graph *g, int index) {
+  return g->variables[index].trainable;
+}

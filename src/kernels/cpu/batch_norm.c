@@ -1,0 +1,151 @@
+/* Batch normalization over all axes but the last (channels), in plain C.
+ * x is viewed as [R, C] with R = N*H*W rows. Per-channel sums are taken
+ * over a fixed number of row chunks and added in chunk order, so the result
+ * does not depend on the thread count. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu_kernels.h"
+
+enum { CHUNKS = 16 };
+
+static void rows_channels(const ct_shape *x, int64_t *rows, int64_t *channels) {
+  *channels = x->dims[x->rank - 1];
+  *rows = *channels ? ct_shape_elements(x) / *channels : 0;
+}
+
+/* sums[c] = sum over rows of a[r, c] (b == NULL), or of a[r, c] * (b[r, c] -
+ * center[c]) * scale[c] when b is given. Partial sums use `partial`
+ * (CHUNKS * C floats). */
+static void column_sums(const ct_kernel_ctx *ctx, const float *a, const float *b,
+                        const float *center, const float *scale, int64_t rows, int64_t C,
+                        float *partial, float *sums) {
+  const int threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
+  for (int k = 0; k < CHUNKS; ++k) {
+    float *p = partial + (int64_t)k * C;
+    for (int64_t c = 0; c < C; ++c) p[c] = 0.0f;
+    int64_t r0 = rows * k / CHUNKS, r1 = rows * (k + 1) / CHUNKS;
+    for (int64_t r = r0; r < r1; ++r) {
+      const float *ar = a + r * C;
+      if (b == NULL) {
+        for (int64_t c = 0; c < C; ++c) p[c] += ar[c];
+      } else {
+        const float *br = b + r * C;
+        for (int64_t c = 0; c < C; ++c) p[c] += ar[c] * (br[c] - center[c]) * scale[c];
+      }
+    }
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    float s = 0.0f;
+    for (int k = 0; k < CHUNKS; ++k) s += partial[(int64_t)k * C + c];
+    sums[c] = s;
+  }
+}
+
+/* y = gamma * (x - mean) * inv_std + beta */
+static void normalize(const ct_kernel_ctx *ctx, const float *x, const float *gamma,
+                      const float *beta, const float *mean, const float *inv_std, int64_t rows,
+                      int64_t C, float *y) {
+  const int threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < C; ++c)
+      y[r * C + c] = gamma[c] * (x[r * C + c] - mean[c]) * inv_std[c] + beta[c];
+}
+
+/* BatchNormTraining(x, gamma, beta) -> y, mean, unbiased var, inv_std. */
+void ct_cpu_batch_norm_training(ct_kernel_ctx *ctx) {
+  int64_t rows, C;
+  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  const float *x = ct_in_f32(ctx, 0);
+  float *mean = ct_out_f32(ctx, 1), *var = ct_out_f32(ctx, 2), *inv_std = ct_out_f32(ctx, 3);
+  float *partial = ct_kernel_scratch(ctx, (size_t)(CHUNKS + 1) * (size_t)C * sizeof(float));
+  if (partial == NULL) return;
+  float *ones = partial + (int64_t)CHUNKS * C;
+  for (int64_t c = 0; c < C; ++c) ones[c] = 1.0f;
+  column_sums(ctx, x, NULL, NULL, NULL, rows, C, partial, mean);
+  for (int64_t c = 0; c < C; ++c) mean[c] /= (float)(rows ? rows : 1);
+  column_sums(ctx, x, x, mean, ones, rows, C, partial, var); /* sum (x - mean) x = sum (x - mean)^2 */
+  const float eps = ctx->attrs->f[0];
+  for (int64_t c = 0; c < C; ++c) {
+    float biased = var[c] / (float)(rows ? rows : 1);
+    if (biased < 0) biased = 0;
+    inv_std[c] = 1.0f / sqrtf(biased + eps);
+    var[c] = rows > 1 ? biased * (float)rows / (float)(rows - 1) : biased;
+  }
+  normalize(ctx, x, ct_in_f32(ctx, 1), ct_in_f32(ctx, 2), mean, inv_std, rows, C,
+            ct_out_f32(ctx, 0));
+}
+
+/* BatchNormInference(x, gamma, beta, mean, var) -> y. */
+void ct_cpu_batch_norm_inference(ct_kernel_ctx *ctx) {
+  int64_t rows, C;
+  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  float *inv_std = ct_kernel_scratch(ctx, (size_t)C * sizeof(float));
+  if (inv_std == NULL) return;
+  const float *var = ct_in_f32(ctx, 4);
+  for (int64_t c = 0; c < C; ++c) inv_std[c] = 1.0f / sqrtf(var[c] + ctx->attrs->f[0]);
+  normalize(ctx, ct_in_f32(ctx, 0), ct_in_f32(ctx, 1), ct_in_f32(ctx, 2), ct_in_f32(ctx, 3),
+            inv_std, rows, C, ct_out_f32(ctx, 0));
+}
+
+/* Shared by both gradients: dbeta = sum dy, dgamma = sum dy * xhat, where
+ * xhat = (x - mean) * inv_std. */
+static void param_grads(ct_kernel_ctx *ctx, const float *x, const float *dy, const float *mean,
+                        const float *inv_std, int64_t rows, int64_t C, float *dgamma,
+                        float *dbeta, float *partial) {
+  column_sums(ctx, dy, NULL, NULL, NULL, rows, C, partial, dbeta);
+  column_sums(ctx, dy, x, mean, inv_std, rows, C, partial, dgamma);
+}
+
+/* BatchNormGrad(x, gamma, mean, inv_std, dy) -> dx, dgamma, dbeta:
+ * dx = gamma * inv_std / R * (R * dy - dbeta - xhat * dgamma). */
+void ct_cpu_batch_norm_grad(ct_kernel_ctx *ctx) {
+  int64_t rows, C;
+  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  const float *x = ct_in_f32(ctx, 0), *gamma = ct_in_f32(ctx, 1), *mean = ct_in_f32(ctx, 2);
+  const float *inv_std = ct_in_f32(ctx, 3), *dy = ct_in_f32(ctx, 4);
+  float *dx = ct_out_f32(ctx, 0), *dgamma = ct_out_f32(ctx, 1), *dbeta = ct_out_f32(ctx, 2);
+  float *partial = ct_kernel_scratch(ctx, (size_t)CHUNKS * (size_t)C * sizeof(float));
+  if (partial == NULL) return;
+  param_grads(ctx, x, dy, mean, inv_std, rows, C, dgamma, dbeta, partial);
+  const float R = (float)rows;
+  const int threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < C; ++c) {
+      float xhat = (x[r * C + c] - mean[c]) * inv_std[c];
+      dx[r * C + c] = gamma[c] * inv_std[c] / R * (R * dy[r * C + c] - dbeta[c] - xhat * dgamma[c]);
+    }
+}
+
+/* BatchNormInferenceGrad(x, gamma, mean, var, dy) -> dx, dgamma, dbeta:
+ * the statistics are constants, so dx = dy * gamma * inv_std. */
+void ct_cpu_batch_norm_inference_grad(ct_kernel_ctx *ctx) {
+  int64_t rows, C;
+  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  const float *x = ct_in_f32(ctx, 0), *gamma = ct_in_f32(ctx, 1), *mean = ct_in_f32(ctx, 2);
+  const float *var = ct_in_f32(ctx, 3), *dy = ct_in_f32(ctx, 4);
+  float *dx = ct_out_f32(ctx, 0);
+  float *partial = ct_kernel_scratch(ctx, (size_t)(CHUNKS + 1) * (size_t)C * sizeof(float));
+  if (partial == NULL) return;
+  float *inv_std = partial + (int64_t)CHUNKS * C;
+  for (int64_t c = 0; c < C; ++c) inv_std[c] = 1.0f / sqrtf(var[c] + ctx->attrs->f[0]);
+  param_grads(ctx, x, dy, mean, inv_std, rows, C, ct_out_f32(ctx, 1), ct_out_f32(ctx, 2),
+              partial);
+  const int threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < C; ++c) dx[r * C + c] = dy[r * C + c] * gamma[c] * inv_std[c];
+}
+
+/* AssignMovingAvg(variable, value): variable = m * variable + (1 - m) * value,
+ * in place (the output is the variable). */
+void ct_cpu_assign_moving_average(ct_kernel_ctx *ctx) {
+  float *v = ct_in_f32(ctx, 0);
+  const float *value = ct_in_f32(ctx, 1);
+  const float m = ctx->attrs->f[0];
+  const int64_t n = ct_in_elements(ctx, 0);
+  for (int64_t i = 0; i < n; ++i) v[i] = m * v[i] + (1.0f - m) * value[i];
+}

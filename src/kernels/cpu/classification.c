@@ -1,0 +1,60 @@
+/* Softmax cross-entropy with integer labels, argmax and accuracy. */
+#include <math.h>
+
+#include "kernels/cpu/cpu_kernels.h"
+
+static int check_label(ct_kernel_ctx *ctx, int32_t label, int64_t row, int64_t classes) {
+  if (label >= 0 && label < classes) return 0;
+  ct_status_set(ctx->status, CT_INVALID_ARGUMENT,
+                "label %d of example %lld is outside [0, %lld) in '%s'; check the dataset's "
+                "labels against the model's number of classes",
+                (int)label, (long long)row, (long long)classes, ctx->node->name);
+  return 1;
+}
+
+/* loss[n] = logsumexp(logits[n]) - logits[n, label]; backprop = softmax - onehot. */
+void ct_cpu_sparse_softmax_xent(ct_kernel_ctx *ctx) {
+  const int64_t N = ctx->inputs[0].shape.dims[0], C = ctx->inputs[0].shape.dims[1];
+  const float *logits = ct_in_f32(ctx, 0);
+  const int32_t *labels = ct_tensor_i32(&ctx->inputs[1]);
+  float *loss = ct_out_f32(ctx, 0), *backprop = ct_out_f32(ctx, 1);
+  for (int64_t n = 0; n < N; ++n)
+    if (check_label(ctx, labels[n], n, C)) return;
+  for (int64_t n = 0; n < N; ++n) {
+    const float *z = logits + n * C;
+    float *p = backprop + n * C;
+    float max = z[0];
+    for (int64_t c = 1; c < C; ++c) max = z[c] > max ? z[c] : max;
+    float sum = 0.0f;
+    for (int64_t c = 0; c < C; ++c) {
+      p[c] = expf(z[c] - max);
+      sum += p[c];
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t c = 0; c < C; ++c) p[c] *= inv;
+    loss[n] = logf(sum) + max - z[labels[n]];
+    p[labels[n]] -= 1.0f;
+  }
+}
+
+static int64_t row_argmax(const float *z, int64_t C) {
+  int64_t best = 0;
+  for (int64_t c = 1; c < C; ++c)
+    if (z[c] > z[best]) best = c;
+  return best;
+}
+
+void ct_cpu_argmax(ct_kernel_ctx *ctx) {
+  const ct_shape *s = &ctx->inputs[0].shape;
+  const int64_t C = s->dims[s->rank - 1], rows = C ? ct_shape_elements(s) / C : 0;
+  int32_t *out = ct_tensor_i32(&ctx->outputs[0]);
+  for (int64_t r = 0; r < rows; ++r) out[r] = (int32_t)row_argmax(ct_in_f32(ctx, 0) + r * C, C);
+}
+
+void ct_cpu_accuracy(ct_kernel_ctx *ctx) {
+  const int64_t N = ctx->inputs[0].shape.dims[0], C = ctx->inputs[0].shape.dims[1];
+  const int32_t *labels = ct_tensor_i32(&ctx->inputs[1]);
+  int64_t correct = 0;
+  for (int64_t n = 0; n < N; ++n) correct += row_argmax(ct_in_f32(ctx, 0) + n * C, C) == labels[n];
+  ct_out_f32(ctx, 0)[0] = N ? (float)correct / (float)N : 0.0f;
+}

@@ -1,0 +1,89 @@
+/* CPU kernels: one function per op, listed in ct_cpu_kernels (cpu_kernels.c).
+ * Heavy ops use oneDNN; the rest is plain C parallelized with OpenMP over the
+ * device's threads (the executor sets the thread count per device). */
+#ifndef CTOWER_CPU_KERNELS_H
+#define CTOWER_CPU_KERNELS_H
+
+#include <dnnl.h>
+
+#include "kernels/kernel.h"
+
+extern const ct_kernel_def ct_cpu_kernels[];
+
+#define CT_CPU_KERNEL(name) void name(ct_kernel_ctx *ctx)
+
+/* basic_kernels.c */
+CT_CPU_KERNEL(ct_cpu_nothing);
+CT_CPU_KERNEL(ct_cpu_zeros_like);
+CT_CPU_KERNEL(ct_cpu_ones_like);
+CT_CPU_KERNEL(ct_cpu_concat);
+CT_CPU_KERNEL(ct_cpu_concat_grad);
+CT_CPU_KERNEL(ct_cpu_split);
+/* elementwise.c */
+CT_CPU_KERNEL(ct_cpu_neg);
+CT_CPU_KERNEL(ct_cpu_add);
+CT_CPU_KERNEL(ct_cpu_sub);
+CT_CPU_KERNEL(ct_cpu_mul);
+CT_CPU_KERNEL(ct_cpu_div);
+CT_CPU_KERNEL(ct_cpu_broadcast_like);
+CT_CPU_KERNEL(ct_cpu_sum_like);
+CT_CPU_KERNEL(ct_cpu_add_n);
+CT_CPU_KERNEL(ct_cpu_relu);
+CT_CPU_KERNEL(ct_cpu_relu_grad);
+CT_CPU_KERNEL(ct_cpu_sigmoid);
+CT_CPU_KERNEL(ct_cpu_sigmoid_grad);
+CT_CPU_KERNEL(ct_cpu_tanh);
+CT_CPU_KERNEL(ct_cpu_tanh_grad);
+/* reduce.c */
+CT_CPU_KERNEL(ct_cpu_sum);
+CT_CPU_KERNEL(ct_cpu_mean);
+CT_CPU_KERNEL(ct_cpu_reduce_grad);
+/* matmul.c */
+CT_CPU_KERNEL(ct_cpu_matmul);
+/* conv.c */
+CT_CPU_KERNEL(ct_cpu_conv2d);
+CT_CPU_KERNEL(ct_cpu_conv2d_backprop_input);
+CT_CPU_KERNEL(ct_cpu_conv2d_backprop_filter);
+/* pool.c */
+CT_CPU_KERNEL(ct_cpu_max_pool);
+CT_CPU_KERNEL(ct_cpu_max_pool_grad);
+CT_CPU_KERNEL(ct_cpu_avg_pool);
+CT_CPU_KERNEL(ct_cpu_avg_pool_grad);
+CT_CPU_KERNEL(ct_cpu_lrn);
+CT_CPU_KERNEL(ct_cpu_lrn_grad);
+/* batch_norm.c */
+CT_CPU_KERNEL(ct_cpu_batch_norm_training);
+CT_CPU_KERNEL(ct_cpu_batch_norm_inference);
+CT_CPU_KERNEL(ct_cpu_batch_norm_grad);
+CT_CPU_KERNEL(ct_cpu_batch_norm_inference_grad);
+CT_CPU_KERNEL(ct_cpu_assign_moving_average);
+/* dropout.c */
+CT_CPU_KERNEL(ct_cpu_dropout);
+CT_CPU_KERNEL(ct_cpu_dropout_grad);
+/* classification.c */
+CT_CPU_KERNEL(ct_cpu_sparse_softmax_xent);
+CT_CPU_KERNEL(ct_cpu_argmax);
+CT_CPU_KERNEL(ct_cpu_accuracy);
+/* optimizers.c */
+CT_CPU_KERNEL(ct_cpu_apply_gradient_descent);
+CT_CPU_KERNEL(ct_cpu_apply_momentum);
+CT_CPU_KERNEL(ct_cpu_apply_adam);
+
+/* Sums X (shape in) down to out, broadcast as NumPy; Y = broadcast of X
+ * (shape in) to out, times scale. (elementwise.c) */
+void ct_cpu_sum_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float *Y,
+                   const ct_shape *out);
+void ct_cpu_broadcast_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float *Y,
+                         const ct_shape *out, float scale);
+
+/* oneDNN helpers (onednn.c) */
+/* A plain memory descriptor: dims in oneDNN's logical order with a tag. */
+dnnl_memory_desc_t ct_dnnl_md(int ndims, const int64_t *dims, dnnl_format_tag_t tag);
+/* Reports a failed oneDNN call into ctx->status; returns 1 when it failed. */
+int ct_dnnl_check(ct_kernel_ctx *ctx, dnnl_status_t st, const char *what);
+/* Runs a primitive with (arg, memory) pairs on the device's stream and waits. */
+int ct_dnnl_execute(ct_kernel_ctx *ctx, dnnl_primitive_t prim, int n_args, const dnnl_exec_arg_t *args);
+/* A memory object over `data` (not owned). */
+dnnl_memory_t ct_dnnl_memory(ct_kernel_ctx *ctx, const dnnl_memory_desc_t *md, void *data);
+
+#endif

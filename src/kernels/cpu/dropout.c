@@ -1,0 +1,26 @@
+/* Inverted dropout. The keep decision of element i is a hash of (the node's
+ * stream, the session step, i): the gradient recomputes the same mask, and
+ * the result does not depend on threads or on what ran before. */
+#include "kernels/cpu/cpu_kernels.h"
+
+static inline int keep(uint64_t stream, uint64_t step, int64_t i, uint32_t threshold) {
+  uint64_t h = ct_mix64(stream ^ ct_mix64(step ^ ct_mix64((uint64_t)i)));
+  return (uint32_t)(h >> 32) >= threshold;
+}
+
+static void dropout(ct_kernel_ctx *ctx) {
+  const float rate = ctx->attrs->f[0];
+  const float scale = 1.0f / (1.0f - rate);
+  const uint32_t threshold = (uint32_t)((double)rate * 4294967296.0);
+  const uint64_t stream = (uint64_t)ctx->attrs->i[0], step = ctx->step;
+  const float *x = ct_in_f32(ctx, 0);
+  float *y = ct_out_f32(ctx, 0);
+  const int64_t n = ct_in_elements(ctx, 0);
+  const int threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
+  for (int64_t i = 0; i < n; ++i) y[i] = keep(stream, step, i, threshold) ? x[i] * scale : 0.0f;
+}
+
+void ct_cpu_dropout(ct_kernel_ctx *ctx) { dropout(ctx); }
+/* The gradient is the same masked scaling of dy. */
+void ct_cpu_dropout_grad(ct_kernel_ctx *ctx) { dropout(ctx); }

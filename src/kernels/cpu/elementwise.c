@@ -1,0 +1,206 @@
+/* Elementwise kernels. Binary ops broadcast as NumPy: equal shapes, a scalar
+ * operand and a trailing-dims operand (a bias) have fast paths; anything
+ * else goes through strided indexing over up to CT_MAX_RANK dims. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu_kernels.h"
+
+/* Output-shaped strides of `in` (0 where broadcast), right-aligned to rank. */
+static void broadcast_strides(const ct_shape *in, const ct_shape *out, int64_t *strides) {
+  int64_t stride = 1;
+  for (int d = out->rank - 1; d >= 0; --d) {
+    int di = d - (out->rank - in->rank);
+    if (di < 0 || in->dims[di] == 1) {
+      strides[d] = 0;
+    } else {
+      strides[d] = stride;
+    }
+    if (di >= 0) stride *= in->dims[di];
+  }
+}
+
+/* Offsets of element `index` of `out` in inputs a and b. */
+static void offsets_of(int64_t index, const ct_shape *out, const int64_t *sa, const int64_t *sb,
+                       int64_t *oa, int64_t *ob) {
+  int64_t a = 0, b = 0;
+  for (int d = out->rank - 1; d >= 0; --d) {
+    int64_t coord = index % out->dims[d];
+    index /= out->dims[d];
+    a += coord * sa[d];
+    b += coord * sb[d];
+  }
+  *oa = a;
+  *ob = b;
+}
+
+/* How b relates to the output: same shape, a single value, or a block of
+ * the output's trailing dims repeated (bias). */
+typedef enum { SAME, SCALAR, TRAILING, GENERAL } broadcast_kind;
+
+static broadcast_kind kind_of(const ct_shape *in, const ct_shape *out, int64_t *block) {
+  int64_t n = ct_shape_elements(in);
+  if (ct_shape_elements(out) == n) return SAME;
+  if (n == 1) return SCALAR;
+  /* in == trailing dims of out (leading 1s ignored) */
+  int lead = 0;
+  while (lead < in->rank && in->dims[lead] == 1) ++lead;
+  int k = in->rank - lead;
+  for (int d = 0; d < k; ++d)
+    if (in->dims[lead + d] != out->dims[out->rank - k + d]) return GENERAL;
+  *block = n;
+  return TRAILING;
+}
+
+#define BINARY_KERNEL(fn_name, EXPR)                                                     \
+  void fn_name(ct_kernel_ctx *ctx) {                                                     \
+    const ct_shape *out = &ctx->outputs[0].shape;                                        \
+    const float *A = ct_in_f32(ctx, 0), *B = ct_in_f32(ctx, 1);                          \
+    float *Y = ct_out_f32(ctx, 0);                                                       \
+    const int64_t n = ct_shape_elements(out);                                            \
+    int64_t block_a = 0, block_b = 0;                                                    \
+    broadcast_kind ka = kind_of(&ctx->inputs[0].shape, out, &block_a);                   \
+    broadcast_kind kb = kind_of(&ctx->inputs[1].shape, out, &block_b);                   \
+    const int threads = ctx->threads;                                                    \
+    if (ka == SAME && kb == SAME) {                                                      \
+      _Pragma("omp parallel for num_threads(threads) if(n > CT_PARALLEL_GRAIN)")         \
+      for (int64_t i = 0; i < n; ++i) {                                                  \
+        float a = A[i], b = B[i];                                                        \
+        Y[i] = (EXPR);                                                                   \
+      }                                                                                  \
+    } else if (ka == SAME && (kb == SCALAR || kb == TRAILING)) {                         \
+      const int64_t m = kb == SCALAR ? 1 : block_b;                                      \
+      _Pragma("omp parallel for num_threads(threads) if(n > CT_PARALLEL_GRAIN)")         \
+      for (int64_t r = 0; r < n / m; ++r)                                                \
+        for (int64_t j = 0; j < m; ++j) {                                                \
+          float a = A[r * m + j], b = B[j];                                              \
+          Y[r * m + j] = (EXPR);                                                         \
+        }                                                                                \
+    } else if (kb == SAME && (ka == SCALAR || ka == TRAILING)) {                         \
+      const int64_t m = ka == SCALAR ? 1 : block_a;                                      \
+      _Pragma("omp parallel for num_threads(threads) if(n > CT_PARALLEL_GRAIN)")         \
+      for (int64_t r = 0; r < n / m; ++r)                                                \
+        for (int64_t j = 0; j < m; ++j) {                                                \
+          float a = A[j], b = B[r * m + j];                                              \
+          Y[r * m + j] = (EXPR);                                                         \
+        }                                                                                \
+    } else {                                                                             \
+      int64_t sa[CT_MAX_RANK], sb[CT_MAX_RANK];                                          \
+      broadcast_strides(&ctx->inputs[0].shape, out, sa);                                 \
+      broadcast_strides(&ctx->inputs[1].shape, out, sb);                                 \
+      _Pragma("omp parallel for num_threads(threads) if(n > CT_PARALLEL_GRAIN)")         \
+      for (int64_t i = 0; i < n; ++i) {                                                  \
+        int64_t oa, ob;                                                                  \
+        offsets_of(i, out, sa, sb, &oa, &ob);                                            \
+        float a = A[oa], b = B[ob];                                                      \
+        Y[i] = (EXPR);                                                                   \
+      }                                                                                  \
+    }                                                                                    \
+  }
+
+BINARY_KERNEL(ct_cpu_add, a + b)
+BINARY_KERNEL(ct_cpu_sub, a - b)
+BINARY_KERNEL(ct_cpu_mul, a * b)
+BINARY_KERNEL(ct_cpu_div, a / b)
+/* ReluGrad(dy, y), SigmoidGrad(y, dy), TanhGrad(y, dy): same shapes. */
+BINARY_KERNEL(ct_cpu_relu_grad, b > 0.0f ? a : 0.0f)
+BINARY_KERNEL(ct_cpu_sigmoid_grad, b * a * (1.0f - a))
+BINARY_KERNEL(ct_cpu_tanh_grad, b * (1.0f - a * a))
+
+#define UNARY_KERNEL(fn_name, EXPR)                                               \
+  void fn_name(ct_kernel_ctx *ctx) {                                              \
+    const float *X = ct_in_f32(ctx, 0);                                           \
+    float *Y = ct_out_f32(ctx, 0);                                                \
+    const int64_t n = ct_in_elements(ctx, 0);                                     \
+    const int threads = ctx->threads;                                             \
+    _Pragma("omp parallel for num_threads(threads) if(n > CT_PARALLEL_GRAIN)")    \
+    for (int64_t i = 0; i < n; ++i) {                                             \
+      float x = X[i];                                                             \
+      Y[i] = (EXPR);                                                              \
+    }                                                                             \
+  }
+
+UNARY_KERNEL(ct_cpu_neg, -x)
+UNARY_KERNEL(ct_cpu_relu, x > 0.0f ? x : 0.0f)
+UNARY_KERNEL(ct_cpu_sigmoid, 1.0f / (1.0f + expf(-x)))
+UNARY_KERNEL(ct_cpu_tanh, tanhf(x))
+
+void ct_cpu_add_n(ct_kernel_ctx *ctx) {
+  float *Y = ct_out_f32(ctx, 0);
+  const int64_t n = ct_shape_elements(&ctx->outputs[0].shape);
+  const int threads = ctx->threads, k = ctx->n_inputs;
+  const ct_tensor *in = ctx->inputs;
+#pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
+  for (int64_t i = 0; i < n; ++i) {
+    float sum = ((const float *)in[0].data)[i];
+    for (int j = 1; j < k; ++j) sum += ((const float *)in[j].data)[i];
+    Y[i] = sum;
+  }
+}
+
+void ct_cpu_broadcast_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float *Y,
+                         const ct_shape *out, float scale) {
+  const int64_t n = ct_shape_elements(out);
+  int64_t sx[CT_MAX_RANK], none[CT_MAX_RANK] = {0};
+  broadcast_strides(in, out, sx);
+  const int threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t ox, unused;
+    offsets_of(i, out, sx, none, &ox, &unused);
+    Y[i] = X[ox] * scale;
+  }
+}
+
+void ct_cpu_broadcast_like(ct_kernel_ctx *ctx) {
+  ct_cpu_broadcast_to(ctx, ct_in_f32(ctx, 0), &ctx->inputs[0].shape, ct_out_f32(ctx, 0),
+                      &ctx->outputs[0].shape, 1.0f);
+}
+
+/* The trailing case (a bias gradient, [rows, m] -> [m]) splits rows into
+ * fixed chunks whose partial sums are added in chunk order, so results do
+ * not depend on the thread count. */
+void ct_cpu_sum_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float *Y,
+                   const ct_shape *out) {
+  const int64_t n_in = ct_shape_elements(in), n_out = ct_shape_elements(out);
+  int64_t block = 0;
+  broadcast_kind kind = kind_of(out, in, &block);
+  if (kind == SAME) {
+    memcpy(Y, X, (size_t)n_out * sizeof *Y);
+    return;
+  }
+  if (kind == TRAILING || kind == SCALAR) {
+    const int64_t m = kind == SCALAR ? 1 : block, rows = n_in / m;
+    enum { CHUNKS = 16 };
+    float *partial = ct_kernel_scratch(ctx, (size_t)CHUNKS * (size_t)m * sizeof *partial);
+    if (partial == NULL) return;
+    const int threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) if (n_in > CT_PARALLEL_GRAIN)
+    for (int c = 0; c < CHUNKS; ++c) {
+      float *p = partial + (int64_t)c * m;
+      for (int64_t j = 0; j < m; ++j) p[j] = 0.0f;
+      int64_t r0 = rows * c / CHUNKS, r1 = rows * (c + 1) / CHUNKS;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t j = 0; j < m; ++j) p[j] += X[r * m + j];
+    }
+    for (int64_t j = 0; j < m; ++j) {
+      float sum = 0.0f;
+      for (int c = 0; c < CHUNKS; ++c) sum += partial[(int64_t)c * m + j];
+      Y[j] = sum;
+    }
+    return;
+  }
+  int64_t sy[CT_MAX_RANK], none[CT_MAX_RANK] = {0};
+  broadcast_strides(out, in, sy);
+  memset(Y, 0, (size_t)n_out * sizeof *Y);
+  for (int64_t i = 0; i < n_in; ++i) {
+    int64_t oy, unused;
+    offsets_of(i, in, sy, none, &oy, &unused);
+    Y[oy] += X[i];
+  }
+}
+
+void ct_cpu_sum_like(ct_kernel_ctx *ctx) {
+  ct_cpu_sum_to(ctx, ct_in_f32(ctx, 0), &ctx->inputs[0].shape, ct_out_f32(ctx, 0),
+                &ctx->outputs[0].shape);
+}

@@ -1,0 +1,36 @@
+/* Small helpers over oneDNN's C API used by the CPU kernels. */
+#include <string.h>
+
+#include "device/device.h"
+#include "kernels/cpu/cpu_kernels.h"
+
+dnnl_memory_desc_t ct_dnnl_md(int ndims, const int64_t *dims, dnnl_format_tag_t tag) {
+  dnnl_memory_desc_t md;
+  dnnl_dims_t d;
+  for (int i = 0; i < ndims; ++i) d[i] = dims[i];
+  dnnl_memory_desc_init_by_tag(&md, ndims, d, dnnl_f32, tag);
+  return md;
+}
+
+int ct_dnnl_check(ct_kernel_ctx *ctx, dnnl_status_t st, const char *what) {
+  if (st == dnnl_success) return 0;
+  ct_status_set(ctx->status, st == dnnl_out_of_memory ? CT_RESOURCE_EXHAUSTED : CT_INTERNAL,
+                "oneDNN failed in %s for node '%s' (status %d)", what, ctx->node->name, (int)st);
+  return 1;
+}
+
+dnnl_memory_t ct_dnnl_memory(ct_kernel_ctx *ctx, const dnnl_memory_desc_t *md, void *data) {
+  dnnl_memory_t mem = NULL;
+  if (ct_dnnl_check(ctx, dnnl_memory_create(&mem, md, ctx->device->engine, data),
+                    "dnnl_memory_create"))
+    return NULL;
+  return mem;
+}
+
+int ct_dnnl_execute(ct_kernel_ctx *ctx, dnnl_primitive_t prim, int n_args,
+                    const dnnl_exec_arg_t *args) {
+  if (ct_dnnl_check(ctx, dnnl_primitive_execute(prim, ctx->device->stream, n_args, args),
+                    "dnnl_primitive_execute"))
+    return 1;
+  return ct_dnnl_check(ctx, dnnl_stream_wait(ctx->device->stream), "dnnl_stream_wait");
+}

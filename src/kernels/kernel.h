@@ -1,0 +1,67 @@
+/* The kernel interface: what a kernel receives when the executor runs a node.
+ *
+ * Kernels take their outputs already allocated (shapes from the op's shape
+ * rule) and never allocate on their own: temporary memory comes from
+ * ct_kernel_scratch, which draws on the device's allocator. */
+#ifndef CTOWER_KERNEL_H
+#define CTOWER_KERNEL_H
+
+#include "graph/graph_internal.h"
+
+struct ct_device;
+
+/* State a kernel keeps for its node across runs (e.g. oneDNN primitives
+ * created for the current shapes). Freed with the session's plan. */
+typedef struct ct_kernel_state {
+  void *data;
+  void (*free_fn)(void *data);
+} ct_kernel_state;
+
+typedef struct ct_kernel_ctx {
+  const ct_node *node;
+  const ct_attrs *attrs;
+  int n_inputs;
+  ct_tensor *inputs;        /* headers over the input buffers */
+  int n_outputs;
+  ct_tensor *outputs;       /* allocated, shapes set; contents undefined */
+  struct ct_device *device;
+  int threads;              /* the device's worker threads */
+  uint64_t step;            /* the session step (random streams) */
+  ct_kernel_state *state;
+  ct_status *status;        /* a kernel that fails fills it */
+  void *scratch[4];         /* ct_kernel_scratch blocks, freed after the call */
+  int n_scratch;
+} ct_kernel_ctx;
+
+typedef void (*ct_kernel_fn)(ct_kernel_ctx *ctx);
+
+typedef enum ct_device_type { CT_DEVICE_CPU = 0, CT_DEVICE_GPU = 1, CT_DEVICE_TYPE_COUNT } ct_device_type;
+
+typedef struct ct_kernel_def {
+  const char *op;
+  ct_device_type device_type;
+  ct_kernel_fn fn;
+} ct_kernel_def;
+
+/* The kernel for (op, device type), or NULL when that device cannot run it. */
+ct_kernel_fn ct_kernel_find(const char *op, ct_device_type device_type);
+
+/* Temporary memory for the running kernel, freed when it returns. NULL (and
+ * ctx->status set to RESOURCE_EXHAUSTED) when the device is out of memory. */
+void *ct_kernel_scratch(ct_kernel_ctx *ctx, size_t nbytes);
+
+/* Element count of input/output i. */
+static inline int64_t ct_in_elements(const ct_kernel_ctx *ctx, int i) {
+  return ct_shape_elements(&ctx->inputs[i].shape);
+}
+static inline float *ct_in_f32(const ct_kernel_ctx *ctx, int i) {
+  return (float *)ctx->inputs[i].data;
+}
+static inline float *ct_out_f32(const ct_kernel_ctx *ctx, int i) {
+  return (float *)ctx->outputs[i].data;
+}
+
+/* Minimum elements per thread before an elementwise loop goes parallel. */
+enum { CT_PARALLEL_GRAIN = 32768 };
+
+#endif

@@ -1,0 +1,26 @@
+/* The kernel registry: (op, device type) -> kernel. The placer's only source
+ * of truth about which devices can run an op. */
+#include <string.h>
+
+#include "device/device.h"
+#include "kernels/cpu/cpu_kernels.h"
+
+static const ct_kernel_def *const kernel_tables[] = {ct_cpu_kernels};
+
+ct_kernel_fn ct_kernel_find(const char *op, ct_device_type device_type) {
+  for (size_t t = 0; t < sizeof kernel_tables / sizeof kernel_tables[0]; ++t)
+    for (const ct_kernel_def *k = kernel_tables[t]; k->op; ++k)
+      if (k->device_type == device_type && strcmp(k->op, op) == 0) return k->fn;
+  return NULL;
+}
+
+void *ct_kernel_scratch(ct_kernel_ctx *ctx, size_t nbytes) {
+  if (ctx->n_scratch == (int)(sizeof ctx->scratch / sizeof ctx->scratch[0])) {
+    ct_status_set(ctx->status, CT_INTERNAL, "kernel for '%s' asked for too many scratch blocks",
+                  ctx->node->name);
+    return NULL;
+  }
+  void *p = ct_allocator_alloc(ctx->device->allocator, nbytes, ctx->status);
+  if (p) ctx->scratch[ctx->n_scratch++] = p;
+  return p;
+}

@@ -1,0 +1,86 @@
+/* Layer helpers: variables under the layer's variable scope, nodes under its
+ * name scope. */
+#include "ctower/models.h"
+
+static ct_output activate(ct_graph *g, ct_output x, ct_activation activation) {
+  switch (activation) {
+    case CT_ACTIVATION_RELU: return ct_relu(g, x);
+    case CT_ACTIVATION_SIGMOID: return ct_sigmoid(g, x);
+    case CT_ACTIVATION_TANH: return ct_tanh(g, x);
+    default: return x;
+  }
+}
+
+static void enter(ct_graph *g, const char *name) {
+  ct_graph_push_name_scope(g, name);
+  ct_graph_push_variable_scope(g, name);
+}
+static void leave(ct_graph *g) {
+  ct_graph_pop_variable_scope(g);
+  ct_graph_pop_name_scope(g);
+}
+
+ct_output ct_layer_flatten(ct_graph *g, ct_output x) {
+  ct_shape s = ct_output_shape(x);
+  if (s.rank == 2) return x;
+  int64_t features = 1;
+  for (int d = 1; d < s.rank; ++d) features *= s.dims[d];
+  return ct_reshape(g, x, ct_shape_of(2, (int64_t)-1, features));
+}
+
+ct_output ct_layer_dense(ct_graph *g, ct_output x, int units, ct_activation activation,
+                         const char *name) {
+  enter(g, name);
+  x = ct_layer_flatten(g, x);
+  int64_t in = ct_output_shape(x).dims[1];
+  ct_initializer glorot = {CT_INIT_GLOROT_UNIFORM, 0.0f}, zeros = {CT_INIT_ZEROS, 0.0f};
+  ct_output w = ct_variable(g, "weights", ct_shape_of(2, in, (int64_t)units), glorot, 1);
+  ct_output b = ct_variable(g, "biases", ct_shape_of(1, (int64_t)units), zeros, 1);
+  ct_output y = activate(g, ct_add(g, ct_matmul(g, x, w, 0, 0), b), activation);
+  leave(g);
+  return y;
+}
+
+ct_output ct_layer_conv2d(ct_graph *g, ct_output x, int filters, int ksize, int stride,
+                          ct_padding padding, ct_activation activation, const char *name) {
+  enter(g, name);
+  int64_t channels = ct_output_shape(x).dims[3];
+  ct_initializer glorot = {CT_INIT_GLOROT_UNIFORM, 0.0f}, zeros = {CT_INIT_ZEROS, 0.0f};
+  ct_output w = ct_variable(
+      g, "weights", ct_shape_of(4, (int64_t)ksize, (int64_t)ksize, channels, (int64_t)filters),
+      glorot, 1);
+  ct_output b = ct_variable(g, "biases", ct_shape_of(1, (int64_t)filters), zeros, 1);
+  ct_output y = activate(g, ct_add(g, ct_conv2d(g, x, w, stride, stride, padding), b), activation);
+  leave(g);
+  return y;
+}
+
+ct_output ct_layer_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding,
+                            const char *name) {
+  ct_graph_push_name_scope(g, name);
+  ct_output y = ct_max_pool(g, x, ksize, stride, padding);
+  ct_graph_pop_name_scope(g);
+  return y;
+}
+
+ct_output ct_layer_batch_norm(ct_graph *g, ct_output x, int training, const char *name) {
+  enter(g, name);
+  ct_shape s = ct_output_shape(x);
+  ct_shape c = ct_shape_of(1, s.dims[s.rank - 1]);
+  ct_initializer ones = {CT_INIT_ONES, 0.0f}, zeros = {CT_INIT_ZEROS, 0.0f};
+  ct_output gamma = ct_variable(g, "gamma", c, ones, 1);
+  ct_output beta = ct_variable(g, "beta", c, zeros, 1);
+  ct_output mean = ct_variable(g, "moving_mean", c, zeros, 0);
+  ct_output var = ct_variable(g, "moving_variance", c, ones, 0);
+  ct_output y = ct_batch_norm(g, x, gamma, beta, mean, var, training, 0.99f, 1e-3f);
+  leave(g);
+  return y;
+}
+
+ct_output ct_layer_dropout(ct_graph *g, ct_output x, float rate, int training, const char *name) {
+  if (!training || rate == 0.0f) return x;
+  ct_graph_push_name_scope(g, name);
+  ct_output y = ct_dropout(g, x, rate);
+  ct_graph_pop_name_scope(g);
+  return y;
+}

@@ -1,0 +1,63 @@
+/* What defines an op: its shape rule, its gradient and its flags.
+ * Kernels are registered separately per device type (src/kernels). */
+#ifndef CTOWER_OP_DEF_H
+#define CTOWER_OP_DEF_H
+
+#include "graph/graph_internal.h"
+
+/* The shape rule's view of a node: input shapes in, output shapes out. The
+ * same rule runs when the node is built (unknown dims are -1) and before
+ * every kernel call (all dims known). */
+typedef struct ct_infer_ctx {
+  const char *node_name;
+  const ct_attrs *attrs;
+  int n_inputs;
+  const ct_shape *in_shapes;
+  const ct_dtype *in_dtypes;
+  int n_outputs;
+  ct_shape *out_shapes;
+  ct_dtype *out_dtypes;
+  ct_status *status;
+} ct_infer_ctx;
+
+/* Returns 0, or fills ctx->status (INVALID_ARGUMENT naming the node). */
+typedef int (*ct_shape_fn)(ct_infer_ctx *ctx);
+
+/* Builds the gradient of `node`: given the gradient of each output
+ * (grad_outputs[i].node NULL when that output does not reach y), fills
+ * grad_inputs[j] for each input (leave NULL for no gradient). */
+typedef void (*ct_grad_fn)(ct_graph *g, const ct_node *node, const ct_output *grad_outputs,
+                           ct_output *grad_inputs);
+
+enum ct_op_flags {
+  CT_OP_ALIAS_INPUT0 = 1u << 0,   /* output 0 is a view of input 0's buffer */
+  CT_OP_MUTATES_INPUT0 = 1u << 1, /* writes into input 0 (a variable) */
+  CT_OP_STATEFUL = 1u << 2,       /* has effects beyond its outputs */
+  CT_OP_NO_GRADIENT = 1u << 3     /* outputs are not differentiable (integer, metrics) */
+};
+
+typedef struct ct_op_def {
+  const char *name;   /* TensorFlow's name where one exists: "Conv2D" */
+  ct_shape_fn infer;
+  ct_grad_fn grad;    /* NULL for ops with CT_OP_NO_GRADIENT or backward-only ops */
+  unsigned flags;
+} ct_op_def;
+
+/* The op definitions, one per op family file. */
+const ct_op_def *ct_op_find(const char *name);
+
+/* Shape-rule helpers used by many ops. */
+int ct_infer_fail(ct_infer_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+int ct_infer_same_as_input0(ct_infer_ctx *ctx);
+/* NumPy broadcasting of two shapes; -1 stays unknown. Returns 0 or fails. */
+int ct_broadcast_shapes(ct_infer_ctx *ctx, const ct_shape *a, const ct_shape *b, ct_shape *out);
+int ct_require_dtype(ct_infer_ctx *ctx, int input, ct_dtype dtype);
+int ct_require_rank(ct_infer_ctx *ctx, int input, int rank);
+
+#define CT_OP_DECLARE(var) extern const ct_op_def var
+
+#endif

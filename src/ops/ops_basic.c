@@ -1,0 +1,247 @@
+/* Sources and shape ops: Placeholder, Const, Variable, Identity, ZerosLike,
+ * OnesLike, NoOp, Reshape, Concat, Split (and their backward helpers). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/op_list.h"
+
+static ct_attrs no_attrs(void) {
+  ct_attrs a;
+  memset(&a, 0, sizeof a);
+  return a;
+}
+
+/* ---- sources ------------------------------------------------------------ */
+
+/* attrs.shape and attrs.i[0] (dtype) give the output. */
+static int infer_from_attrs(ct_infer_ctx *ctx) {
+  ctx->out_shapes[0] = ctx->attrs->shape;
+  ctx->out_dtypes[0] = (ct_dtype)ctx->attrs->i[0];
+  return 0;
+}
+
+const ct_op_def ct_op_placeholder = {"Placeholder", infer_from_attrs, NULL, CT_OP_NO_GRADIENT};
+const ct_op_def ct_op_const = {"Const", infer_from_attrs, NULL, CT_OP_NO_GRADIENT};
+const ct_op_def ct_op_variable = {"Variable", infer_from_attrs, NULL, CT_OP_STATEFUL};
+const ct_op_def ct_op_no_op = {"NoOp", NULL, NULL, CT_OP_NO_GRADIENT};
+
+ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape shape) {
+  ct_attrs a = no_attrs();
+  a.shape = shape;
+  a.i[0] = dtype;
+  return ct_out(ct_graph_add_node(g, &ct_op_placeholder, name, 0, NULL, 1, &a), 0);
+}
+
+ct_output ct_constant(ct_graph *g, const char *name, const ct_tensor *value) {
+  ct_attrs a = no_attrs();
+  a.shape = value->shape;
+  a.i[0] = value->dtype;
+  ct_node *n = ct_graph_add_node(g, &ct_op_const, name ? name : "Const", 0, NULL, 1, &a);
+  if (n == NULL) return ct_out(NULL, 0);
+  ct_status status = CT_STATUS_INIT;
+  n->constant = ct_tensor_clone(value, &status);
+  if (n->constant == NULL) ct_graph_set_error(g, status.code, "%s", status.message);
+  return ct_out(n, 0);
+}
+
+ct_output ct_scalar(ct_graph *g, float value) {
+  ct_tensor t = {CT_F32, ct_shape_of(0), &value, 0};
+  return ct_constant(g, "Const", &t);
+}
+
+ct_node *ct_group(ct_graph *g, const char *name, int n, ct_node *const *nodes) {
+  ct_node *group = ct_graph_add_node(g, &ct_op_no_op, name ? name : "NoOp", 0, NULL, 0, NULL);
+  for (int i = 0; group && i < n; ++i) ct_node_add_control_input(group, nodes[i]);
+  return group;
+}
+
+/* ---- identity and fills ------------------------------------------------- */
+
+static void grad_identity(ct_graph *g, const ct_node *node, const ct_output *gy, ct_output *gx) {
+  (void)g;
+  (void)node;
+  gx[0] = gy[0];
+}
+
+const ct_op_def ct_op_identity = {"Identity", ct_infer_same_as_input0, grad_identity,
+                                  CT_OP_ALIAS_INPUT0};
+const ct_op_def ct_op_zeros_like = {"ZerosLike", ct_infer_same_as_input0, NULL,
+                                    CT_OP_NO_GRADIENT};
+const ct_op_def ct_op_ones_like = {"OnesLike", ct_infer_same_as_input0, NULL, CT_OP_NO_GRADIENT};
+
+ct_output ct_identity(ct_graph *g, ct_output x) {
+  return ct_out(ct_graph_add_node(g, &ct_op_identity, NULL, 1, &x, 1, NULL), 0);
+}
+ct_output ct_zeros_like(ct_graph *g, ct_output x) {
+  return ct_out(ct_graph_add_node(g, &ct_op_zeros_like, NULL, 1, &x, 1, NULL), 0);
+}
+ct_output ct_ones_like(ct_graph *g, ct_output x) {
+  return ct_out(ct_graph_add_node(g, &ct_op_ones_like, NULL, 1, &x, 1, NULL), 0);
+}
+
+/* ---- reshape ------------------------------------------------------------ */
+
+/* Resolves one -1 in `target` from the element count of `in`. */
+static int infer_reshape(ct_infer_ctx *ctx) {
+  const ct_shape *in = &ctx->in_shapes[0];
+  ct_shape out = ctx->attrs->shape;
+  int64_t known = 1;
+  int unknown_at = -1;
+  for (int i = 0; i < out.rank; ++i) {
+    if (out.dims[i] >= 0) {
+      known *= out.dims[i];
+    } else if (unknown_at >= 0) {
+      return ct_infer_fail(ctx, "reshape target may have only one -1");
+    } else {
+      unknown_at = i;
+    }
+  }
+  int64_t total = ct_shape_elements(in);
+  char si[96], so[96];
+  if (unknown_at >= 0) {
+    if (total >= 0) {
+      if (known == 0 || total % known != 0)
+        return ct_infer_fail(ctx, "cannot reshape %s into %s", ct_shape_str(in, si, sizeof si),
+                             ct_shape_str(&out, so, sizeof so));
+      out.dims[unknown_at] = total / known;
+    }
+  } else if (total >= 0 && total != known) {
+    return ct_infer_fail(ctx, "cannot reshape %s (%lld elements) into %s (%lld elements)",
+                         ct_shape_str(in, si, sizeof si), (long long)total,
+                         ct_shape_str(&out, so, sizeof so), (long long)known);
+  }
+  ctx->out_shapes[0] = out;
+  ctx->out_dtypes[0] = ctx->in_dtypes[0];
+  return 0;
+}
+
+/* ReshapeLike(x, like): x with the shape of `like`. */
+static int infer_reshape_like(ct_infer_ctx *ctx) {
+  ctx->out_shapes[0] = ctx->in_shapes[1];
+  ctx->out_dtypes[0] = ctx->in_dtypes[0];
+  int64_t a = ct_shape_elements(&ctx->in_shapes[0]), b = ct_shape_elements(&ctx->in_shapes[1]);
+  if (a >= 0 && b >= 0 && a != b)
+    return ct_infer_fail(ctx, "cannot reshape %lld elements into %lld", (long long)a,
+                         (long long)b);
+  return 0;
+}
+
+static void grad_reshape(ct_graph *g, const ct_node *node, const ct_output *gy, ct_output *gx) {
+  ct_output in[2] = {gy[0], node->inputs[0]};
+  gx[0] = ct_out(ct_graph_add_node(g, &ct_op_reshape_like, NULL, 2, in, 1, NULL), 0);
+}
+
+const ct_op_def ct_op_reshape = {"Reshape", infer_reshape, grad_reshape, CT_OP_ALIAS_INPUT0};
+const ct_op_def ct_op_reshape_like = {"ReshapeLike", infer_reshape_like, grad_reshape,
+                                      CT_OP_ALIAS_INPUT0};
+
+ct_output ct_reshape(ct_graph *g, ct_output x, ct_shape shape) {
+  ct_attrs a = no_attrs();
+  a.shape = shape;
+  return ct_out(ct_graph_add_node(g, &ct_op_reshape, NULL, 1, &x, 1, &a), 0);
+}
+
+/* ---- concat and split --------------------------------------------------- */
+
+static int normalize_axis(ct_infer_ctx *ctx, int64_t axis, int rank, int *out) {
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank)
+    return ct_infer_fail(ctx, "axis %lld is out of range for rank %d", (long long)axis, rank);
+  *out = (int)axis;
+  return 0;
+}
+
+/* attrs.i[0]: axis. All inputs agree on every other dimension. */
+static int infer_concat(ct_infer_ctx *ctx) {
+  int axis = 0;
+  if (normalize_axis(ctx, ctx->attrs->i[0], ctx->in_shapes[0].rank, &axis)) return 1;
+  ct_shape out = ctx->in_shapes[0];
+  for (int k = 1; k < ctx->n_inputs; ++k) {
+    const ct_shape *s = &ctx->in_shapes[k];
+    if (s->rank != out.rank || ctx->in_dtypes[k] != ctx->in_dtypes[0])
+      return ct_infer_fail(ctx, "input %d has another rank or dtype than input 0", k);
+    for (int d = 0; d < out.rank; ++d) {
+      if (d == axis) continue;
+      if (s->dims[d] >= 0 && out.dims[d] >= 0 && s->dims[d] != out.dims[d]) {
+        char a[96], b[96];
+        return ct_infer_fail(ctx, "cannot concatenate %s and %s along axis %d",
+                             ct_shape_str(&ctx->in_shapes[0], a, sizeof a),
+                             ct_shape_str(s, b, sizeof b), axis);
+      }
+    }
+    out.dims[axis] = (out.dims[axis] < 0 || s->dims[axis] < 0) ? -1 : out.dims[axis] + s->dims[axis];
+  }
+  ctx->out_shapes[0] = out;
+  ctx->out_dtypes[0] = ctx->in_dtypes[0];
+  return 0;
+}
+
+/* ConcatGrad(g, x_0 .. x_{n-1}): output k is the slice of g shaped like x_k. */
+static int infer_concat_grad(ct_infer_ctx *ctx) {
+  for (int k = 0; k < ctx->n_outputs; ++k) {
+    ctx->out_shapes[k] = ctx->in_shapes[k + 1];
+    ctx->out_dtypes[k] = ctx->in_dtypes[0];
+  }
+  return 0;
+}
+
+static void grad_concat(ct_graph *g, const ct_node *node, const ct_output *gy, ct_output *gx) {
+  ct_output in[65];
+  in[0] = gy[0];
+  for (int k = 0; k < node->n_inputs; ++k) in[k + 1] = node->inputs[k];
+  ct_node *n = ct_graph_add_node(g, &ct_op_concat_grad, NULL, node->n_inputs + 1, in,
+                                 node->n_inputs, &node->attrs);
+  for (int k = 0; k < node->n_inputs; ++k) gx[k] = ct_out(n, k);
+}
+
+const ct_op_def ct_op_concat = {"ConcatV2", infer_concat, grad_concat, 0};
+const ct_op_def ct_op_concat_grad = {"ConcatGrad", infer_concat_grad, NULL, 0};
+
+ct_output ct_concat(ct_graph *g, int n, const ct_output *xs, int axis) {
+  if (n < 1 || n > 63) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "ct_concat takes 1 to 63 inputs, got %d", n);
+    return ct_out(NULL, 0);
+  }
+  ct_attrs a = no_attrs();
+  a.i[0] = axis;
+  return ct_out(ct_graph_add_node(g, &ct_op_concat, NULL, n, xs, 1, &a), 0);
+}
+
+/* attrs.i[0]: axis; the node's output count is the number of parts. */
+static int infer_split(ct_infer_ctx *ctx) {
+  int axis = 0;
+  if (normalize_axis(ctx, ctx->attrs->i[0], ctx->in_shapes[0].rank, &axis)) return 1;
+  ct_shape part = ctx->in_shapes[0];
+  int64_t d = part.dims[axis];
+  if (d >= 0 && d % ctx->n_outputs != 0)
+    return ct_infer_fail(ctx, "dimension %d (%lld) does not split into %d equal parts", axis,
+                         (long long)d, ctx->n_outputs);
+  part.dims[axis] = d < 0 ? -1 : d / ctx->n_outputs;
+  for (int k = 0; k < ctx->n_outputs; ++k) {
+    ctx->out_shapes[k] = part;
+    ctx->out_dtypes[k] = ctx->in_dtypes[0];
+  }
+  return 0;
+}
+
+static void grad_split(ct_graph *g, const ct_node *node, const ct_output *gy, ct_output *gx) {
+  ct_output parts[64];
+  for (int k = 0; k < node->n_outputs; ++k)
+    parts[k] = gy[k].node ? gy[k] : ct_zeros_like(g, ct_out((ct_node *)node, k));
+  ct_attrs a = node->attrs;
+  gx[0] = ct_out(ct_graph_add_node(g, &ct_op_concat, NULL, node->n_outputs, parts, 1, &a), 0);
+}
+
+const ct_op_def ct_op_split = {"Split", infer_split, grad_split, 0};
+
+void ct_split(ct_graph *g, ct_output x, int axis, int n, ct_output *outs) {
+  for (int k = 0; k < n; ++k) outs[k] = ct_out(NULL, 0);
+  if (n < 1 || n > 64) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "ct_split makes 1 to 64 parts, got %d", n);
+    return;
+  }
+  ct_attrs a = no_attrs();
+  a.i[0] = axis;
+  ct_node *node = ct_graph_add_node(g, &ct_op_split, NULL, 1, &x, n, &a);
+  for (int k = 0; node && k < n; ++k) outs[k] = ct_out(node, k);
+}

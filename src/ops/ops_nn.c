@@ -1,0 +1,342 @@
+/* Neural-network ops: convolution, pooling, LRN, batch norm, dropout,
+ * softmax cross-entropy, argmax and accuracy. */
+#include <string.h>
+
+#include "ops/conv_geometry.h"
+#include "ops/op_list.h"
+
+static ct_attrs no_attrs(void) {
+  ct_attrs a;
+  memset(&a, 0, sizeof a);
+  return a;
+}
+
+static ct_node *add_with(ct_graph *g, const ct_op_def *op, int n_in, const ct_output *in,
+                         int n_out, const ct_attrs *a) {
+  return ct_graph_add_node(g, op, NULL, n_in, in, n_out, a);
+}
+
+/* Backward ops whose outputs take the shapes of the listed inputs. */
+static int infer_like_inputs(ct_infer_ctx *ctx, const int *inputs) {
+  for (int o = 0; o < ctx->n_outputs; ++o) {
+    ctx->out_shapes[o] = ctx->in_shapes[inputs[o]];
+    ctx->out_dtypes[o] = CT_F32;
+  }
+  return 0;
+}
+
+/* ---- Conv2D ----------------------------------------------------------------
+ * x [N, H, W, C], filter [R, S, C, K] -> [N, P, Q, K].
+ * attrs.i[0], i[1]: strides; i[2]: 1 for SAME. */
+static int infer_conv2d(ct_infer_ctx *ctx) {
+  if (ct_require_rank(ctx, 0, 4) || ct_require_rank(ctx, 1, 4) ||
+      ct_require_dtype(ctx, 0, CT_F32) || ct_require_dtype(ctx, 1, CT_F32))
+    return 1;
+  const ct_shape *x = &ctx->in_shapes[0], *f = &ctx->in_shapes[1];
+  const ct_attrs *a = ctx->attrs;
+  if (a->i[0] < 1 || a->i[1] < 1) return ct_infer_fail(ctx, "strides must be >= 1");
+  if (x->dims[3] >= 0 && x->dims[3] != f->dims[2]) {
+    char sx[96], sf[96];
+    return ct_infer_fail(ctx, "input %s has %lld channels but filter %s expects %lld",
+                         ct_shape_str(x, sx, sizeof sx), (long long)x->dims[3],
+                         ct_shape_str(f, sf, sizeof sf), (long long)f->dims[2]);
+  }
+  ct_window h = ct_window_of(x->dims[1], f->dims[0], a->i[0], (int)a->i[2]);
+  ct_window w = ct_window_of(x->dims[2], f->dims[1], a->i[1], (int)a->i[2]);
+  if (h.out == 0 || w.out == 0) return ct_infer_fail(ctx, "the filter is larger than the input");
+  ctx->out_shapes[0] = ct_shape_of(4, x->dims[0], h.out, w.out, f->dims[3]);
+  ctx->out_dtypes[0] = CT_F32;
+  return 0;
+}
+
+/* Conv2DBackpropInput(filter, dy, x_like) -> dx; Conv2DBackpropFilter(x, dy,
+ * filter_like) -> dfilter. */
+static int infer_conv_backprop_input(ct_infer_ctx *ctx) {
+  static const int like[] = {2};
+  return infer_like_inputs(ctx, like);
+}
+static int infer_conv_backprop_filter(ct_infer_ctx *ctx) {
+  static const int like[] = {2};
+  return infer_like_inputs(ctx, like);
+}
+
+static void grad_conv2d(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  ct_output x = n->inputs[0], f = n->inputs[1];
+  ct_output in_dx[3] = {f, gy[0], x};
+  ct_output in_df[3] = {x, gy[0], f};
+  gx[0] = ct_out(add_with(g, &ct_op_conv2d_backprop_input, 3, in_dx, 1, &n->attrs), 0);
+  gx[1] = ct_out(add_with(g, &ct_op_conv2d_backprop_filter, 3, in_df, 1, &n->attrs), 0);
+}
+
+const ct_op_def ct_op_conv2d = {"Conv2D", infer_conv2d, grad_conv2d, 0};
+const ct_op_def ct_op_conv2d_backprop_input = {"Conv2DBackpropInput", infer_conv_backprop_input,
+                                               NULL, 0};
+const ct_op_def ct_op_conv2d_backprop_filter = {"Conv2DBackpropFilter",
+                                                infer_conv_backprop_filter, NULL, 0};
+
+ct_output ct_conv2d(ct_graph *g, ct_output x, ct_output filter, int stride_h, int stride_w,
+                    ct_padding padding) {
+  ct_attrs a = no_attrs();
+  a.i[0] = stride_h;
+  a.i[1] = stride_w;
+  a.i[2] = padding == CT_PADDING_SAME;
+  ct_output in[2] = {x, filter};
+  return ct_out(add_with(g, &ct_op_conv2d, 2, in, 1, &a), 0);
+}
+
+/* ---- pooling ------------------------------------------------------------------
+ * attrs.i[0]: window, i[1]: stride, i[2]: 1 for SAME. x [N, H, W, C]. */
+static int infer_pool(ct_infer_ctx *ctx) {
+  if (ct_require_rank(ctx, 0, 4) || ct_require_dtype(ctx, 0, CT_F32)) return 1;
+  const ct_shape *x = &ctx->in_shapes[0];
+  const ct_attrs *a = ctx->attrs;
+  if (a->i[0] < 1 || a->i[1] < 1) return ct_infer_fail(ctx, "window and stride must be >= 1");
+  ct_window h = ct_window_of(x->dims[1], a->i[0], a->i[1], (int)a->i[2]);
+  ct_window w = ct_window_of(x->dims[2], a->i[0], a->i[1], (int)a->i[2]);
+  if (h.out == 0 || w.out == 0) return ct_infer_fail(ctx, "the window is larger than the input");
+  ctx->out_shapes[0] = ct_shape_of(4, x->dims[0], h.out, w.out, x->dims[3]);
+  ctx->out_dtypes[0] = CT_F32;
+  return 0;
+}
+
+/* MaxPoolGrad(x, dy) -> dx; AvgPoolGrad(dy, x_like) -> dx. */
+static int infer_max_pool_grad(ct_infer_ctx *ctx) {
+  static const int like[] = {0};
+  return infer_like_inputs(ctx, like);
+}
+static int infer_avg_pool_grad(ct_infer_ctx *ctx) {
+  static const int like[] = {1};
+  return infer_like_inputs(ctx, like);
+}
+
+static void grad_max_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  ct_output in[2] = {n->inputs[0], gy[0]};
+  gx[0] = ct_out(add_with(g, &ct_op_max_pool_grad, 2, in, 1, &n->attrs), 0);
+}
+static void grad_avg_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  ct_output in[2] = {gy[0], n->inputs[0]};
+  gx[0] = ct_out(add_with(g, &ct_op_avg_pool_grad, 2, in, 1, &n->attrs), 0);
+}
+
+const ct_op_def ct_op_max_pool = {"MaxPool", infer_pool, grad_max_pool, 0};
+const ct_op_def ct_op_max_pool_grad = {"MaxPoolGrad", infer_max_pool_grad, NULL, 0};
+const ct_op_def ct_op_avg_pool = {"AvgPool", infer_pool, grad_avg_pool, 0};
+const ct_op_def ct_op_avg_pool_grad = {"AvgPoolGrad", infer_avg_pool_grad, NULL, 0};
+
+static ct_output pool(ct_graph *g, const ct_op_def *op, ct_output x, int ksize, int stride,
+                      ct_padding padding) {
+  ct_attrs a = no_attrs();
+  a.i[0] = ksize;
+  a.i[1] = stride;
+  a.i[2] = padding == CT_PADDING_SAME;
+  return ct_out(add_with(g, op, 1, &x, 1, &a), 0);
+}
+ct_output ct_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding) {
+  return pool(g, &ct_op_max_pool, x, ksize, stride, padding);
+}
+ct_output ct_avg_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding) {
+  return pool(g, &ct_op_avg_pool, x, ksize, stride, padding);
+}
+
+/* ---- LRN -----------------------------------------------------------------------
+ * attrs.i[0]: depth radius; f[0] bias, f[1] alpha, f[2] beta. LRNGrad(x, dy). */
+static int infer_lrn(ct_infer_ctx *ctx) {
+  if (ct_require_rank(ctx, 0, 4) || ct_require_dtype(ctx, 0, CT_F32)) return 1;
+  return ct_infer_same_as_input0(ctx);
+}
+static void grad_lrn(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  ct_output in[2] = {n->inputs[0], gy[0]};
+  gx[0] = ct_out(add_with(g, &ct_op_lrn_grad, 2, in, 1, &n->attrs), 0);
+}
+const ct_op_def ct_op_lrn = {"LRN", infer_lrn, grad_lrn, 0};
+const ct_op_def ct_op_lrn_grad = {"LRNGrad", ct_infer_same_as_input0, NULL, 0};
+
+ct_output ct_lrn(ct_graph *g, ct_output x, int depth_radius, float bias, float alpha,
+                 float beta) {
+  ct_attrs a = no_attrs();
+  a.i[0] = depth_radius;
+  a.f[0] = bias;
+  a.f[1] = alpha;
+  a.f[2] = beta;
+  return ct_out(add_with(g, &ct_op_lrn, 1, &x, 1, &a), 0);
+}
+
+/* ---- batch norm -------------------------------------------------------------------
+ * Channels are the last axis (C). attrs.f[0]: epsilon.
+ * BatchNormTraining(x, gamma, beta) -> y, batch mean [C], unbiased batch
+ *   variance [C] (for the moving average), inverse std [C] (for the gradient).
+ * BatchNormInference(x, gamma, beta, mean, var) -> y.
+ * BatchNormGrad(x, gamma, mean, inv_std, dy) -> dx, dgamma, dbeta.
+ * BatchNormInferenceGrad(x, gamma, mean, var, dy) -> dx, dgamma, dbeta. */
+static int check_channel_params(ct_infer_ctx *ctx, int first, int count) {
+  if (ctx->in_shapes[0].rank < 1) return ct_infer_fail(ctx, "x must have rank >= 1");
+  if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
+  int64_t c = ctx->in_shapes[0].dims[ctx->in_shapes[0].rank - 1];
+  for (int k = first; k < first + count; ++k) {
+    const ct_shape *s = &ctx->in_shapes[k];
+    if (s->rank != 1 || (c >= 0 && s->dims[0] != c)) {
+      char sx[96], sp[96];
+      return ct_infer_fail(ctx, "input %d has shape %s; x %s needs [%lld]", k,
+                           ct_shape_str(s, sp, sizeof sp),
+                           ct_shape_str(&ctx->in_shapes[0], sx, sizeof sx), (long long)c);
+    }
+  }
+  return 0;
+}
+
+static int infer_bn_training(ct_infer_ctx *ctx) {
+  if (check_channel_params(ctx, 1, 2)) return 1;
+  int64_t c = ctx->in_shapes[0].dims[ctx->in_shapes[0].rank - 1];
+  ctx->out_shapes[0] = ctx->in_shapes[0];
+  for (int o = 0; o < 4; ++o) ctx->out_dtypes[o] = CT_F32;
+  for (int o = 1; o < 4; ++o) ctx->out_shapes[o] = ct_shape_of(1, c);
+  return 0;
+}
+static int infer_bn_inference(ct_infer_ctx *ctx) {
+  if (check_channel_params(ctx, 1, 4)) return 1;
+  return ct_infer_same_as_input0(ctx);
+}
+static int infer_bn_grad(ct_infer_ctx *ctx) {
+  static const int like[] = {0, 1, 1};
+  return infer_like_inputs(ctx, like);
+}
+
+static void grad_bn_training(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  if (gy[0].node == NULL) return; /* only y carries a gradient */
+  ct_output in[5] = {n->inputs[0], n->inputs[1], ct_out((ct_node *)n, 1),
+                     ct_out((ct_node *)n, 3), gy[0]};
+  ct_node *grad = add_with(g, &ct_op_batch_norm_grad, 5, in, 3, &n->attrs);
+  for (int k = 0; k < 3; ++k) gx[k] = ct_out(grad, k);
+}
+static void grad_bn_inference(ct_graph *g, const ct_node *n, const ct_output *gy,
+                              ct_output *gx) {
+  ct_output in[5] = {n->inputs[0], n->inputs[1], n->inputs[3], n->inputs[4], gy[0]};
+  ct_node *grad = add_with(g, &ct_op_batch_norm_inference_grad, 5, in, 3, &n->attrs);
+  for (int k = 0; k < 3; ++k) gx[k] = ct_out(grad, k);
+}
+
+const ct_op_def ct_op_batch_norm_training = {"FusedBatchNorm", infer_bn_training,
+                                             grad_bn_training, 0};
+const ct_op_def ct_op_batch_norm_inference = {"FusedBatchNormInference", infer_bn_inference,
+                                              grad_bn_inference, 0};
+const ct_op_def ct_op_batch_norm_grad = {"FusedBatchNormGrad", infer_bn_grad, NULL, 0};
+const ct_op_def ct_op_batch_norm_inference_grad = {"FusedBatchNormInferenceGrad", infer_bn_grad,
+                                                   NULL, 0};
+
+/* AssignMovingAverage(variable, value): variable = momentum * variable +
+ * (1 - momentum) * value. attrs.f[0]: momentum. */
+static int infer_assign(ct_infer_ctx *ctx) {
+  if (!ct_shape_equal(&ctx->in_shapes[0], &ctx->in_shapes[1]))
+    return ct_infer_fail(ctx, "value and variable shapes differ");
+  return ct_infer_same_as_input0(ctx);
+}
+const ct_op_def ct_op_assign_moving_average = {
+    "AssignMovingAvg", infer_assign, NULL,
+    CT_OP_ALIAS_INPUT0 | CT_OP_MUTATES_INPUT0 | CT_OP_STATEFUL | CT_OP_NO_GRADIENT};
+
+ct_output ct_batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output beta,
+                        ct_output moving_mean, ct_output moving_var, int training,
+                        float momentum, float epsilon) {
+  ct_attrs a = no_attrs();
+  a.f[0] = epsilon;
+  if (!training) {
+    ct_output in[5] = {x, gamma, beta, moving_mean, moving_var};
+    return ct_out(add_with(g, &ct_op_batch_norm_inference, 5, in, 1, &a), 0);
+  }
+  ct_output in[3] = {x, gamma, beta};
+  ct_node *bn = add_with(g, &ct_op_batch_norm_training, 3, in, 4, &a);
+  if (bn && moving_mean.node && moving_var.node) {
+    ct_attrs m = no_attrs();
+    m.f[0] = momentum;
+    ct_output mean_in[2] = {moving_mean, ct_out(bn, 1)};
+    ct_output var_in[2] = {moving_var, ct_out(bn, 2)};
+    ct_graph_add_update_op(g, add_with(g, &ct_op_assign_moving_average, 2, mean_in, 1, &m));
+    ct_graph_add_update_op(g, add_with(g, &ct_op_assign_moving_average, 2, var_in, 1, &m));
+  }
+  return ct_out(bn, 0);
+}
+
+/* ---- dropout ------------------------------------------------------------------------
+ * attrs.f[0]: rate; i[0]: the random stream (the forward node's seed), shared
+ * with DropoutGrad so that both see the same mask. */
+static void grad_dropout(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  gx[0] = ct_out(add_with(g, &ct_op_dropout_grad, 1, gy, 1, &n->attrs), 0);
+}
+static int infer_dropout(ct_infer_ctx *ctx) {
+  if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
+  return ct_infer_same_as_input0(ctx);
+}
+const ct_op_def ct_op_dropout = {"Dropout", infer_dropout, grad_dropout, 0};
+const ct_op_def ct_op_dropout_grad = {"DropoutGrad", ct_infer_same_as_input0, NULL, 0};
+
+ct_output ct_dropout(ct_graph *g, ct_output x, float rate) {
+  if (!(rate >= 0.0f && rate < 1.0f)) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "dropout rate must be in [0, 1), got %g",
+                       (double)rate);
+    return ct_out(NULL, 0);
+  }
+  ct_attrs a = no_attrs();
+  a.f[0] = rate;
+  ct_node *n = add_with(g, &ct_op_dropout, 1, &x, 1, &a);
+  if (n) n->attrs.i[0] = (int64_t)(n->seed >> 1);
+  return ct_out(n, 0);
+}
+
+/* ---- classification ----------------------------------------------------------------
+ * SparseSoftmaxCrossEntropyWithLogits(logits [N, C], labels [N] i32) ->
+ *   loss [N], backprop [N, C] (softmax - onehot). */
+static int check_logits_labels(ct_infer_ctx *ctx) {
+  if (ct_require_rank(ctx, 0, 2) || ct_require_dtype(ctx, 0, CT_F32) ||
+      ct_require_rank(ctx, 1, 1) || ct_require_dtype(ctx, 1, CT_I32))
+    return 1;
+  int64_t n0 = ctx->in_shapes[0].dims[0], n1 = ctx->in_shapes[1].dims[0];
+  if (n0 >= 0 && n1 >= 0 && n0 != n1)
+    return ct_infer_fail(ctx, "logits have %lld rows but labels %lld", (long long)n0,
+                         (long long)n1);
+  return 0;
+}
+static int infer_xent(ct_infer_ctx *ctx) {
+  if (check_logits_labels(ctx)) return 1;
+  ctx->out_shapes[0] = ct_shape_of(1, ctx->in_shapes[0].dims[0]);
+  ctx->out_shapes[1] = ctx->in_shapes[0];
+  ctx->out_dtypes[0] = ctx->out_dtypes[1] = CT_F32;
+  return 0;
+}
+static void grad_xent(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  if (gy[0].node == NULL) return;
+  ct_output column = ct_reshape(g, gy[0], ct_shape_of(2, (int64_t)-1, (int64_t)1));
+  gx[0] = ct_mul(g, ct_out((ct_node *)n, 1), column);
+}
+const ct_op_def ct_op_sparse_softmax_xent = {"SparseSoftmaxCrossEntropyWithLogits", infer_xent,
+                                             grad_xent, 0};
+
+ct_output ct_sparse_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels) {
+  ct_output in[2] = {logits, labels};
+  return ct_out(add_with(g, &ct_op_sparse_softmax_xent, 2, in, 2, NULL), 0);
+}
+
+static int infer_argmax(ct_infer_ctx *ctx) {
+  if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
+  ct_shape s = ctx->in_shapes[0];
+  if (s.rank < 1) return ct_infer_fail(ctx, "argmax needs rank >= 1");
+  s.rank -= 1;
+  ctx->out_shapes[0] = s;
+  ctx->out_dtypes[0] = CT_I32;
+  return 0;
+}
+static int infer_accuracy(ct_infer_ctx *ctx) {
+  if (check_logits_labels(ctx)) return 1;
+  ctx->out_shapes[0] = ct_shape_of(0);
+  ctx->out_dtypes[0] = CT_F32;
+  return 0;
+}
+const ct_op_def ct_op_argmax = {"ArgMax", infer_argmax, NULL, CT_OP_NO_GRADIENT};
+const ct_op_def ct_op_accuracy = {"Accuracy", infer_accuracy, NULL, CT_OP_NO_GRADIENT};
+
+ct_output ct_argmax(ct_graph *g, ct_output x) {
+  return ct_out(add_with(g, &ct_op_argmax, 1, &x, 1, NULL), 0);
+}
+ct_output ct_accuracy(ct_graph *g, ct_output logits, ct_output labels) {
+  ct_output in[2] = {logits, labels};
+  return ct_out(add_with(g, &ct_op_accuracy, 2, in, 1, NULL), 0);
+}

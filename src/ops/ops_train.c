@@ -1,0 +1,36 @@
+/* Optimizer updates: each writes into its variable (input 0) in place.
+ * lr is an f32 scalar input so that schedules change it without rebuilding.
+ *
+ * ApplyGradientDescent(var, lr, grad): var -= lr * (grad + wd * var)
+ * ApplyMomentum(var, accum, lr, grad): g = grad + wd * var;
+ *   accum = momentum * accum + g; var -= lr * accum
+ *   (Nesterov: var -= lr * (g + momentum * accum))
+ * ApplyAdam(var, m, v, lr, grad): g = grad + wd * var;
+ *   m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; var -= lr * m / (sqrt(v) + eps)
+ *   (lr already carries the bias correction, as TensorFlow's Adam)
+ * attrs: f[0] momentum or beta1, f[1] beta2, f[2] epsilon, f[3] weight decay,
+ *        i[0] nesterov. */
+#include "ops/op_list.h"
+
+static int infer_apply(ct_infer_ctx *ctx) {
+  const ct_shape *var = &ctx->in_shapes[0];
+  const ct_shape *grad = &ctx->in_shapes[ctx->n_inputs - 1];
+  const ct_shape *lr = &ctx->in_shapes[ctx->n_inputs - 2];
+  if (!ct_shape_equal(var, grad)) {
+    char a[96], b[96];
+    return ct_infer_fail(ctx, "gradient shape %s differs from variable shape %s",
+                         ct_shape_str(grad, b, sizeof b), ct_shape_str(var, a, sizeof a));
+  }
+  if (lr->rank != 0) return ct_infer_fail(ctx, "the learning rate must be a scalar");
+  for (int k = 1; k < ctx->n_inputs - 2; ++k)
+    if (!ct_shape_equal(var, &ctx->in_shapes[k]))
+      return ct_infer_fail(ctx, "slot %d has another shape than the variable", k);
+  return ct_infer_same_as_input0(ctx);
+}
+
+#define CT_APPLY_FLAGS (CT_OP_ALIAS_INPUT0 | CT_OP_MUTATES_INPUT0 | CT_OP_STATEFUL | CT_OP_NO_GRADIENT)
+
+const ct_op_def ct_op_apply_gradient_descent = {"ApplyGradientDescent", infer_apply, NULL,
+                                                CT_APPLY_FLAGS};
+const ct_op_def ct_op_apply_momentum = {"ApplyMomentum", infer_apply, NULL, CT_APPLY_FLAGS};
+const ct_op_def ct_op_apply_adam = {"ApplyAdam", infer_apply, NULL, CT_APPLY_FLAGS};

@@ -1,0 +1,125 @@
+/* Builds gradients and update ops for every trainable variable. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctower/optimizer.h"
+#include "ops/op_list.h"
+
+void ct_optimizer_config_defaults(ct_optimizer_config *c, ct_optimizer_kind kind) {
+  memset(c, 0, sizeof *c);
+  c->kind = kind;
+  c->momentum = 0.9f;
+  c->beta1 = 0.9f;
+  c->beta2 = 0.999f;
+  c->epsilon = 1e-8f;
+}
+
+float ct_optimizer_learning_rate(const ct_optimizer_config *c, double rate, int64_t step) {
+  if (c->kind != CT_OPTIMIZER_ADAM) return (float)rate;
+  if (step < 1) step = 1;
+  double t = (double)step;
+  return (float)(rate * sqrt(1.0 - pow(c->beta2, t)) / (1.0 - pow(c->beta1, t)));
+}
+
+/* Adds the gradients of every read of variable v that reaches the loss. */
+static ct_output variable_gradient(ct_graph *g, int v, int n_reads, ct_node **reads,
+                                   const ct_output *grads) {
+  ct_output parts[64];
+  int n = 0;
+  for (int k = 0; k < n_reads; ++k)
+    if (reads[k]->variable == v && grads[k].node && n < 64) parts[n++] = grads[k];
+  if (n == 0) return ct_out(NULL, 0);
+  return n == 1 ? parts[0] : ct_add_n(g, n, parts);
+}
+
+static ct_output slot(ct_graph *g, int v, const char *suffix) {
+  char name[1024];
+  snprintf(name, sizeof name, "%s/%s", g->variables[v].name, suffix);
+  ct_initializer zeros = {CT_INIT_ZEROS, 0.0f};
+  return ct_graph_variable_absolute(g, name, g->variables[v].shape, zeros, 0);
+}
+
+static ct_node *apply_update(ct_graph *g, const ct_optimizer_config *c, int v, ct_output lr,
+                             ct_output grad) {
+  ct_attrs a;
+  memset(&a, 0, sizeof a);
+  a.f[3] = c->weight_decay;
+  ct_output var = ct_graph_variable_read(g, v);
+  switch (c->kind) {
+    case CT_OPTIMIZER_SGD: {
+      ct_output in[3] = {var, lr, grad};
+      return ct_graph_add_node(g, &ct_op_apply_gradient_descent, NULL, 3, in, 1, &a);
+    }
+    case CT_OPTIMIZER_MOMENTUM: {
+      a.f[0] = c->momentum;
+      a.i[0] = c->nesterov;
+      ct_output in[4] = {var, slot(g, v, "Momentum"), lr, grad};
+      return ct_graph_add_node(g, &ct_op_apply_momentum, NULL, 4, in, 1, &a);
+    }
+    case CT_OPTIMIZER_ADAM: {
+      a.f[0] = c->beta1;
+      a.f[1] = c->beta2;
+      a.f[2] = c->epsilon;
+      ct_output in[5] = {var, slot(g, v, "Adam"), slot(g, v, "Adam_1"), lr, grad};
+      return ct_graph_add_node(g, &ct_op_apply_adam, NULL, 5, in, 1, &a);
+    }
+  }
+  return NULL;
+}
+
+int ct_optimizer_minimize(ct_graph *g, const ct_optimizer_config *c, ct_output loss,
+                          ct_train_op *train_op) {
+  memset(train_op, 0, sizeof *train_op);
+  if (g->status.code != CT_OK) return 1;
+  ct_shape loss_shape = ct_output_shape(loss);
+  if (loss.node == NULL || loss_shape.rank != 0) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "the loss to minimize must be an f32 scalar");
+    return 1;
+  }
+  /* Every read of a trainable variable is an x; a variable's gradient sums
+   * those of its reads (one per tower that uses it). */
+  int n_reads = 0;
+  ct_node **reads = malloc((size_t)(g->n_nodes + 1) * sizeof *reads);
+  ct_output *xs = malloc((size_t)(g->n_nodes + 1) * sizeof *xs);
+  ct_output *grads = malloc((size_t)(g->n_nodes + 1) * sizeof *grads);
+  ct_node **updates = malloc((size_t)(g->n_variables + 1) * sizeof *updates);
+  if (!reads || !xs || !grads || !updates) {
+    free(reads), free(xs), free(grads), free(updates);
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the optimizer");
+    return 1;
+  }
+  for (int id = 0; id < g->n_nodes; ++id) {
+    ct_node *n = g->nodes[id];
+    if (n->variable >= 0 && g->variables[n->variable].trainable) {
+      reads[n_reads] = n;
+      xs[n_reads++] = ct_out(n, 0);
+    }
+  }
+  const int n_variables = g->n_variables;
+  int n_updates = 0;
+  if (ct_gradients(g, loss, n_reads, xs, grads) == 0) {
+    ct_graph_push_name_scope(g, "train");
+    train_op->learning_rate = ct_placeholder(g, "learning_rate", CT_F32, ct_shape_of(0));
+    for (int v = 0; v < n_variables; ++v) {
+      if (!g->variables[v].trainable) continue;
+      ct_output grad = variable_gradient(g, v, n_reads, reads, grads);
+      if (grad.node == NULL) continue; /* does not affect the loss */
+      ct_node *first_read = NULL;
+      for (int k = 0; k < n_reads && !first_read; ++k)
+        if (reads[k]->variable == v) first_read = reads[k];
+      ct_graph_push_device(g, first_read ? first_read->requested_device : "");
+      ct_node *update = apply_update(g, c, v, train_op->learning_rate, grad);
+      ct_graph_pop_device(g);
+      if (update) updates[n_updates++] = update;
+    }
+    if (n_updates == 0 && g->status.code == CT_OK)
+      ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                         "the loss depends on no trainable variable: nothing to minimize");
+    train_op->op = ct_group(g, "update", n_updates, updates);
+    ct_graph_pop_name_scope(g);
+  }
+  free(reads), free(xs), free(grads), free(updates);
+  return g->status.code != CT_OK;
+}

@@ -1,15 +1,439 @@
+/* `ctower train` and `ctower eval`: data, graph, session, the loop, the
+ * progress line, evaluation and checkpoints. */
 #include "ctower/trainer.h"
 
-int ct_train_main(const ct_config *config, const ct_train_flags *flags, ct_status *status) {
-  (void)config;
-  (void)flags;
-  ct_status_set(status, CT_UNIMPLEMENTED, "training is not built yet");
-  return 1;
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctower/checkpoint.h"
+#include "ctower/data.h"
+#include "ctower/session.h"
+#include "train/training_graph.h"
+
+enum { EVAL_BATCH = 500 };
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int ct_eval_main(const ct_config *config, const char *checkpoint_path, ct_status *status) {
-  (void)config;
-  (void)checkpoint_path;
-  ct_status_set(status, CT_UNIMPLEMENTED, "evaluation is not built yet");
-  return 1;
+/* ---- config to library settings ----------------------------------------- */
+
+static void optimizer_from_config(const ct_config *c, ct_optimizer_config *o) {
+  const char *name = c->train.optimizer.name;
+  ct_optimizer_kind kind = strcmp(name, "sgd") == 0    ? CT_OPTIMIZER_SGD
+                           : strcmp(name, "adam") == 0 ? CT_OPTIMIZER_ADAM
+                                                       : CT_OPTIMIZER_MOMENTUM;
+  ct_optimizer_config_defaults(o, kind);
+  o->momentum = (float)c->train.optimizer.momentum;
+  o->nesterov = c->train.optimizer.nesterov;
+  o->weight_decay = (float)c->train.optimizer.weight_decay;
+  o->beta1 = (float)c->train.optimizer.beta1;
+  o->beta2 = (float)c->train.optimizer.beta2;
+  o->epsilon = (float)c->train.optimizer.epsilon;
+}
+
+static void schedule_from_config(const ct_config *c, ct_schedule *s) {
+  memset(s, 0, sizeof *s);
+  const char *name = c->train.schedule.name;
+  s->kind = strcmp(name, "step") == 0     ? CT_SCHEDULE_STEP
+            : strcmp(name, "cosine") == 0 ? CT_SCHEDULE_COSINE
+                                          : CT_SCHEDULE_CONSTANT;
+  s->base_rate = c->train.optimizer.learning_rate;
+  s->step_epochs = (double)c->train.schedule.step_epochs;
+  s->gamma = c->train.schedule.gamma;
+  s->min_rate = c->train.schedule.min_learning_rate;
+  s->total_epochs = (double)c->train.epochs;
+  s->warmup_epochs = (double)c->train.schedule.warmup_epochs;
+}
+
+/* The train (train = 1) or test split the config names. */
+static ct_dataset *open_dataset(const ct_config *c, int train, ct_status *status) {
+  if (strcmp(c->dataset.name, "synthetic") == 0)
+    return ct_dataset_new_synthetic(train ? 60000 : 10000, 28, 28, 1, 10,
+                                    (uint64_t)c->train.seed + (uint64_t)train, status);
+  return ct_dataset_open_mnist(c->dataset.path, train, status);
+}
+
+/* ---- running batches ------------------------------------------------------ */
+
+typedef struct batch_buffers {
+  ct_tensor *images, *labels; /* sized for the largest batch */
+} batch_buffers;
+
+static int batch_buffers_init(batch_buffers *b, int64_t batch, const ct_dataset *ds,
+                              ct_status *status) {
+  int64_t h, w, ch;
+  ct_dataset_image_shape(ds, &h, &w, &ch);
+  ct_shape is = ct_shape_of(4, batch, h, w, ch), ls = ct_shape_of(1, batch);
+  b->images = ct_tensor_new(CT_F32, &is, status);
+  b->labels = ct_tensor_new(CT_I32, &ls, status);
+  return b->images == NULL || b->labels == NULL;
+}
+
+static void batch_buffers_free(batch_buffers *b) {
+  ct_tensor_free(b->images);
+  ct_tensor_free(b->labels);
+}
+
+/* Views of the first n examples of the buffers. */
+static void batch_views(const batch_buffers *b, int64_t n, ct_tensor *images, ct_tensor *labels) {
+  *images = *b->images;
+  images->shape.dims[0] = n;
+  images->owns_data = 0;
+  *labels = *b->labels;
+  labels->shape.dims[0] = n;
+  labels->owns_data = 0;
+}
+
+typedef struct eval_result {
+  double loss, accuracy;
+} eval_result;
+
+static int evaluate(ct_session *s, const ct_training_graph *tg, const ct_dataset *test,
+                    eval_result *result, ct_status *status) {
+  ct_batcher *batcher = ct_batcher_new(test, EVAL_BATCH, 0, 0, status);
+  batch_buffers buf = {0};
+  if (batcher == NULL || batch_buffers_init(&buf, EVAL_BATCH, test, status)) {
+    ct_batcher_free(batcher);
+    batch_buffers_free(&buf);
+    return 1;
+  }
+  ct_batcher_start_epoch(batcher, 0);
+  double loss_sum = 0, correct = 0;
+  int64_t seen = 0, n;
+  int failed = 0;
+  while (!failed && (n = ct_batcher_next(batcher, ct_tensor_f32(buf.images), ct_tensor_i32(buf.labels))) > 0) {
+    ct_tensor images, labels;
+    batch_views(&buf, n, &images, &labels);
+    ct_feed feeds[2] = {{tg->images, &images}, {tg->labels, &labels}};
+    ct_output fetches[2] = {tg->eval_loss_sum, tg->eval_accuracy};
+    ct_tensor *out[2];
+    failed = ct_session_run(s, feeds, 2, fetches, 2, NULL, 0, out, status);
+    if (failed) break;
+    loss_sum += ct_tensor_f32(out[0])[0];
+    correct += ct_tensor_f32(out[1])[0] * (double)n;
+    seen += n;
+    ct_tensor_free(out[0]);
+    ct_tensor_free(out[1]);
+  }
+  ct_batcher_free(batcher);
+  batch_buffers_free(&buf);
+  if (failed) return 1;
+  result->loss = seen ? loss_sum / (double)seen : 0;
+  result->accuracy = seen ? correct / (double)seen : 0;
+  return 0;
+}
+
+/* ---- checkpoints ------------------------------------------------------------ */
+
+static int save_checkpoint(ct_session *s, const ct_training_graph *tg, const ct_config *c,
+                           int64_t step, int64_t epoch, double test_accuracy, ct_status *status) {
+  const ct_graph *g = tg->graph;
+  int n = ct_graph_variable_count(g);
+  ct_named_tensor *tensors = calloc((size_t)n + 1, sizeof *tensors);
+  if (tensors == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory saving a checkpoint");
+    return 1;
+  }
+  for (int i = 0; i < n; ++i) {
+    tensors[i].name = ct_graph_variable_name(g, i);
+    tensors[i].tensor = ct_session_variable(s, i, status);
+    if (tensors[i].tensor == NULL) {
+      free(tensors);
+      return 1;
+    }
+  }
+  char step_text[32], epoch_text[32], accuracy_text[32];
+  snprintf(step_text, sizeof step_text, "%lld", (long long)step);
+  snprintf(epoch_text, sizeof epoch_text, "%lld", (long long)epoch);
+  snprintf(accuracy_text, sizeof accuracy_text, "%.4f", test_accuracy);
+  const char *metadata[] = {"format",        "ctower",       "ctower_version", CTOWER_VERSION,
+                            "model",         c->model.name,  "dataset",        c->dataset.name,
+                            "global_step",   step_text,      "epoch",          epoch_text,
+                            "test_accuracy", accuracy_text};
+  int failed = ct_checkpoint_write(c->train.checkpoint, tensors, n, metadata,
+                                   (int)(sizeof metadata / sizeof metadata[0] / 2), status);
+  free(tensors);
+  return failed;
+}
+
+/* Copies every variable the graph has from the checkpoint. */
+static int restore_checkpoint(ct_session *s, const ct_graph *g, const char *path,
+                              const char *model_name, ct_status *status) {
+  ct_checkpoint *ck = ct_checkpoint_read(path, status);
+  if (ck == NULL) return 1;
+  const char *saved_model = ct_checkpoint_metadata(ck, "model");
+  if (saved_model && strcmp(saved_model, model_name) != 0) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "checkpoint '%s' holds model '%s' but the config asks for '%s'; set "
+                  "model.name: %s or pass the matching checkpoint",
+                  path, saved_model, model_name, saved_model);
+    ct_checkpoint_free(ck);
+    return 1;
+  }
+  for (int i = 0; i < ct_graph_variable_count(g); ++i) {
+    const char *name = ct_graph_variable_name(g, i);
+    const ct_tensor *saved = ct_checkpoint_find(ck, name);
+    ct_tensor *var = ct_session_variable(s, i, status);
+    if (var == NULL) break;
+    if (saved == NULL || saved->dtype != CT_F32 || !ct_shape_equal(&saved->shape, &var->shape)) {
+      char want[96];
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "checkpoint '%s' has no f32 variable '%s' of shape %s; was it written for "
+                    "another model?",
+                    path, name, ct_shape_str(&var->shape, want, sizeof want));
+      break;
+    }
+    memcpy(var->data, saved->data, ct_tensor_nbytes(var));
+  }
+  ct_checkpoint_free(ck);
+  return status->code != CT_OK;
+}
+
+/* ---- progress ------------------------------------------------------------------ */
+
+typedef struct progress {
+  int tty;
+  double last_print;
+} progress;
+
+static void format_duration(double seconds, char *buf, size_t size) {
+  if (!(seconds >= 0) || seconds > 1e7) seconds = 0;
+  long s = (long)(seconds + 0.5);
+  if (s >= 3600)
+    snprintf(buf, size, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  else
+    snprintf(buf, size, "%ld:%02ld", s / 60, s % 60);
+}
+
+static void progress_update(progress *p, int64_t epoch, int64_t epochs, int64_t batch,
+                            int64_t batches, double loss, double accuracy, double images_per_sec,
+                            double eta, int force) {
+  double t = now_seconds();
+  int every_tenth = batches >= 10 && batch % (batches / 10) == 0;
+  if (!force && (p->tty ? t - p->last_print < 0.2 : !every_tenth)) return;
+  p->last_print = t;
+  enum { WIDTH = 24 };
+  char bar[WIDTH + 1];
+  int filled = (int)(WIDTH * batch / (batches ? batches : 1));
+  for (int i = 0; i < WIDTH; ++i) bar[i] = i < filled ? '=' : (i == filled ? '>' : ' ');
+  bar[WIDTH] = '\0';
+  char eta_text[32];
+  format_duration(eta, eta_text, sizeof eta_text);
+  printf("%sepoch %lld/%lld [%s] %lld/%lld loss %.4f acc %.4f %.0f img/s ETA %s%s",
+         p->tty ? "\r" : "", (long long)epoch, (long long)epochs, bar, (long long)batch,
+         (long long)batches, loss, accuracy, images_per_sec, eta_text, p->tty ? "\033[K" : "\n");
+  fflush(stdout);
+}
+
+/* ---- train ---------------------------------------------------------------------- */
+
+typedef struct train_run {
+  const ct_config *config;
+  const ct_train_flags *flags;
+  ct_dataset *train_set, *test_set;
+  ct_training_graph tg;
+  ct_session *session;
+  ct_batcher *batcher;
+  batch_buffers buf;
+  ct_optimizer_config optimizer;
+  ct_schedule schedule;
+} train_run;
+
+static void train_run_free(train_run *r) {
+  ct_batcher_free(r->batcher);
+  batch_buffers_free(&r->buf);
+  ct_session_free(r->session);
+  ct_training_graph_free(&r->tg);
+  ct_dataset_free(r->train_set);
+  ct_dataset_free(r->test_set);
+}
+
+static int train_run_setup(train_run *r, ct_status *status) {
+  const ct_config *c = r->config;
+  const ct_model_def *model = ct_model_find(c->model.name);
+  if (model == NULL) {
+    ct_status_set(status, CT_INVALID_ARGUMENT, "unknown model '%s'", c->model.name);
+    return 1;
+  }
+  r->train_set = open_dataset(c, 1, status);
+  if (r->train_set == NULL) return 1;
+  r->test_set = open_dataset(c, 0, status);
+  if (r->test_set == NULL) return 1;
+  int64_t h, w, ch;
+  ct_dataset_image_shape(r->train_set, &h, &w, &ch);
+  optimizer_from_config(c, &r->optimizer);
+  schedule_from_config(c, &r->schedule);
+  if (ct_training_graph_build(&r->tg, model, h, w, ch, ct_dataset_num_classes(r->train_set),
+                              (uint64_t)c->train.seed, &r->optimizer, 1, status))
+    return 1;
+  ct_session_options options;
+  ct_session_options_defaults(&options);
+  options.intra_op_parallelism_threads = (int)c->session.intra_op_parallelism_threads;
+  options.cpu_memory_limit = (size_t)c->session.memory_limit_mb_cpu << 20;
+  r->session = ct_session_new(r->tg.graph, &options, status);
+  if (r->session == NULL) return 1;
+  r->batcher = ct_batcher_new(r->train_set, c->dataset.batch_size, c->dataset.shuffle,
+                              (uint64_t)c->train.seed, status);
+  if (r->batcher == NULL) return 1;
+  return batch_buffers_init(&r->buf, c->dataset.batch_size, r->train_set, status);
+}
+
+/* One optimizer step; fills the batch's loss and accuracy. */
+static int train_step(train_run *r, int64_t n, int64_t global_step, double epochs_done,
+                      double *loss, double *accuracy, ct_status *status) {
+  ct_tensor images, labels;
+  batch_views(&r->buf, n, &images, &labels);
+  float lr = ct_optimizer_learning_rate(&r->optimizer, ct_schedule_rate(&r->schedule, epochs_done),
+                                        global_step + 1);
+  ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
+  ct_feed feeds[3] = {{r->tg.images, &images}, {r->tg.labels, &labels},
+                      {r->tg.train.learning_rate, &lr_tensor}};
+  ct_output fetches[2] = {r->tg.loss, r->tg.accuracy};
+  ct_tensor *out[2];
+  ct_session_set_step(r->session, (uint64_t)global_step);
+  if (ct_session_run(r->session, feeds, 3, fetches, 2, &r->tg.step, 1, out, status)) return 1;
+  *loss = ct_tensor_f32(out[0])[0];
+  *accuracy = ct_tensor_f32(out[1])[0];
+  ct_tensor_free(out[0]);
+  ct_tensor_free(out[1]);
+  if (!isfinite(*loss)) {
+    ct_status_set(status, CT_FAILED_PRECONDITION,
+                  "the loss became %g at step %lld; lower train.optimizer.learning_rate "
+                  "(now %g) and train again",
+                  *loss, (long long)global_step + 1, r->config->train.optimizer.learning_rate);
+    return 1;
+  }
+  return 0;
+}
+
+int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *status) {
+  train_run r;
+  memset(&r, 0, sizeof r);
+  r.config = c;
+  r.flags = flags;
+  if (train_run_setup(&r, status)) {
+    train_run_free(&r);
+    return 1;
+  }
+  const int64_t batches = ct_batcher_batches_per_epoch(r.batcher);
+  const int64_t epochs = c->train.epochs;
+  progress prog = {isatty(STDOUT_FILENO) && !flags->quiet, 0};
+  printf("ctower %s: training %s on %s (%lld train / %lld test examples), batch %lld, %lld "
+         "epochs, %s lr %g, seed %lld, device %s (%d threads)\n",
+         CTOWER_VERSION, c->model.name, c->dataset.name, (long long)ct_dataset_size(r.train_set),
+         (long long)ct_dataset_size(r.test_set), (long long)c->dataset.batch_size,
+         (long long)epochs, c->train.optimizer.name, c->train.optimizer.learning_rate,
+         (long long)c->train.seed, "/job:localhost/replica:0/task:0/device:CPU:0",
+         c->session.intra_op_parallelism_threads ? (int)c->session.intra_op_parallelism_threads
+                                                 : (int)sysconf(_SC_NPROCESSORS_ONLN));
+  fflush(stdout);
+  const double start = now_seconds();
+  int64_t global_step = 0;
+  int failed = 0, stop = 0;
+  eval_result test = {0, 0};
+  for (int64_t epoch = 0; epoch < epochs && !failed && !stop; ++epoch) {
+    ct_batcher_start_epoch(r.batcher, epoch);
+    const double epoch_start = now_seconds();
+    double loss_sum = 0, accuracy_sum = 0;
+    int64_t examples = 0, batch = 0, n;
+    while (!failed && (n = ct_batcher_next(r.batcher, ct_tensor_f32(r.buf.images),
+                                           ct_tensor_i32(r.buf.labels))) > 0) {
+      double loss, accuracy;
+      failed = train_step(&r, n, global_step, (double)epoch + (double)batch / (double)batches,
+                          &loss, &accuracy, status);
+      if (failed) break;
+      ++global_step, ++batch;
+      loss_sum += loss * (double)n;
+      accuracy_sum += accuracy * (double)n;
+      examples += n;
+      double elapsed = now_seconds() - epoch_start;
+      double rate = (double)examples / (elapsed > 0 ? elapsed : 1e-9);
+      double eta = elapsed / (double)batch * (double)(batches - batch);
+      if (!flags->quiet)
+        progress_update(&prog, epoch + 1, epochs, batch, batches, loss_sum / (double)examples,
+                        accuracy_sum / (double)examples, rate, eta, 0);
+      if (c->train.max_steps > 0 && global_step >= c->train.max_steps) {
+        stop = 1;
+        break;
+      }
+    }
+    if (failed) break;
+    double epoch_time = now_seconds() - epoch_start;
+    failed = evaluate(r.session, &r.tg, r.test_set, &test, status);
+    if (failed) break;
+    if (prog.tty) printf("\r\033[K");
+    printf("epoch %lld/%lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s, %.0f "
+           "img/s\n",
+           (long long)epoch + 1, (long long)epochs, loss_sum / (double)(examples ? examples : 1),
+           accuracy_sum / (double)(examples ? examples : 1), test.loss, test.accuracy,
+           epoch_time, (double)examples / (epoch_time > 0 ? epoch_time : 1e-9));
+    fflush(stdout);
+    if (c->train.checkpoint[0])
+      failed = save_checkpoint(r.session, &r.tg, c, global_step, epoch + 1, test.accuracy, status);
+  }
+  if (!failed) {
+    size_t peak = 0;
+    ct_session_memory(r.session, NULL, &peak);
+    printf("done: %lld steps in %.1f s; test accuracy %.4f; peak memory on CPU:0 %.1f MiB%s%s\n",
+           (long long)global_step, now_seconds() - start, test.accuracy,
+           (double)peak / 1048576.0, c->train.checkpoint[0] ? "; checkpoint " : "",
+           c->train.checkpoint);
+    if (flags->memory_stats) {
+      size_t in_use = 0;
+      ct_session_memory(r.session, &in_use, &peak);
+      printf("memory /job:localhost/replica:0/task:0/device:CPU:0: in use %zu bytes, peak %zu "
+             "bytes\n",
+             in_use, peak);
+    }
+  }
+  train_run_free(&r);
+  return failed;
+}
+
+/* ---- eval --------------------------------------------------------------------- */
+
+int ct_eval_main(const ct_config *c, const char *checkpoint_path, ct_status *status) {
+  const char *path = checkpoint_path ? checkpoint_path : c->train.checkpoint;
+  if (path == NULL || path[0] == '\0') {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "no checkpoint to evaluate: set train.checkpoint or pass --checkpoint FILE");
+    return 1;
+  }
+  const ct_model_def *model = ct_model_find(c->model.name);
+  if (model == NULL) {
+    ct_status_set(status, CT_INVALID_ARGUMENT, "unknown model '%s'", c->model.name);
+    return 1;
+  }
+  ct_dataset *test_set = open_dataset(c, 0, status);
+  if (test_set == NULL) return 1;
+  int64_t h, w, ch;
+  ct_dataset_image_shape(test_set, &h, &w, &ch);
+  ct_training_graph tg;
+  ct_session *s = NULL;
+  int failed = ct_training_graph_build(&tg, model, h, w, ch, ct_dataset_num_classes(test_set),
+                                       (uint64_t)c->train.seed, NULL, 0, status);
+  if (!failed) {
+    ct_session_options options;
+    ct_session_options_defaults(&options);
+    options.intra_op_parallelism_threads = (int)c->session.intra_op_parallelism_threads;
+    s = ct_session_new(tg.graph, &options, status);
+    failed = s == NULL || restore_checkpoint(s, tg.graph, path, c->model.name, status);
+  }
+  eval_result result;
+  if (!failed) failed = evaluate(s, &tg, test_set, &result, status);
+  if (!failed)
+    printf("%s on %s test set (%lld examples): accuracy %.4f, loss %.4f (checkpoint %s)\n",
+           c->model.name, c->dataset.name, (long long)ct_dataset_size(test_set), result.accuracy,
+           result.loss, path);
+  ct_session_free(s);
+  if (!failed || tg.graph) ct_training_graph_free(&tg);
+  ct_dataset_free(test_set);
+  return failed;
 }

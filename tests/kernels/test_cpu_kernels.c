@@ -1,0 +1,541 @@
+/* Every CPU kernel against an independent naive loop: forward kernels and
+ * the backward kernels (ReluGrad, Conv2DBackprop*, MaxPoolGrad, ...), run
+ * through a session on random inputs. Max differences are printed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/conv_geometry.h"
+#include "test_support.h"
+
+/* ---- harness ---------------------------------------------------------------- */
+
+typedef struct op_run {
+  ct_graph *g;
+  ct_output in[4];
+  ct_tensor *value[4];
+  int n;
+} op_run;
+
+static void run_begin(op_run *r, int n, const ct_shape *shapes, uint64_t seed) {
+  ct_status st = CT_STATUS_INIT;
+  memset(r, 0, sizeof *r);
+  r->g = ct_graph_new();
+  r->n = n;
+  for (int i = 0; i < n; ++i) {
+    char name[8];
+    snprintf(name, sizeof name, "x%d", i);
+    r->in[i] = ct_placeholder(r->g, name, CT_F32, shapes[i]);
+    r->value[i] = ct_tensor_new(CT_F32, &shapes[i], &st);
+    assert_status_ok(&st);
+    ct_test_fill_uniform(ct_tensor_f32(r->value[i]), ct_tensor_elements(r->value[i]),
+                         seed + (uint64_t)i, -1.0f, 1.0f);
+  }
+}
+
+/* Runs the fetches with the inputs fed; results are the caller's. */
+static void run_fetch(op_run *r, int n_fetches, const ct_output *fetches, ct_tensor **results) {
+  ct_status st = CT_STATUS_INIT;
+  assert_status_ok(ct_graph_status(r->g));
+  ct_session_options options;
+  ct_session_options_defaults(&options);
+  options.intra_op_parallelism_threads = 2;
+  ct_session *s = ct_session_new(r->g, &options, &st);
+  assert_status_ok(&st);
+  ct_feed feeds[4];
+  for (int i = 0; i < r->n; ++i) feeds[i] = (ct_feed){r->in[i], r->value[i]};
+  ct_session_run(s, feeds, r->n, fetches, n_fetches, NULL, 0, results, &st);
+  assert_status_ok(&st);
+  ct_session_free(s);
+}
+
+static void run_end(op_run *r) {
+  for (int i = 0; i < r->n; ++i) ct_tensor_free(r->value[i]);
+  ct_graph_free(r->g);
+}
+
+static void expect_close(const char *what, const ct_tensor *got, const float *want, int64_t n,
+                         double tol) {
+  assert_int_equal(ct_tensor_elements(got), n);
+  double diff = ct_test_max_rel_diff(ct_tensor_f32(got), want, n);
+  printf("  %-34s max difference %.2e\n", what, diff);
+  if (!(diff <= tol)) fail_msg("%s: max difference %g > %g", what, diff, tol);
+}
+
+static float *input(const op_run *r, int i) { return ct_tensor_f32(r->value[i]); }
+
+/* ---- matmul ----------------------------------------------------------------- */
+
+static void test_matmul(void **state) {
+  (void)state;
+  const int64_t M = 37, K = 53, N = 29;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      ct_shape shapes[2] = {ta ? ct_shape_of(2, K, M) : ct_shape_of(2, M, K),
+                            tb ? ct_shape_of(2, N, K) : ct_shape_of(2, K, N)};
+      op_run r;
+      run_begin(&r, 2, shapes, 3);
+      ct_output y = ct_matmul(r.g, r.in[0], r.in[1], ta, tb);
+      ct_tensor *out;
+      run_fetch(&r, 1, &y, &out);
+      float *want = calloc((size_t)(M * N), sizeof *want);
+      const float *A = input(&r, 0), *B = input(&r, 1);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k)
+            s += (double)(ta ? A[k * M + i] : A[i * K + k]) * (tb ? B[j * K + k] : B[k * N + j]);
+          want[i * N + j] = (float)s;
+        }
+      char what[64];
+      snprintf(what, sizeof what, "MatMul ta=%d tb=%d", ta, tb);
+      expect_close(what, out, want, M * N, 1e-4);
+      free(want);
+      ct_tensor_free(out);
+      run_end(&r);
+    }
+}
+
+/* ---- convolution -------------------------------------------------------------- */
+
+typedef struct conv_geom {
+  int64_t N, H, W, C, R, S, K, stride, P, Q, pad_h, pad_w;
+} conv_geom;
+
+static conv_geom geometry(int64_t N, int64_t H, int64_t W, int64_t C, int64_t R, int64_t S,
+                          int64_t K, int64_t stride, int same) {
+  ct_window wh = ct_window_of(H, R, stride, same), ww = ct_window_of(W, S, stride, same);
+  conv_geom g = {N, H, W, C, R, S, K, stride, wh.out, ww.out, wh.pad_before, ww.pad_before};
+  return g;
+}
+
+/* Calls fn(x index, filter index, y index) for every tap that lands inside x. */
+#define FOR_EACH_TAP(g, body)                                                              \
+  for (int64_t n = 0; n < g.N; ++n)                                                        \
+    for (int64_t p = 0; p < g.P; ++p)                                                      \
+      for (int64_t q = 0; q < g.Q; ++q)                                                    \
+        for (int64_t r = 0; r < g.R; ++r)                                                  \
+          for (int64_t s = 0; s < g.S; ++s) {                                              \
+            int64_t h = p * g.stride + r - g.pad_h, w = q * g.stride + s - g.pad_w;        \
+            if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;                          \
+            for (int64_t c = 0; c < g.C; ++c)                                              \
+              for (int64_t k = 0; k < g.K; ++k) {                                          \
+                int64_t xi = ((n * g.H + h) * g.W + w) * g.C + c;                          \
+                int64_t fi = ((r * g.S + s) * g.C + c) * g.K + k;                          \
+                int64_t yi = ((n * g.P + p) * g.Q + q) * g.K + k;                          \
+                body;                                                                      \
+              }                                                                            \
+          }
+
+static void check_conv(int same, int64_t stride) {
+  conv_geom cg = geometry(2, 9, 8, 3, 5, 3, 4, stride, same);
+  ct_shape shapes[2] = {ct_shape_of(4, cg.N, cg.H, cg.W, cg.C),
+                        ct_shape_of(4, cg.R, cg.S, cg.C, cg.K)};
+  op_run r;
+  run_begin(&r, 2, shapes, 11);
+  ct_output y = ct_conv2d(r.g, r.in[0], r.in[1], (int)stride, (int)stride,
+                          same ? CT_PADDING_SAME : CT_PADDING_VALID);
+  /* dy is a third input: feed it through a placeholder shaped like y */
+  ct_shape ys = ct_output_shape(y);
+  ct_output dy = ct_placeholder(r.g, "dy", CT_F32, ys);
+  ct_status st = CT_STATUS_INIT;
+  r.in[2] = dy;
+  r.value[2] = ct_tensor_new(CT_F32, &ys, &st);
+  r.n = 3;
+  ct_test_fill_uniform(ct_tensor_f32(r.value[2]), ct_tensor_elements(r.value[2]), 5, -1, 1);
+  ct_output x_grad, f_grad;
+  ct_output xs[2] = {r.in[0], r.in[1]}, grads[2];
+  ct_output loss = ct_reduce_sum(r.g, ct_mul(r.g, y, dy), 0, 0);
+  ct_gradients(r.g, loss, 2, xs, grads);
+  x_grad = grads[0];
+  f_grad = grads[1];
+  ct_output fetches[3] = {y, x_grad, f_grad};
+  ct_tensor *out[3];
+  run_fetch(&r, 3, fetches, out);
+  assert_int_equal(ys.dims[1], cg.P);
+  const float *X = input(&r, 0), *F = input(&r, 1), *DY = input(&r, 2);
+  int64_t ny = cg.N * cg.P * cg.Q * cg.K, nx = cg.N * cg.H * cg.W * cg.C;
+  int64_t nf = cg.R * cg.S * cg.C * cg.K;
+  float *y_ref = calloc((size_t)ny, 4), *dx_ref = calloc((size_t)nx, 4), *df_ref = calloc((size_t)nf, 4);
+  FOR_EACH_TAP(cg, {
+    y_ref[yi] += X[xi] * F[fi];
+    dx_ref[xi] += DY[yi] * F[fi];
+    df_ref[fi] += DY[yi] * X[xi];
+  });
+  char what[64];
+  snprintf(what, sizeof what, "Conv2D %s stride %lld", same ? "SAME" : "VALID", (long long)stride);
+  expect_close(what, out[0], y_ref, ny, 1e-4);
+  snprintf(what, sizeof what, "Conv2DBackpropInput %s s%lld", same ? "SAME" : "VALID", (long long)stride);
+  expect_close(what, out[1], dx_ref, nx, 1e-4);
+  snprintf(what, sizeof what, "Conv2DBackpropFilter %s s%lld", same ? "SAME" : "VALID", (long long)stride);
+  expect_close(what, out[2], df_ref, nf, 1e-4);
+  free(y_ref), free(dx_ref), free(df_ref);
+  for (int i = 0; i < 3; ++i) ct_tensor_free(out[i]);
+  run_end(&r);
+}
+
+static void test_conv2d(void **state) {
+  (void)state;
+  check_conv(1, 1);
+  check_conv(0, 1);
+  check_conv(1, 2);
+  check_conv(0, 2);
+}
+
+/* ---- pooling --------------------------------------------------------------------- */
+
+static void check_pool(int is_max, int64_t k, int64_t stride, int same) {
+  const int64_t N = 2, H = 7, W = 6, C = 3;
+  ct_window wh = ct_window_of(H, k, stride, same), ww = ct_window_of(W, k, stride, same);
+  ct_shape shapes[2] = {ct_shape_of(4, N, H, W, C), ct_shape_of(4, N, wh.out, ww.out, C)};
+  op_run r;
+  run_begin(&r, 2, shapes, 21);
+  ct_padding pad = same ? CT_PADDING_SAME : CT_PADDING_VALID;
+  ct_output y = is_max ? ct_max_pool(r.g, r.in[0], (int)k, (int)stride, pad)
+                       : ct_avg_pool(r.g, r.in[0], (int)k, (int)stride, pad);
+  ct_output xs[1] = {r.in[0]}, grads[1];
+  ct_gradients(r.g, ct_reduce_sum(r.g, ct_mul(r.g, y, r.in[1]), 0, 0), 1, xs, grads);
+  ct_output fetches[2] = {y, grads[0]};
+  ct_tensor *out[2];
+  run_fetch(&r, 2, fetches, out);
+  const float *X = input(&r, 0), *DY = input(&r, 1);
+  int64_t ny = N * wh.out * ww.out * C, nx = N * H * W * C;
+  float *y_ref = calloc((size_t)ny, 4), *dx_ref = calloc((size_t)nx, 4);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t p = 0; p < wh.out; ++p)
+      for (int64_t q = 0; q < ww.out; ++q)
+        for (int64_t c = 0; c < C; ++c) {
+          int64_t yi = ((n * wh.out + p) * ww.out + q) * C + c, best = -1, count = 0;
+          double acc = 0;
+          for (int64_t a = 0; a < k; ++a)
+            for (int64_t b = 0; b < k; ++b) {
+              int64_t h = p * stride + a - wh.pad_before, w = q * stride + b - ww.pad_before;
+              if (h < 0 || h >= H || w < 0 || w >= W) continue;
+              int64_t xi = ((n * H + h) * W + w) * C + c;
+              if (best < 0 || X[xi] > X[best]) best = xi;
+              acc += X[xi];
+              ++count;
+            }
+          if (is_max) {
+            y_ref[yi] = X[best];
+            dx_ref[best] += DY[yi];
+          } else {
+            y_ref[yi] = (float)(acc / (double)count);
+            for (int64_t a = 0; a < k; ++a)
+              for (int64_t b = 0; b < k; ++b) {
+                int64_t h = p * stride + a - wh.pad_before, w = q * stride + b - ww.pad_before;
+                if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                dx_ref[((n * H + h) * W + w) * C + c] += DY[yi] / (float)count;
+              }
+          }
+        }
+  char what[64];
+  snprintf(what, sizeof what, "%s %lldx%lld/%lld %s", is_max ? "MaxPool" : "AvgPool",
+           (long long)k, (long long)k, (long long)stride, same ? "SAME" : "VALID");
+  expect_close(what, out[0], y_ref, ny, 1e-5);
+  strcat(what, " grad");
+  expect_close(what, out[1], dx_ref, nx, 1e-5);
+  free(y_ref), free(dx_ref);
+  ct_tensor_free(out[0]), ct_tensor_free(out[1]);
+  run_end(&r);
+}
+
+static void test_pooling(void **state) {
+  (void)state;
+  check_pool(1, 2, 2, 0);
+  check_pool(1, 3, 2, 1);
+  check_pool(0, 2, 2, 0);
+  check_pool(0, 3, 2, 1);
+}
+
+/* ---- LRN (TensorFlow's definition) ------------------------------------------------- */
+
+static void test_lrn(void **state) {
+  (void)state;
+  const int64_t N = 2, H = 3, W = 4, C = 9, radius = 2;
+  const float bias = 1.0f, alpha = 0.001f / 9.0f * 50, beta = 0.75f;
+  ct_shape shapes[2] = {ct_shape_of(4, N, H, W, C), ct_shape_of(4, N, H, W, C)};
+  op_run r;
+  run_begin(&r, 2, shapes, 31);
+  ct_output y = ct_lrn(r.g, r.in[0], (int)radius, bias, alpha, beta);
+  ct_output xs[1] = {r.in[0]}, grads[1];
+  ct_gradients(r.g, ct_reduce_sum(r.g, ct_mul(r.g, y, r.in[1]), 0, 0), 1, xs, grads);
+  ct_output fetches[2] = {y, grads[0]};
+  ct_tensor *out[2];
+  run_fetch(&r, 2, fetches, out);
+  const float *X = input(&r, 0), *DY = input(&r, 1);
+  const int64_t total = N * H * W * C;
+  float *y_ref = calloc((size_t)total, 4), *dx_ref = calloc((size_t)total, 4);
+  for (int64_t row = 0; row < N * H * W; ++row) {
+    const float *x = X + row * C;
+    const float *dy = DY + row * C;
+    double scale[64];
+    for (int64_t c = 0; c < C; ++c) {
+      double sum = 0;
+      for (int64_t j = c - radius; j <= c + radius; ++j)
+        if (j >= 0 && j < C) sum += (double)x[j] * x[j];
+      scale[c] = bias + alpha * sum;
+      y_ref[row * C + c] = (float)(x[c] * pow(scale[c], -beta));
+    }
+    /* dy_c/dx_j = [c==j] s_c^-b - 2 a b x_c x_j s_c^(-b-1) for |c-j| <= r */
+    for (int64_t j = 0; j < C; ++j) {
+      double g = 0;
+      for (int64_t c = j - radius; c <= j + radius; ++c) {
+        if (c < 0 || c >= C) continue;
+        double d = -2.0 * alpha * beta * x[c] * x[j] * pow(scale[c], -beta - 1);
+        if (c == j) d += pow(scale[c], -beta);
+        g += dy[c] * d;
+      }
+      dx_ref[row * C + j] = (float)g;
+    }
+  }
+  expect_close("LRN (TensorFlow formula)", out[0], y_ref, total, 1e-4);
+  expect_close("LRNGrad", out[1], dx_ref, total, 1e-4);
+  free(y_ref), free(dx_ref);
+  ct_tensor_free(out[0]), ct_tensor_free(out[1]);
+  run_end(&r);
+}
+
+/* ---- batch norm ---------------------------------------------------------------------- */
+
+static void test_batch_norm(void **state) {
+  (void)state;
+  const int64_t R = 6 * 5, C = 4;
+  ct_shape shapes[3] = {ct_shape_of(4, (int64_t)6, (int64_t)5, (int64_t)1, C), ct_shape_of(1, C),
+                        ct_shape_of(1, C)};
+  op_run r;
+  run_begin(&r, 3, shapes, 41);
+  ct_initializer zeros = {CT_INIT_ZEROS, 0}, ones = {CT_INIT_ONES, 0};
+  ct_output mean = ct_variable(r.g, "mm", ct_shape_of(1, C), zeros, 0);
+  ct_output var = ct_variable(r.g, "mv", ct_shape_of(1, C), ones, 0);
+  ct_output y = ct_batch_norm(r.g, r.in[0], r.in[1], r.in[2], mean, var, 1, 0.9f, 1e-3f);
+  assert_int_equal(ct_graph_update_op_count(r.g), 2);
+  ct_output fetches[1] = {y};
+  ct_tensor *out[1];
+  run_fetch(&r, 1, fetches, out);
+  const float *X = input(&r, 0), *G = input(&r, 1), *B = input(&r, 2);
+  float *ref = calloc((size_t)(R * C), 4);
+  for (int64_t c = 0; c < C; ++c) {
+    double m = 0, v = 0;
+    for (int64_t i = 0; i < R; ++i) m += X[i * C + c];
+    m /= (double)R;
+    for (int64_t i = 0; i < R; ++i) v += (X[i * C + c] - m) * (X[i * C + c] - m);
+    v /= (double)R;
+    for (int64_t i = 0; i < R; ++i)
+      ref[i * C + c] = (float)(G[c] * (X[i * C + c] - m) / sqrt(v + 1e-3) + B[c]);
+  }
+  expect_close("FusedBatchNorm training", out[0], ref, R * C, 1e-4);
+  free(ref);
+  ct_tensor_free(out[0]);
+  run_end(&r);
+}
+
+/* ---- broadcasting, reductions, shapes ---------------------------------------------- */
+
+static void test_broadcast_and_reduce(void **state) {
+  (void)state;
+  ct_shape shapes[2] = {ct_shape_of(3, (int64_t)4, (int64_t)1, (int64_t)5),
+                        ct_shape_of(2, (int64_t)3, (int64_t)1)};
+  op_run r;
+  run_begin(&r, 2, shapes, 51);
+  ct_output sum = ct_add(r.g, r.in[0], r.in[1]);  /* [4, 3, 5] */
+  ct_output quot = ct_div(r.g, r.in[0], ct_add(r.g, r.in[1], ct_scalar(r.g, 3.0f)));
+  ct_output red = ct_reduce_sum(r.g, sum, 0x5, 0); /* over axes 0 and 2 -> [3] */
+  ct_output mean = ct_reduce_mean(r.g, sum, 0x2, 1); /* [4, 1, 5] */
+  ct_output fetches[4] = {sum, quot, red, mean};
+  ct_tensor *out[4];
+  run_fetch(&r, 4, fetches, out);
+  const float *A = input(&r, 0), *B = input(&r, 1);
+  float s_ref[60], q_ref[60], red_ref[3] = {0}, mean_ref[20] = {0};
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 5; ++k) {
+        s_ref[(i * 3 + j) * 5 + k] = A[i * 5 + k] + B[j];
+        q_ref[(i * 3 + j) * 5 + k] = A[i * 5 + k] / (B[j] + 3.0f);
+        red_ref[j] += A[i * 5 + k] + B[j];
+        mean_ref[i * 5 + k] += (A[i * 5 + k] + B[j]) / 3.0f;
+      }
+  expect_close("Add broadcast [4,1,5]+[3,1]", out[0], s_ref, 60, 1e-6);
+  expect_close("RealDiv broadcast", out[1], q_ref, 60, 1e-6);
+  expect_close("Sum over axes 0,2", out[2], red_ref, 3, 1e-5);
+  expect_close("Mean over axis 1 keep_dims", out[3], mean_ref, 20, 1e-5);
+  for (int i = 0; i < 4; ++i) ct_tensor_free(out[i]);
+  run_end(&r);
+}
+
+static void test_concat_split(void **state) {
+  (void)state;
+  ct_shape shapes[2] = {ct_shape_of(2, (int64_t)3, (int64_t)2), ct_shape_of(2, (int64_t)3, (int64_t)4)};
+  op_run r;
+  run_begin(&r, 2, shapes, 61);
+  ct_output joined = ct_concat(r.g, 2, r.in, 1);
+  ct_output parts[3];
+  ct_split(r.g, joined, 1, 3, parts);
+  ct_output fetches[2] = {joined, parts[1]};
+  ct_tensor *out[2];
+  run_fetch(&r, 2, fetches, out);
+  float ref[18], part_ref[6];
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) ref[i * 6 + j] = input(&r, 0)[i * 2 + j];
+    for (int j = 0; j < 4; ++j) ref[i * 6 + 2 + j] = input(&r, 1)[i * 4 + j];
+    for (int j = 0; j < 2; ++j) part_ref[i * 2 + j] = ref[i * 6 + 2 + j];
+  }
+  expect_close("ConcatV2 axis 1", out[0], ref, 18, 0);
+  expect_close("Split axis 1, part 1 of 3", out[1], part_ref, 6, 0);
+  ct_tensor_free(out[0]), ct_tensor_free(out[1]);
+  run_end(&r);
+}
+
+/* ---- classification ------------------------------------------------------------------ */
+
+static void test_cross_entropy_and_accuracy(void **state) {
+  (void)state;
+  const int64_t N = 6, C = 5;
+  ct_shape shapes[1] = {ct_shape_of(2, N, C)};
+  op_run r;
+  run_begin(&r, 1, shapes, 71);
+  int32_t labels[6] = {0, 4, 2, 2, 1, 3};
+  ct_tensor lt = {CT_I32, ct_shape_of(1, N), labels, 0};
+  ct_output lab = ct_constant(r.g, "labels", &lt);
+  ct_output loss = ct_sparse_softmax_cross_entropy(r.g, r.in[0], lab);
+  ct_output acc = ct_accuracy(r.g, r.in[0], lab);
+  ct_output arg = ct_argmax(r.g, r.in[0]);
+  ct_output fetches[3] = {loss, acc, arg};
+  ct_tensor *out[3];
+  run_fetch(&r, 3, fetches, out);
+  const float *Z = input(&r, 0);
+  float ref[6];
+  int correct = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    double sum = 0;
+    int best = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      sum += exp(Z[n * C + c]);
+      if (Z[n * C + c] > Z[n * C + best]) best = (int)c;
+    }
+    ref[n] = (float)(log(sum) - Z[n * C + labels[n]]);
+    correct += best == labels[n];
+    assert_int_equal(ct_tensor_i32(out[2])[n], best);
+  }
+  float acc_ref = (float)correct / (float)N;
+  expect_close("SparseSoftmaxCrossEntropy", out[0], ref, N, 1e-5);
+  expect_close("Accuracy", out[1], &acc_ref, 1, 1e-6);
+  for (int i = 0; i < 3; ++i) ct_tensor_free(out[i]);
+  run_end(&r);
+}
+
+static void test_bad_label_is_an_error(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_output z = ct_placeholder(g, "z", CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)3));
+  int32_t labels[2] = {1, 7};
+  ct_tensor lt = {CT_I32, ct_shape_of(1, (int64_t)2), labels, 0};
+  ct_output loss = ct_sparse_softmax_cross_entropy(g, z, ct_constant(g, "labels", &lt));
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, NULL, &st);
+  float zv[6] = {0};
+  ct_tensor zt = {CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)3), zv, 0};
+  ct_feed feed = {z, &zt};
+  ct_tensor *out = NULL;
+  assert_int_not_equal(ct_session_run(s, &feed, 1, &loss, 1, NULL, 0, &out, &st), 0);
+  assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "label 7 of example 1"));
+  assert_null(out);
+  ct_session_free(s);
+  ct_graph_free(g);
+}
+
+/* ---- dropout ------------------------------------------------------------------------- */
+
+static void test_dropout_statistics(void **state) {
+  (void)state;
+  const int64_t n = 100000;
+  ct_shape shapes[1] = {ct_shape_of(1, n)};
+  op_run r;
+  run_begin(&r, 1, shapes, 81);
+  for (int64_t i = 0; i < n; ++i) input(&r, 0)[i] = 1.0f;
+  ct_output y = ct_dropout(r.g, r.in[0], 0.4f);
+  ct_tensor *out;
+  run_fetch(&r, 1, &y, &out);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = ct_tensor_f32(out)[i];
+    assert_true(v == 0.0f || fabsf(v - 1.0f / 0.6f) < 1e-6f);
+    kept += v != 0.0f;
+  }
+  double rate = 1.0 - (double)kept / (double)n;
+  printf("  Dropout rate 0.4: measured %.4f\n", rate);
+  assert_true(fabs(rate - 0.4) < 0.01);
+  ct_tensor_free(out);
+  run_end(&r);
+}
+
+/* ---- optimizer updates -------------------------------------------------------------- */
+
+static void test_optimizer_updates(void **state) {
+  (void)state;
+  /* loss = sum(w * c): the gradient is c, so the updates have closed forms. */
+  const float c_value[3] = {0.5f, -1.0f, 2.0f};
+  for (int kind = 0; kind < 3; ++kind) {
+    ct_graph *g = ct_graph_new();
+    ct_initializer init = {CT_INIT_CONSTANT, 1.0f};
+    ct_output w = ct_variable(g, "w", ct_shape_of(1, (int64_t)3), init, 1);
+    ct_tensor ct = {CT_F32, ct_shape_of(1, (int64_t)3), (void *)c_value, 0};
+    ct_output loss = ct_reduce_sum(g, ct_mul(g, w, ct_constant(g, "c", &ct)), 0, 0);
+    ct_optimizer_config oc;
+    ct_optimizer_config_defaults(&oc, (ct_optimizer_kind)kind);
+    oc.weight_decay = 0.1f;
+    oc.nesterov = kind == CT_OPTIMIZER_MOMENTUM;
+    ct_train_op train;
+    assert_int_equal(ct_optimizer_minimize(g, &oc, loss, &train), 0);
+    ct_status st = CT_STATUS_INIT;
+    ct_session *s = ct_session_new(g, NULL, &st);
+    double ref[3] = {1, 1, 1}, m[3] = {0}, v[3] = {0};
+    const double base_lr = 0.1;
+    for (int step = 1; step <= 3; ++step) {
+      float lr = ct_optimizer_learning_rate(&oc, base_lr, step);
+      ct_tensor lt = {CT_F32, ct_shape_of(0), &lr, 0};
+      ct_feed feed = {train.learning_rate, &lt};
+      ct_session_run(s, &feed, 1, NULL, 0, &train.op, 1, NULL, &st);
+      assert_status_ok(&st);
+      for (int i = 0; i < 3; ++i) {
+        double grad = c_value[i] + 0.1 * ref[i];
+        if (kind == CT_OPTIMIZER_SGD) {
+          ref[i] -= base_lr * grad;
+        } else if (kind == CT_OPTIMIZER_MOMENTUM) {
+          m[i] = 0.9 * m[i] + grad;
+          ref[i] -= base_lr * (grad + 0.9 * m[i]);
+        } else {
+          m[i] = 0.9 * m[i] + 0.1 * grad;
+          v[i] = 0.999 * v[i] + 0.001 * grad * grad;
+          double mhat = m[i] / (1 - pow(0.9, step)), vhat = v[i] / (1 - pow(0.999, step));
+          ref[i] -= base_lr * mhat / (sqrt(vhat) + 1e-8);
+        }
+      }
+    }
+    float want[3] = {(float)ref[0], (float)ref[1], (float)ref[2]};
+    const char *names[] = {"ApplyGradientDescent (wd 0.1)", "ApplyMomentum Nesterov (wd 0.1)",
+                           "ApplyAdam (wd 0.1)"};
+    expect_close(names[kind], ct_session_variable(s, 0, &st), want, 3, 1e-5);
+    ct_session_free(s);
+    ct_graph_free(g);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_matmul),
+      cmocka_unit_test(test_conv2d),
+      cmocka_unit_test(test_pooling),
+      cmocka_unit_test(test_lrn),
+      cmocka_unit_test(test_batch_norm),
+      cmocka_unit_test(test_broadcast_and_reduce),
+      cmocka_unit_test(test_concat_split),
+      cmocka_unit_test(test_cross_entropy_and_accuracy),
+      cmocka_unit_test(test_bad_label_is_an_error),
+      cmocka_unit_test(test_dropout_statistics),
+      cmocka_unit_test(test_optimizer_updates),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

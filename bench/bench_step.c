@@ -1,0 +1,127 @@
+/* Times training steps (forward, backward, momentum update) of a zoo model
+ * on random data and prints one JSON line. bench/bench_train.py runs it
+ * beside PyTorch doing the same work.
+ *
+ *   bench_step --model fmnist_cnn --batch 128 --threads 2 --steps 30 --warmup 5
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctower/ctower.h"
+#include "train/training_graph.h"
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Peak resident set size of this process (VmHWM), in MiB. */
+static double peak_rss_mb(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  double kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "VmHWM:", 6) == 0) kb = atof(line + 6);
+  if (f) fclose(f);
+  return kb / 1024.0;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: bench_step [--model mlp|fmnist_cnn] [--batch N] [--threads T] [--steps N] "
+          "[--warmup N]\n");
+}
+
+int main(int argc, char **argv) {
+  const char *model_name = "fmnist_cnn";
+  int64_t batch = 128;
+  int threads = 1, steps = 30, warmup = 5;
+  for (int i = 1; i < argc; ++i) {
+    const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+    if (value == NULL) {
+      usage();
+      return 2;
+    }
+    if (strcmp(argv[i], "--model") == 0) model_name = value;
+    else if (strcmp(argv[i], "--batch") == 0) batch = atoll(value);
+    else if (strcmp(argv[i], "--threads") == 0) threads = atoi(value);
+    else if (strcmp(argv[i], "--steps") == 0) steps = atoi(value);
+    else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(value);
+    else {
+      usage();
+      return 2;
+    }
+    ++i;
+  }
+  const ct_model_def *model = ct_model_find(model_name);
+  if (model == NULL || batch < 1 || threads < 1 || steps < 1 || warmup < 0) {
+    usage();
+    return 2;
+  }
+  ct_status st = CT_STATUS_INIT;
+  ct_optimizer_config oc;
+  ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_MOMENTUM);
+  ct_training_graph tg;
+  if (ct_training_graph_build(&tg, model, 28, 28, 1, 10, 1, &oc, 1, &st)) {
+    fprintf(stderr, "bench_step: %s\n", st.message);
+    return 1;
+  }
+  ct_session_options options;
+  ct_session_options_defaults(&options);
+  options.intra_op_parallelism_threads = threads;
+  ct_session *s = ct_session_new(tg.graph, &options, &st);
+  ct_shape is = ct_shape_of(4, batch, (int64_t)28, (int64_t)28, (int64_t)1);
+  ct_shape ls = ct_shape_of(1, batch);
+  ct_tensor *images = ct_tensor_new(CT_F32, &is, &st);
+  ct_tensor *labels = ct_tensor_new(CT_I32, &ls, &st);
+  if (!ct_ok(&st)) {
+    fprintf(stderr, "bench_step: %s\n", st.message);
+    return 1;
+  }
+  uint64_t rng = 12345;
+  for (int64_t i = 0; i < ct_tensor_elements(images); ++i) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    ct_tensor_f32(images)[i] = (float)(rng >> 40) / 16777216.0f;
+  }
+  for (int64_t i = 0; i < batch; ++i) ct_tensor_i32(labels)[i] = (int32_t)(i % 10);
+  float lr = 0.01f;
+  ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
+  ct_feed feeds[3] = {{tg.images, images}, {tg.labels, labels}, {tg.train.learning_rate, &lr_tensor}};
+  double *times = calloc((size_t)steps, sizeof *times);
+  double rss_before = peak_rss_mb();
+  for (int i = 0; i < warmup + steps; ++i) {
+    double t0 = now_seconds();
+    ct_tensor *loss = NULL;
+    ct_session_set_step(s, (uint64_t)i);
+    if (ct_session_run(s, feeds, 3, &tg.loss, 1, &tg.step, 1, &loss, &st)) {
+      fprintf(stderr, "bench_step: %s\n", st.message);
+      return 1;
+    }
+    ct_tensor_free(loss);
+    if (i >= warmup) times[i - warmup] = now_seconds() - t0;
+  }
+  double rss_growth = peak_rss_mb() - rss_before;
+  qsort(times, (size_t)steps, sizeof *times, compare_doubles);
+  double median = times[steps / 2];
+  size_t peak = 0;
+  ct_session_memory(s, NULL, &peak);
+  printf("{\"framework\":\"ctower\",\"model\":\"%s\",\"batch\":%lld,\"threads\":%d,"
+         "\"images_per_sec\":%.1f,\"step_ms_median\":%.3f,\"peak_rss_growth_mb\":%.1f,"
+         "\"allocator_peak_mb\":%.1f}\n",
+         model_name, (long long)batch, threads, (double)batch / median, median * 1e3, rss_growth,
+         (double)peak / 1048576.0);
+  free(times);
+  ct_tensor_free(images);
+  ct_tensor_free(labels);
+  ct_session_free(s);
+  ct_training_graph_free(&tg);
+  return 0;
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds ctower and runs its tests: the whole suite on a release build, then
+# the unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Installs missing Debian packages first when run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+if [ "$(id -u)" -eq 0 ]; then
+  scripts/install-deps.sh
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCTOWER_SANITIZE=ON
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit

@@ -50,7 +50,7 @@ static void conv_shapes(const ct_kernel_ctx *ctx, conv_kind kind, const ct_shape
 }
 
 static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int64_t *key) {
-  const ct_shape *xs, *fs, *ys;
+  const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
   conv_shapes(ctx, kind, &xs, &fs, &ys);
   const ct_attrs *a = ctx->attrs;
   const int same = (int)a->i[2];
@@ -136,7 +136,7 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
 }
 
 static conv_state *conv_state_get(ct_kernel_ctx *ctx, conv_kind kind) {
-  const ct_shape *xs, *fs, *ys;
+  const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
   conv_shapes(ctx, kind, &xs, &fs, &ys);
   int64_t key[11] = {xs->dims[0], xs->dims[1], xs->dims[2], xs->dims[3], fs->dims[0],
                      fs->dims[1], fs->dims[2], fs->dims[3], ctx->attrs->i[0], ctx->attrs->i[1],

@@ -1,0 +1,149 @@
+/* The rows of ct_config's schema: see config_schema.h. */
+#include "cli/config_schema.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The models this build knows. Add a name here when its model code lands. */
+static const char *const k_models[] = {"mlp", "fmnist_cnn", NULL};
+static const char *const k_datasets[] = {"fashion_mnist", "mnist", "synthetic", NULL};
+static const char *const k_optimizers[] = {"sgd", "momentum", "adam", NULL};
+static const char *const k_schedules[] = {"constant", "step", "cosine", NULL};
+static const char *const k_variable_updates[] = {"replicated", "parameter_server", NULL};
+static const char *const k_all_reduces[] = {"auto", "ring", "tree", "nccl", NULL};
+static const char *const k_splits[] = {"even", "auto", NULL};
+
+#define OFF(member) offsetof(ct_config, member)
+#define SZ(member) sizeof(((ct_config *)0)->member)
+#define CAP(member) (sizeof(((ct_config *)0)->member) / sizeof(((ct_config *)0)->member[0]))
+
+#define STR(p, m, d) \
+  { .path = p, .type = CT_FIELD_STR, .offset = OFF(m), .size = SZ(m), .def = d }
+#define ENUM(p, m, names, d) \
+  { .path = p, .type = CT_FIELD_STR, .offset = OFF(m), .size = SZ(m), .allowed = names, .def = d }
+#define DEVICE(p, m, d)                                                                         \
+  {                                                                                             \
+    .path = p, .type = CT_FIELD_STR, .offset = OFF(m), .size = SZ(m), .flags = CT_FIELD_DEVICE, \
+    .def = d                                                                                    \
+  }
+#define INT(p, m, min, d) \
+  { .path = p, .type = CT_FIELD_INT, .offset = OFF(m), .imin = min, .imax = INT64_MAX, .def = d }
+#define FLOAT(p, m, l, h, fl, d) \
+  { .path = p, .type = CT_FIELD_FLOAT, .offset = OFF(m), .lo = l, .hi = h, .flags = fl, .def = d }
+#define BOOL(p, m, d) \
+  { .path = p, .type = CT_FIELD_BOOL, .offset = OFF(m), .def = d }
+#define KINDMAP(p, cpu, gpu, min_cpu, min_gpu, d)                                                  \
+  {                                                                                                \
+    .path = p, .type = CT_FIELD_KINDMAP, .offset = OFF(cpu), .offset2 = OFF(gpu), .imin = min_cpu, \
+    .imax = INT64_MAX, .imin2 = min_gpu, .def = d                                                  \
+  }
+
+const ct_config_field ct_config_fields[] = {
+    ENUM("model.name", model.name, k_models, "fmnist_cnn"),
+
+    ENUM("dataset.name", dataset.name, k_datasets, "fashion_mnist"),
+    STR("dataset.path", dataset.path, "/usr/share/datasets/fashion-mnist"),
+    INT("dataset.batch_size", dataset.batch_size, 1, "128"),
+    BOOL("dataset.shuffle", dataset.shuffle, "true"),
+
+    INT("train.epochs", train.epochs, 0, "10"),
+    INT("train.max_steps", train.max_steps, 0, "0"),
+    INT("train.seed", train.seed, INT64_MIN, "42"),
+    ENUM("train.optimizer.name", train.optimizer.name, k_optimizers, "momentum"),
+    FLOAT("train.optimizer.learning_rate", train.optimizer.learning_rate, 0, INFINITY,
+          CT_FIELD_LO_OPEN, "0.01"),
+    FLOAT("train.optimizer.momentum", train.optimizer.momentum, 0, 1, CT_FIELD_HI_OPEN, "0.9"),
+    BOOL("train.optimizer.nesterov", train.optimizer.nesterov, "false"),
+    FLOAT("train.optimizer.weight_decay", train.optimizer.weight_decay, 0, INFINITY, 0, "0.0"),
+    FLOAT("train.optimizer.beta1", train.optimizer.beta1, 0, 1, CT_FIELD_HI_OPEN, "0.9"),
+    FLOAT("train.optimizer.beta2", train.optimizer.beta2, 0, 1, CT_FIELD_HI_OPEN, "0.999"),
+    FLOAT("train.optimizer.epsilon", train.optimizer.epsilon, 0, INFINITY, CT_FIELD_LO_OPEN,
+          "1e-8"),
+    ENUM("train.schedule.name", train.schedule.name, k_schedules, "constant"),
+    INT("train.schedule.step_epochs", train.schedule.step_epochs, 1, "3"),
+    FLOAT("train.schedule.gamma", train.schedule.gamma, 0, INFINITY, CT_FIELD_LO_OPEN, "0.1"),
+    FLOAT("train.schedule.min_learning_rate", train.schedule.min_learning_rate, 0, INFINITY, 0,
+          "0.0"),
+    INT("train.schedule.warmup_epochs", train.schedule.warmup_epochs, 0, "0"),
+    STR("train.checkpoint", train.checkpoint, "runs/fmnist_cnn/model.safetensors"),
+
+    {.path = "devices.towers",
+     .type = CT_FIELD_STR_LIST,
+     .offset = OFF(devices.towers),
+     .size = SZ(devices.towers[0]),
+     .offset2 = OFF(devices.n_towers_listed),
+     .cap = CAP(devices.towers),
+     .flags = CT_FIELD_DEVICE,
+     .def = "[/cpu:0]"},
+    INT("devices.n_towers", devices.n_towers, 0, "0"),
+    INT("devices.n_gpus", devices.n_gpus, 0, "0"),
+    ENUM("devices.variable_update", devices.variable_update, k_variable_updates, "replicated"),
+    DEVICE("devices.ps_device", devices.ps_device, "/cpu:0"),
+    ENUM("devices.all_reduce", devices.all_reduce, k_all_reduces, "auto"),
+    ENUM("devices.split", devices.split, k_splits, "even"),
+
+    BOOL("session.log_device_placement", session.log_device_placement, "false"),
+    BOOL("session.allow_soft_placement", session.allow_soft_placement, "true"),
+    KINDMAP("session.device_count", session.device_count_cpu, session.device_count_gpu, 1, -1,
+            "{CPU: 1, GPU: -1}"),
+    INT("session.intra_op_parallelism_threads", session.intra_op_parallelism_threads, 0, "0"),
+    INT("session.inter_op_parallelism_threads", session.inter_op_parallelism_threads, 0, "0"),
+    KINDMAP("session.memory_limit_mb", session.memory_limit_mb_cpu, session.memory_limit_mb_gpu, 0,
+            0, "{CPU: 0, GPU: 0}"),
+    BOOL("session.gpu_options.allow_growth", session.gpu_options.allow_growth, "false"),
+    FLOAT("session.gpu_options.per_process_gpu_memory_fraction",
+          session.gpu_options.per_process_gpu_memory_fraction, 0, 1, CT_FIELD_LO_OPEN, "1.0"),
+    {.path = "session.gpu_options.visible_device_list",
+     .type = CT_FIELD_STR,
+     .offset = OFF(session.gpu_options.visible_device_list),
+     .size = SZ(session.gpu_options.visible_device_list),
+     .flags = CT_FIELD_GPU_IDS,
+     .def = "\"\""},
+    {.path = "session.gpu_options.virtual_devices",
+     .type = CT_FIELD_INT_LIST,
+     .offset = OFF(session.gpu_options.virtual_devices_mb),
+     .offset2 = OFF(session.gpu_options.n_virtual_devices),
+     .cap = CAP(session.gpu_options.virtual_devices_mb),
+     .imin = 1,
+     .imax = INT64_MAX,
+     .def = "[]"},
+};
+
+const size_t ct_config_n_fields = sizeof ct_config_fields / sizeof ct_config_fields[0];
+
+const ct_config_field *ct_config_find_field(const char *path) {
+  for (size_t i = 0; i < ct_config_n_fields; ++i)
+    if (strcmp(ct_config_fields[i].path, path) == 0) return &ct_config_fields[i];
+  return NULL;
+}
+
+int ct_config_is_section(const char *path) {
+  const size_t len = strlen(path);
+  if (len == 0) return 1;
+  for (size_t i = 0; i < ct_config_n_fields; ++i)
+    if (strncmp(ct_config_fields[i].path, path, len) == 0 && ct_config_fields[i].path[len] == '.')
+      return 1;
+  return 0;
+}
+
+size_t ct_config_section_children(const char *section, char names[][64], size_t max) {
+  const size_t len = strlen(section);
+  size_t n = 0;
+  for (size_t i = 0; i < ct_config_n_fields; ++i) {
+    const char *p = ct_config_fields[i].path;
+    if (len > 0) {
+      if (strncmp(p, section, len) != 0 || p[len] != '.') continue;
+      p += len + 1;
+    }
+    size_t clen = strcspn(p, ".");
+    if (clen >= 64) continue;
+    int seen = 0;
+    for (size_t j = 0; j < n && !seen; ++j)
+      seen = strlen(names[j]) == clen && strncmp(names[j], p, clen) == 0;
+    if (seen || n == max) continue;
+    memcpy(names[n], p, clen);
+    names[n][clen] = '\0';
+    ++n;
+  }
+  return n;
+}

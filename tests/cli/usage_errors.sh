@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# `ctower` usage and config errors: --help and --version succeed; every bad
+# input exits 2 with one line on stderr naming the file:line, key or option
+# at fault, and never dumps core.
+# Usage: bash usage_errors.sh /path/to/ctower
+set -u
+
+CTOWER=${1:?usage: usage_errors.sh /path/to/ctower}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ctower_usage.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK" || exit 1
+ulimit -c 0
+
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# run ARGS...: runs ctower; sets $rc, $out, $err.
+run() {
+  "$CTOWER" "$@" >"$WORK/stdout" 2>"$WORK/stderr"
+  rc=$?
+  out=$(cat "$WORK/stdout")
+  err=$(cat "$WORK/stderr")
+}
+
+# expect_ok NAME PATTERN ARGS...: exit 0 and stdout matching PATTERN (grep -E).
+expect_ok() {
+  local name=$1 pattern=$2
+  shift 2
+  run "$@"
+  if [ "$rc" -ne 0 ]; then
+    fail "$name: 'ctower $*' exited $rc, expected 0 (stderr: $err)"
+  elif ! grep -Eq -- "$pattern" <<<"$out"; then
+    fail "$name: stdout of 'ctower $*' does not match /$pattern/"
+  else
+    echo "ok: $name"
+  fi
+}
+
+# expect_usage NAME NEEDLE ARGS...: exit 2, one stderr line starting with
+# "ctower: error: " that contains NEEDLE (a fixed string).
+expect_usage() {
+  local name=$1 needle=$2
+  shift 2
+  run "$@"
+  local lines
+  lines=$(printf '%s\n' "$err" | grep -c '')
+  if [ "$rc" -ge 128 ]; then
+    fail "$name: 'ctower $*' died with signal $((rc - 128))"
+  elif [ "$rc" -ne 2 ]; then
+    fail "$name: 'ctower $*' exited $rc, expected 2 (stderr: $err)"
+  elif [ "$lines" -ne 1 ]; then
+    fail "$name: 'ctower $*' wrote $lines lines to stderr, expected one: $err"
+  elif [[ "$err" != "ctower: error: "* ]]; then
+    fail "$name: stderr does not start with 'ctower: error: ': $err"
+  elif [[ "$err" != *"$needle"* ]]; then
+    fail "$name: stderr lacks '$needle': $err"
+  else
+    echo "ok: $name"
+  fi
+}
+
+# --- what succeeds -----------------------------------------------------------
+expect_ok "--help lists the commands" 'ctower train CONFIG' --help
+expect_ok "--help lists eval" 'ctower eval' --help
+expect_ok "--help lists devices" 'ctower devices' --help
+expect_ok "--help lists bench" 'ctower bench' --help
+expect_ok "--help gives the exit codes" '2 bad usage or bad config' --help
+expect_ok "--version" '^ctower [0-9]+\.[0-9]+\.[0-9]+$' --version
+expect_ok "train --help" 'Usage: ctower train CONFIG.yaml' train --help
+expect_ok "train --help names --memory-stats" '--memory-stats' train --help
+expect_ok "eval --help" 'Usage: ctower eval CONFIG.yaml.*--checkpoint' eval --help
+expect_ok "devices --help" 'Usage: ctower devices' devices --help
+expect_ok "help train" 'Usage: ctower train' help train
+expect_ok "devices lists the CPU" '^/job:localhost/replica:0/task:0/device:CPU:0 .*kind: CPU' devices
+
+printf 'train:\n  epochs: 1\n' >good.yaml
+expect_ok "devices with a config" 'device:CPU:0' devices good.yaml session.memory_limit_mb.CPU=256
+
+# --- bad usage ---------------------------------------------------------------
+expect_usage "no arguments" "no command given" 
+expect_usage "unknown command" "unknown command 'trian'; did you mean 'train'?" trian good.yaml
+expect_usage "unknown top-level option" "'--verbose'" --verbose
+expect_usage "missing CONFIG" "needs a CONFIG.yaml argument" train
+expect_usage "missing CONFIG before overrides" "train.epochs=1" train train.epochs=1
+expect_usage "unknown option" "unknown option '--memroy-stats'" train good.yaml --memroy-stats
+expect_usage "unknown option suggests" "did you mean '--memory-stats'?" train good.yaml --memroy-stats
+expect_usage "eval option for train" "'--checkpoint'" train good.yaml --checkpoint x
+expect_usage "--checkpoint without a file" "'--checkpoint'" eval good.yaml --checkpoint
+expect_usage "stray argument" "'extra'" train good.yaml extra
+expect_usage "bench" "not implemented yet" bench
+
+# --- bad config files ----------------------------------------------------------
+expect_usage "missing config file" "config file 'missing.yaml' not found" train missing.yaml
+expect_usage "missing config file (eval)" "'missing.yaml'" eval missing.yaml
+expect_usage "missing config file (devices)" "'missing.yaml'" devices missing.yaml
+
+printf 'train:\n  epochs: 1\n  optimizer: {name: sgd\n' >malformed.yaml
+expect_usage "malformed YAML" "malformed.yaml:4:" train malformed.yaml
+expect_usage "malformed YAML says so" "malformed YAML" train malformed.yaml
+
+printf 'model:\n  name: mlp\ntrain:\n  optimzer:\n    name: sgd\n' >unknown_key.yaml
+expect_usage "unknown key" "unknown_key.yaml:4: unknown key 'train.optimzer'" train unknown_key.yaml
+expect_usage "unknown key suggests" "did you mean 'train.optimizer'?" train unknown_key.yaml
+
+printf 'train:\n  epochs: 1\n\n  seed: 1\ndataset:\n  batch_size: many\n' >wrong_type.yaml
+expect_usage "wrong type" "wrong_type.yaml:6: 'dataset.batch_size' must be an integer, got 'many'" \
+  train wrong_type.yaml
+
+printf 'train:\n  optimizer:\n    name: adamw\n' >bad_value.yaml
+expect_usage "value not allowed" "bad_value.yaml:3: 'train.optimizer.name' must be one of" \
+  eval bad_value.yaml
+
+printf -- '- train\n' >not_a_map.yaml
+expect_usage "top level not a mapping" "not_a_map.yaml:1:" train not_a_map.yaml
+
+mkdir -p a_directory.yaml
+expect_usage "config is a directory" "'a_directory.yaml' is a directory" train a_directory.yaml
+
+# --- bad overrides -------------------------------------------------------------
+expect_usage "override of the wrong type" \
+  "override 'train.epochs=ten': 'train.epochs' must be an integer, got 'ten'" \
+  train good.yaml train.epochs=ten
+expect_usage "override before the config file's options" "override 'train.epochs=ten'" \
+  train --quiet good.yaml train.epochs=ten --memory-stats
+expect_usage "override of an unknown key" "unknown key 'train.optimzer.name'" \
+  train good.yaml train.optimzer.name=adam
+expect_usage "override out of range" "'dataset.batch_size' must be >= 1" \
+  train good.yaml dataset.batch_size=0
+expect_usage "override with malformed YAML" "override 'devices.towers=[/cpu:0'" \
+  train good.yaml 'devices.towers=[/cpu:0'
+expect_usage "override of a map entry" "'session.device_count.CPU' must be >= 1" \
+  devices good.yaml 'session.device_count={CPU: 0}'
+
+# No core files, whatever ulimit said.
+if compgen -G "core*" >/dev/null; then
+  fail "a core file was written: $(ls core*)"
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all checks passed"

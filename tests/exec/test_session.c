@@ -1,0 +1,142 @@
+/* Sessions: feeds and fetches, errors, buffer reuse across steps,
+ * deterministic initialization. */
+#include <string.h>
+
+#include "device/device.h"
+#include "exec/exec_internal.h"
+#include "test_support.h"
+#include "train/training_graph.h"
+
+static void test_missing_and_misshaped_feeds(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "images", CT_F32, ct_shape_of(2, (int64_t)-1, (int64_t)4));
+  ct_output y = ct_relu(g, x);
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, NULL, &st);
+  ct_tensor *out = NULL;
+  assert_int_not_equal(ct_session_run(s, NULL, 0, &y, 1, NULL, 0, &out, &st), 0);
+  assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "feed a value for placeholder 'images'"));
+  ct_status_clear(&st);
+  float data[6] = {0};
+  ct_tensor wrong = {CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)3), data, 0};
+  ct_feed feed = {x, &wrong};
+  assert_int_not_equal(ct_session_run(s, &feed, 1, &y, 1, NULL, 0, &out, &st), 0);
+  assert_non_null(strstr(st.message, "[2, 3] but the node expects f32 [?, 4]"));
+  /* the session stays usable */
+  ct_status_clear(&st);
+  float good_data[8] = {-1, 2, -3, 4, 5, -6, 7, -8};
+  ct_tensor good = {CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)4), good_data, 0};
+  feed.value = &good;
+  assert_int_equal(ct_session_run(s, &feed, 1, &y, 1, NULL, 0, &out, &st), 0);
+  assert_float_equal(ct_tensor_f32(out)[1], 2.0f, 0);
+  assert_float_equal(ct_tensor_f32(out)[0], 0.0f, 0);
+  ct_tensor_free(out);
+  ct_session_free(s);
+  ct_graph_free(g);
+}
+
+/* After the first step, steps take every buffer from the allocator's cache:
+ * no new memory is reserved, and nothing stays in use between steps. */
+static void test_buffers_are_reused_between_steps(void **state) {
+  (void)state;
+  ct_status st = CT_STATUS_INIT;
+  ct_optimizer_config oc;
+  ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_MOMENTUM);
+  ct_training_graph tg;
+  assert_int_equal(ct_training_graph_build(&tg, ct_model_find("fmnist_cnn"), 28, 28, 1, 10, 1,
+                                           &oc, 1, &st), 0);
+  ct_session_options options;
+  ct_session_options_defaults(&options);
+  options.intra_op_parallelism_threads = 1;
+  ct_session *s = ct_session_new(tg.graph, &options, &st);
+  ct_shape is = ct_shape_of(4, (int64_t)16, (int64_t)28, (int64_t)28, (int64_t)1);
+  ct_shape ls = ct_shape_of(1, (int64_t)16);
+  ct_tensor *images = ct_tensor_new(CT_F32, &is, &st), *labels = ct_tensor_new(CT_I32, &ls, &st);
+  ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 1, 0, 1);
+  float lr = 0.01f;
+  ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
+  ct_feed feeds[3] = {{tg.images, images}, {tg.labels, labels}, {tg.train.learning_rate, &lrt}};
+  ct_allocator_stats after_first = {0};
+  for (int step = 0; step < 4; ++step) {
+    ct_session_set_step(s, (uint64_t)step);
+    assert_int_equal(ct_session_run(s, feeds, 3, NULL, 0, &tg.step, 1, NULL, &st), 0);
+    ct_allocator_stats stats = ct_allocator_get_stats(s->cpu->allocator);
+    assert_int_equal(stats.bytes_in_use, 0);
+    if (step == 0) after_first = stats;
+    assert_int_equal(stats.bytes_reserved, after_first.bytes_reserved);
+    assert_int_equal(stats.peak_bytes_in_use, after_first.peak_bytes_in_use);
+  }
+  printf("  fmnist_cnn step at batch 16: peak %zu bytes, reserved %zu bytes\n",
+         after_first.peak_bytes_in_use, after_first.bytes_reserved);
+  ct_tensor_free(images);
+  ct_tensor_free(labels);
+  ct_session_free(s);
+  ct_training_graph_free(&tg);
+}
+
+static void test_initialization_depends_on_seed_and_name_only(void **state) {
+  (void)state;
+  ct_status st = CT_STATUS_INIT;
+  float first[12];
+  for (int round = 0; round < 2; ++round) {
+    ct_graph *g = ct_graph_new();
+    ct_graph_set_seed(g, 42);
+    ct_initializer glorot = {CT_INIT_GLOROT_UNIFORM, 0};
+    if (round == 1) /* another variable created first must not change w's values */
+      ct_variable(g, "other", ct_shape_of(1, (int64_t)5), glorot, 1);
+    ct_variable(g, "w", ct_shape_of(2, (int64_t)3, (int64_t)4), glorot, 1);
+    ct_session *s = ct_session_new(g, NULL, &st);
+    ct_tensor *w = ct_session_variable(s, round == 1 ? 1 : 0, &st);
+    assert_status_ok(&st);
+    float limit = 0.9258201f; /* sqrt(6 / (3 + 4)) */
+    for (int i = 0; i < 12; ++i) assert_true(ct_tensor_f32(w)[i] >= -limit && ct_tensor_f32(w)[i] <= limit);
+    if (round == 0)
+      memcpy(first, w->data, sizeof first);
+    else
+      assert_memory_equal(first, w->data, sizeof first);
+    ct_session_free(s);
+    ct_graph_free(g);
+  }
+}
+
+static void test_memory_limit_gives_resource_exhausted(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)-1));
+  ct_output y = ct_relu(g, ct_neg(g, x));
+  ct_session_options options;
+  ct_session_options_defaults(&options);
+  options.cpu_memory_limit = 1 << 20;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &options, &st);
+  ct_shape big = ct_shape_of(1, (int64_t)(1 << 20));
+  ct_tensor *t = ct_tensor_new(CT_F32, &big, &st);
+  ct_feed feed = {x, t};
+  ct_tensor *out = NULL;
+  assert_int_not_equal(ct_session_run(s, &feed, 1, &y, 1, NULL, 0, &out, &st), 0);
+  assert_int_equal(st.code, CT_RESOURCE_EXHAUSTED);
+  assert_non_null(strstr(st.message, "device:CPU:0"));
+  assert_non_null(strstr(st.message, "lower the batch size"));
+  /* a smaller run still works on the same session */
+  ct_status_clear(&st);
+  ct_tensor small = *t;
+  small.shape.dims[0] = 1000;
+  feed.value = &small;
+  assert_int_equal(ct_session_run(s, &feed, 1, &y, 1, NULL, 0, &out, &st), 0);
+  ct_tensor_free(out);
+  ct_tensor_free(t);
+  ct_session_free(s);
+  ct_graph_free(g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_missing_and_misshaped_feeds),
+      cmocka_unit_test(test_buffers_are_reused_between_steps),
+      cmocka_unit_test(test_initialization_depends_on_seed_and_name_only),
+      cmocka_unit_test(test_memory_limit_gives_resource_exhausted),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -12,5 +12,7 @@
 #include "ctower/optimizer.h"
 #include "ctower/models.h"
 #include "ctower/trainer.h"
+#include "ctower/data.h"
+#include "ctower/checkpoint.h"
 
 #endif

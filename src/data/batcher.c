@@ -1,0 +1,100 @@
+/* The batcher: per-epoch order (seeded Fisher-Yates) and batch filling. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/dataset_internal.h"
+#include "data/rng.h"
+
+struct ct_batcher {
+  const ct_dataset *ds; /* borrowed */
+  int64_t batch_size;
+  int shuffle;
+  uint64_t seed;
+  int64_t epoch;
+  int64_t position; /* index into order of the next example */
+  int64_t *order;   /* ds->n example indices */
+  float scale[256]; /* pixel value -> pixel / 255 */
+};
+
+ct_batcher *ct_batcher_new(const ct_dataset *ds, int64_t batch_size, int shuffle, uint64_t seed,
+                           ct_status *status) {
+  if (ds == NULL || batch_size < 1) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  ds == NULL ? "a batcher needs a dataset, got NULL"
+                             : "the batch size must be at least 1; set dataset.batch_size");
+    return NULL;
+  }
+  ct_batcher *b = calloc(1, sizeof *b);
+  int64_t *order = b ? malloc((size_t)(ds->n > 0 ? ds->n : 1) * sizeof *order) : NULL;
+  if (order == NULL) {
+    free(b);
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED,
+                  "out of host memory for the order of %lld examples", (long long)ds->n);
+    return NULL;
+  }
+  b->ds = ds;
+  b->batch_size = batch_size;
+  b->shuffle = shuffle != 0;
+  b->seed = seed;
+  b->order = order;
+  for (int v = 0; v < 256; ++v) b->scale[v] = (float)v / 255.0f;
+  ct_batcher_start_epoch(b, 0);
+  return b;
+}
+
+int64_t ct_batcher_batches_per_epoch(const ct_batcher *batcher) {
+  return (batcher->ds->n + batcher->batch_size - 1) / batcher->batch_size;
+}
+
+void ct_batcher_start_epoch(ct_batcher *batcher, int64_t epoch) {
+  const int64_t n = batcher->ds->n;
+  int64_t *order = batcher->order;
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  if (batcher->shuffle) {
+    ct_xoshiro rng;
+    ct_xoshiro_seed(&rng, batcher->seed, (uint64_t)epoch);
+    for (int64_t i = n - 1; i > 0; --i) {
+      int64_t j = (int64_t)ct_xoshiro_below(&rng, (uint64_t)i + 1);
+      int64_t t = order[i];
+      order[i] = order[j];
+      order[j] = t;
+    }
+  }
+  batcher->epoch = epoch;
+  batcher->position = 0;
+}
+
+int64_t ct_batcher_next(ct_batcher *batcher, float *images, int32_t *labels) {
+  const ct_dataset *ds = batcher->ds;
+  int64_t count = ds->n - batcher->position;
+  if (count > batcher->batch_size) count = batcher->batch_size;
+  if (count <= 0) return 0;
+  const int64_t pixels = ds->h * ds->w * ds->c;
+  const uint8_t *all_images = ds->images->data;
+  const uint8_t *all_labels = ds->labels->data;
+  const float *scale = batcher->scale;
+  const int64_t *order = batcher->order + batcher->position;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t example = order[i];
+    const uint8_t *src = all_images + example * pixels;
+    float *dst = images + i * pixels;
+    for (int64_t p = 0; p < pixels; ++p) dst[p] = scale[src[p]];
+    labels[i] = all_labels[example];
+  }
+  batcher->position += count;
+  return count;
+}
+
+int64_t ct_batcher_position(const ct_batcher *batcher) { return batcher->position; }
+
+void ct_batcher_seek(ct_batcher *batcher, int64_t position) {
+  if (position < 0) position = 0;
+  if (position > batcher->ds->n) position = batcher->ds->n;
+  batcher->position = position;
+}
+
+void ct_batcher_free(ct_batcher *batcher) {
+  if (batcher == NULL) return;
+  free(batcher->order);
+  free(batcher);
+}

@@ -1,0 +1,175 @@
+/* Datasets: MNIST-format IDX pairs and deterministic synthetic data. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data/dataset_internal.h"
+#include "data/rng.h"
+
+#define MNIST_CLASSES 10
+#define DATASET_MAX_BYTES (1ll << 34)
+
+enum { PATH_MAX_LEN = 4096 };
+
+static ct_dataset *dataset_alloc(ct_status *status) {
+  ct_dataset *ds = calloc(1, sizeof *ds);
+  if (ds == NULL) ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory");
+  return ds;
+}
+
+/* Chooses dir/name.gz when it exists, else dir/name. 0 on success. */
+static int find_file(const char *dir, const char *name, char *out, ct_status *status) {
+  int len = snprintf(out, PATH_MAX_LEN, "%s/%s.gz", dir, name);
+  if (len < 0 || len >= PATH_MAX_LEN) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "the dataset path '%.200s...' is too long; use a path under %d bytes", dir,
+                  PATH_MAX_LEN - 64);
+    return 1;
+  }
+  if (access(out, F_OK) == 0) return 0;
+  out[len - 3] = '\0'; /* drop ".gz" */
+  if (access(out, F_OK) == 0) return 0;
+  int is_default = strcmp(dir, CT_FASHION_MNIST_DIR) == 0;
+  ct_status_set(status, CT_NOT_FOUND, "the dataset file '%s.gz' (or '%s') does not exist; %s", out,
+                out,
+                is_default ? "install Fashion-MNIST with `apt-get install dataset-fashion-mnist`"
+                           : "set dataset.path to the folder that holds the MNIST-format files");
+  return 1;
+}
+
+/* Checks images u8 [N, H, W] and labels u8 [N] with labels below 10. */
+static int check_mnist(const ct_tensor *images, const ct_tensor *labels, const char *image_path,
+                       const char *label_path, ct_status *status) {
+  char buf[96];
+  if (images->dtype != CT_U8 || images->shape.rank != 3) {
+    ct_status_set(status, CT_DATA_LOSS,
+                  "'%s' holds %s %s, not u8 images [N, H, W]; is it an MNIST images file?",
+                  image_path, ct_dtype_name(images->dtype),
+                  ct_shape_str(&images->shape, buf, sizeof buf));
+    return 1;
+  }
+  if (labels->dtype != CT_U8 || labels->shape.rank != 1) {
+    ct_status_set(status, CT_DATA_LOSS,
+                  "'%s' holds %s %s, not u8 labels [N]; is it an MNIST labels file?", label_path,
+                  ct_dtype_name(labels->dtype), ct_shape_str(&labels->shape, buf, sizeof buf));
+    return 1;
+  }
+  if (images->shape.dims[0] != labels->shape.dims[0]) {
+    ct_status_set(status, CT_DATA_LOSS,
+                  "'%s' holds %lld images but '%s' holds %lld labels; the two files must come "
+                  "from the same split",
+                  image_path, (long long)images->shape.dims[0], label_path,
+                  (long long)labels->shape.dims[0]);
+    return 1;
+  }
+  const uint8_t *l = labels->data;
+  for (int64_t i = 0; i < labels->shape.dims[0]; ++i) {
+    if (l[i] >= MNIST_CLASSES) {
+      ct_status_set(status, CT_DATA_LOSS,
+                    "'%s' is corrupt: label %lld is %d, but MNIST labels lie in 0..9", label_path,
+                    (long long)i, l[i]);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+ct_dataset *ct_dataset_open_mnist(const char *dir, int train, ct_status *status) {
+  if (dir == NULL || dir[0] == '\0') dir = CT_FASHION_MNIST_DIR;
+  const char *prefix = train ? "train" : "t10k";
+  char image_name[64], label_name[64];
+  snprintf(image_name, sizeof image_name, "%s-images-idx3-ubyte", prefix);
+  snprintf(label_name, sizeof label_name, "%s-labels-idx1-ubyte", prefix);
+  char *image_path = malloc(PATH_MAX_LEN), *label_path = malloc(PATH_MAX_LEN);
+  ct_dataset *ds = NULL;
+  ct_tensor *images = NULL, *labels = NULL;
+  if (image_path == NULL || label_path == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory");
+  } else if (find_file(dir, image_name, image_path, status) == 0 &&
+             find_file(dir, label_name, label_path, status) == 0 &&
+             (images = ct_idx_read(image_path, status)) != NULL &&
+             (labels = ct_idx_read(label_path, status)) != NULL &&
+             check_mnist(images, labels, image_path, label_path, status) == 0 &&
+             (ds = dataset_alloc(status)) != NULL) {
+    ds->n = images->shape.dims[0];
+    ds->h = images->shape.dims[1];
+    ds->w = images->shape.dims[2];
+    ds->c = 1;
+    ds->num_classes = MNIST_CLASSES;
+    ds->images = images;
+    ds->labels = labels;
+    images = labels = NULL;
+  }
+  ct_tensor_free(images);
+  ct_tensor_free(labels);
+  free(image_path);
+  free(label_path);
+  return ds;
+}
+
+ct_dataset *ct_dataset_new_synthetic(int64_t n, int64_t h, int64_t w, int64_t c, int num_classes,
+                                     uint64_t seed, ct_status *status) {
+  if (n < 0 || h < 1 || w < 1 || c < 1 || num_classes < 1 || num_classes > 256) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "a synthetic dataset needs n >= 0, h, w, c >= 1 and 1..256 classes, got n=%lld "
+                  "h=%lld w=%lld c=%lld classes=%d",
+                  (long long)n, (long long)h, (long long)w, (long long)c, num_classes);
+    return NULL;
+  }
+  if (h > DATASET_MAX_BYTES / w || h * w > DATASET_MAX_BYTES / c ||
+      (n > 0 && h * w * c > DATASET_MAX_BYTES / n)) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "a synthetic dataset of %lld images of %lldx%lldx%lld is over 2^34 bytes; "
+                  "make it smaller",
+                  (long long)n, (long long)h, (long long)w, (long long)c);
+    return NULL;
+  }
+  const int64_t pixels = h * w * c;
+  ct_shape is = ct_shape_of(4, n, h, w, c), ls = ct_shape_of(1, n);
+  ct_dataset *ds = dataset_alloc(status);
+  if (ds == NULL) return NULL;
+  ds->images = ct_tensor_new(CT_U8, &is, status);
+  ds->labels = ct_tensor_new(CT_U8, &ls, status);
+  if (ds->images == NULL || ds->labels == NULL) {
+    ct_dataset_free(ds);
+    return NULL;
+  }
+  ds->n = n, ds->h = h, ds->w = w, ds->c = c;
+  ds->num_classes = num_classes;
+  ct_xoshiro rng;
+  ct_xoshiro_seed(&rng, seed, 0x5EED);
+  uint8_t *img = ds->images->data, *lab = ds->labels->data;
+  for (int64_t i = 0; i < n; ++i) {
+    const int label = (int)ct_xoshiro_below(&rng, (uint64_t)num_classes);
+    lab[i] = (uint8_t)label;
+    /* Class k owns pixels [k * pixels / classes, (k + 1) * pixels / classes). */
+    const int64_t band_lo = label * pixels / num_classes;
+    const int64_t band_hi = (label + 1) * pixels / num_classes;
+    uint8_t *x = img + i * pixels;
+    for (int64_t p = 0; p < pixels; p += 8) {
+      uint64_t r = ct_xoshiro_next(&rng);
+      for (int64_t k = p; k < p + 8 && k < pixels; ++k, r >>= 8)
+        x[k] = (uint8_t)((r & 0x7F) + (k >= band_lo && k < band_hi ? 128 : 0));
+    }
+  }
+  return ds;
+}
+
+int64_t ct_dataset_size(const ct_dataset *dataset) { return dataset->n; }
+
+void ct_dataset_image_shape(const ct_dataset *dataset, int64_t *h, int64_t *w, int64_t *c) {
+  if (h) *h = dataset->h;
+  if (w) *w = dataset->w;
+  if (c) *c = dataset->c;
+}
+
+int ct_dataset_num_classes(const ct_dataset *dataset) { return dataset->num_classes; }
+
+void ct_dataset_free(ct_dataset *dataset) {
+  if (dataset == NULL) return;
+  ct_tensor_free(dataset->images);
+  ct_tensor_free(dataset->labels);
+  free(dataset);
+}

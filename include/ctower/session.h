@@ -8,6 +8,7 @@
 #define CTOWER_SESSION_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ctower/graph.h"
 
@@ -17,9 +18,32 @@ extern "C" {
 
 typedef struct ct_session ct_session;
 
+enum { CT_MAX_DEVICES = 64 };
+
+/* GPU settings, as TensorFlow's GPUOptions. */
+typedef struct ct_gpu_options {
+  int allow_growth;                        /* start small and grow (else reserve the limit) */
+  double per_process_gpu_memory_fraction;  /* of each GPU's memory; (0, 1] */
+  char visible_device_list[128];           /* "1,0": physical GPU 1 becomes /gpu:0; "" all */
+  int n_virtual_devices;                   /* split each visible GPU into this many ... */
+  int64_t virtual_devices_mb[CT_MAX_DEVICES]; /* ... logical GPUs of these sizes (MiB) */
+} ct_gpu_options;
+
+/* Session settings, as TensorFlow's ConfigProto. Start from
+ * ct_session_options_defaults and change what differs. */
 typedef struct ct_session_options {
-  int intra_op_parallelism_threads; /* worker threads of /cpu:0; 0: every core */
-  size_t cpu_memory_limit;          /* bytes; 0: none */
+  int log_device_placement;         /* print the device mapping and each node's device */
+  int allow_soft_placement;         /* move ops whose requested device is missing or lacks a kernel */
+  int device_count_cpu;             /* CPU devices /cpu:0 .. /cpu:n-1 (at least 1) */
+  int device_count_gpu;             /* GPUs to use; -1: all there are */
+  int intra_op_parallelism_threads; /* worker threads of all CPU devices together; 0: every core */
+  int inter_op_parallelism_threads; /* accepted for compatibility; each device runs its ready
+                                       ops one after another on its own workers */
+  int cpu_device_threads[CT_MAX_DEVICES]; /* per CPU device; 0: an even share of the above */
+  size_t cpu_memory_limit;          /* bytes per CPU device; 0: none */
+  size_t gpu_memory_limit;          /* bytes per GPU; 0: the fraction decides */
+  ct_gpu_options gpu_options;
+  FILE *log;                        /* where the placement log goes; NULL: stderr */
 } ct_session_options;
 
 void ct_session_options_defaults(ct_session_options *options);
@@ -56,8 +80,50 @@ void ct_session_set_step(ct_session *session, uint64_t step);
  * a tensor owned by the session: read it or write into it between runs. */
 ct_tensor *ct_session_variable(ct_session *session, int index, ct_status *status);
 
-/* Bytes in use now and at most, on /cpu:0's allocator. */
+/* Bytes in use now and at most, summed over the session's devices. */
 void ct_session_memory(ct_session *session, size_t *in_use, size_t *peak);
+
+/* Devices: ------------------------------------------------------------- */
+
+int ct_session_device_count(const ct_session *session);
+/* Canonical name of device i: "/job:localhost/replica:0/task:0/device:CPU:1". */
+const char *ct_session_device_name(const ct_session *session, int index);
+
+/* Where the session placed `node`: the canonical name of its device, or NULL
+ * when the node is not placed (not part of this session's graph). Nodes
+ * added to the graph after the session was created are placed on first
+ * use; placement fails with a status as ct_session_run does. */
+const char *ct_session_node_device(ct_session *session, const ct_node *node, ct_status *status);
+
+/* Run metadata: ----------------------------------------------------------- */
+
+/* What one run did: one event per executed node (kernel time on its device). */
+typedef struct ct_run_metadata ct_run_metadata;
+
+typedef struct ct_timeline_event {
+  const char *node;     /* node name; copies between devices are "_Copy/<source>" */
+  const char *op;       /* "Conv2D", "_Copy" */
+  int device;           /* index: ct_session_device_name */
+  double start_us;      /* microseconds since the run started */
+  double end_us;
+} ct_timeline_event;
+
+ct_run_metadata *ct_run_metadata_new(void);
+void ct_run_metadata_free(ct_run_metadata *metadata);
+int ct_run_metadata_event_count(const ct_run_metadata *metadata);
+ct_timeline_event ct_run_metadata_event(const ct_run_metadata *metadata, int index);
+/* Writes the timeline as Chrome trace JSON (chrome://tracing, Perfetto):
+ * one track per device. Returns 0 or fills status. */
+int ct_run_metadata_write_chrome_trace(const ct_run_metadata *metadata,
+                                       const ct_session *session, const char *path,
+                                       ct_status *status);
+
+/* ct_session_run that also records a timeline into `metadata` (cleared
+ * first) when it is not NULL. */
+int ct_session_run_traced(ct_session *session, const ct_feed *feeds, int n_feeds,
+                          const ct_output *fetches, int n_fetches, ct_node *const *targets,
+                          int n_targets, ct_tensor **results, ct_run_metadata *metadata,
+                          ct_status *status);
 
 #ifdef __cplusplus
 }

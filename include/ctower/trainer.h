@@ -3,6 +3,7 @@
 #define CTOWER_TRAINER_H
 
 #include "ctower/config.h"
+#include "ctower/session.h"
 #include "ctower/status.h"
 
 #ifdef __cplusplus
@@ -13,6 +14,9 @@ typedef struct ct_train_flags {
   int memory_stats;      /* --memory-stats: print per-device allocator stats */
   int quiet;             /* --quiet: no progress bar, only epoch lines */
 } ct_train_flags;
+
+/* The session options the config's `session:` section asks for. */
+void ct_session_options_from_config(const ct_config *config, ct_session_options *options);
 
 /* Trains the model the config describes, printing progress to stdout and
  * writing the checkpoint after each epoch. Returns 0 or fills status. */

@@ -1,30 +1,64 @@
 /* A device: where kernels run and buffers live. One per /cpu:N (and later
- * /gpu:N); each owns its worker threads' count, its allocator and, for CPU
- * devices, the oneDNN engine and stream its kernels use. */
+ * /gpu:N). Each owns a worker thread that runs the kernels placed on it, the
+ * count of threads in that worker's OpenMP team (pinned to cores of its own
+ * when the machine has enough), its allocator and, for CPU devices, the
+ * oneDNN engine and stream its kernels use. */
 #ifndef CTOWER_DEVICE_H
 #define CTOWER_DEVICE_H
 
 #include <dnnl.h>
+#include <pthread.h>
 
+#include "ctower/device_name.h"
+#include "ctower/session.h"
 #include "device/allocator.h"
 #include "kernels/kernel.h"
+
+/* Work handed to a device's worker: fn(context, index). */
+typedef struct ct_device_task {
+  void (*fn)(void *context, int index);
+  void *context;
+  int index;
+} ct_device_task;
 
 typedef struct ct_device {
   char name[128];           /* canonical: /job:localhost/replica:0/task:0/device:CPU:0 */
   ct_device_type type;
   int index;                /* N in /cpu:N */
-  int threads;              /* worker threads of this device */
+  int threads;              /* the worker's OpenMP team size */
+  int first_core;           /* pinned to cores [first_core, first_core + threads), or -1 */
   ct_allocator *allocator;
   dnnl_engine_t engine;     /* CPU: the oneDNN engine */
   dnnl_stream_t stream;
+  /* the worker and its FIFO queue */
+  pthread_t worker;
+  int worker_started;
+  pthread_mutex_t mutex;
+  pthread_cond_t wake;
+  ct_device_task *queue;
+  int queue_head, queue_len, queue_cap;
+  int stopping;
 } ct_device;
 
-/* A CPU device with `threads` workers and an optional memory limit in bytes
- * (0: none). Returns NULL and fills status on failure. */
-ct_device *ct_cpu_device_new(int index, int threads, size_t memory_limit, ct_status *status);
+/* A CPU device with `threads` workers pinned from first_core (-1: not
+ * pinned) and an optional memory limit in bytes (0: none). Starts its worker.
+ * Returns NULL and fills status on failure. */
+ct_device *ct_cpu_device_new(int index, int threads, int first_core, size_t memory_limit,
+                             ct_status *status);
+/* Stops the worker (after the tasks already queued) and frees the device. */
 void ct_device_free(ct_device *device);
+
+/* Queues a task for the device's worker. Returns 0, or 1 when out of memory. */
+int ct_device_submit(ct_device *device, ct_device_task task);
 
 /* Cores this process may run on (sched_getaffinity), at least 1. */
 int ct_available_cores(void);
+
+/* The devices a session's options ask for, in the order of their names:
+ * /cpu:0 .. /cpu:n-1 (then GPUs, when built with CUDA). Returns 0 and an
+ * array the caller frees with ct_devices_free, or fills status. */
+int ct_devices_create(const struct ct_session_options *options, ct_device ***devices,
+                      int *n_devices, ct_status *status);
+void ct_devices_free(ct_device **devices, int n_devices);
 
 #endif

@@ -1,7 +1,9 @@
-/* Session internals shared by session.c (lifecycle, variables) and
- * executor.c (plans and runs). */
+/* Session internals shared by session.c (lifecycle, devices, placement,
+ * variables), executor.c (plans and runs) and run_metadata.c. */
 #ifndef CTOWER_EXEC_INTERNAL_H
 #define CTOWER_EXEC_INTERNAL_H
+
+#include <pthread.h>
 
 #include "ctower/session.h"
 #include "device/device.h"
@@ -10,7 +12,7 @@
 /* A buffer shared by the values that view it (a Reshape views its input). */
 typedef struct ct_buffer {
   void *data;
-  int refs;              /* values viewing it; 0 returns it to the allocator */
+  int refs;              /* values viewing it (atomic); 0 returns it to its allocator */
   int owned;             /* 0 for feeds, constants and variables */
   ct_device *device;
 } ct_buffer;
@@ -20,13 +22,20 @@ typedef struct ct_plan ct_plan;
 struct ct_session {
   ct_graph *graph;
   ct_session_options options;
-  ct_device *cpu;           /* /cpu:0; the devices issue adds more */
+  ct_device **devices;      /* /cpu:0 .. then GPUs */
+  int n_devices;
+  int *device_of;           /* per graph node: device index, -1 until placed */
+  int n_placed;             /* nodes 0 .. n_placed-1 are placed */
   ct_tensor **variables;    /* per graph variable, NULL until first used */
   int n_variables;
   uint64_t step;
   ct_plan **plans;          /* cached per (feeds, fetches, targets) */
   int n_plans, plans_cap;
+  pthread_mutex_t run_mutex;  /* runs of one session are serialized */
 };
+
+/* Places nodes added since the last call. Returns 0 or fills status. */
+int ct_session_place_new_nodes(ct_session *session, ct_status *status);
 
 /* Initializes variable values of the graph that have none yet. */
 int ct_session_init_variables(ct_session *session, ct_status *status);
@@ -36,5 +45,16 @@ void ct_plan_free(ct_plan *plan);
 /* Fills `out` with values from the variable's initializer; the stream is a
  * function of the graph seed and the variable's name only. */
 void ct_initialize_variable(const ct_variable_info *var, uint64_t graph_seed, ct_tensor *out);
+
+/* Run metadata, filled by the executor. */
+struct ct_run_metadata {
+  ct_timeline_event *events;
+  char **names;             /* owned copies of the event names */
+  int n_events, cap;
+  pthread_mutex_t mutex;
+};
+void ct_run_metadata_clear(ct_run_metadata *metadata);
+void ct_run_metadata_add(ct_run_metadata *metadata, const char *node, const char *op, int device,
+                         double start_us, double end_us);
 
 #endif

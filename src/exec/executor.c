@@ -1,28 +1,42 @@
 /* Plans and runs.
  *
- * A plan is made once per distinct (feeds, fetches, targets) and cached:
+ * A plan is made once per distinct (feeds, fetches, targets) and cached, in
+ * numbered passes:
  *   1. mark the nodes the fetches and targets need, stopping at fed nodes;
- *   2. order them (creation order is topological) and find each kernel;
- *   3. count each value's consumers, so a run can return a buffer to the
- *      allocator as soon as its last consumer has run.
- * A run walks the plan: shape rule on the real input shapes, outputs from
- * the device allocator (or a view of input 0 for Reshape-like ops, or the
- * variable's storage), the kernel, then the release of dead inputs. */
-#include <omp.h>
-#include <xmmintrin.h>
-#include <pmmintrin.h>
+ *   2. make a step per needed node, on the device the placer chose, with its
+ *      kernel from the registry;
+ *   3. partition: where a step reads a value that lives on another device,
+ *      insert a copy step on the reading device (one per value and device);
+ *   4. link each step to the steps that wait for it, and count each value's
+ *      consumers so that a run returns a buffer as soon as its last consumer
+ *      has run.
+ * A run queues the steps that wait for nothing on their devices' workers;
+ * each worker runs a step (the op's shape rule on the real input shapes,
+ * outputs from its device's allocator or a view of input 0 or the variable's
+ * storage, the kernel, the release of dead inputs) and queues every
+ * consumer whose last input this was. Devices thus run concurrently, each
+ * node as soon as its inputs are ready. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec/exec_internal.h"
 #include "ops/op_def.h"
 
 typedef struct plan_step {
-  ct_node *node;
+  ct_node *node;           /* NULL for a copy between devices */
+  char *copy_name;         /* copies: "_Copy/<source node>" */
   ct_kernel_fn kernel;
-  int *input_slots;      /* value slot of each input */
-  int first_slot;        /* slot of output 0; outputs are consecutive */
+  int device;
+  int n_inputs;
+  int *input_slots;        /* value slot of each input */
+  int first_slot;          /* slot of output 0; outputs are consecutive */
+  int n_outputs;
+  int *consumers;          /* steps that wait for this one */
+  int n_consumers;
+  int n_deps;              /* steps this one waits for */
   ct_kernel_state state;
 } plan_step;
 
@@ -32,45 +46,44 @@ struct ct_plan {
   ct_output *feed_outputs;
   ct_output *fetch_outputs;
   ct_node **targets;
-  int graph_nodes;        /* graph size when planned */
   /* the schedule */
   plan_step *steps;
-  int n_steps;
-  int n_slots;
-  int *consumers;         /* per slot: inputs reading it + fetches of it */
-  int *feed_slots;        /* per feed */
-  int *fetch_slots;       /* per fetch */
-  /* per-run scratch, sized once */
+  int n_steps, steps_cap;
+  int n_slots, slots_cap;
+  int *slot_device;        /* device holding each value; -1 for feeds (host memory) */
+  int *slot_consumers;     /* per slot: inputs reading it + fetches of it */
+  int *feed_slots;         /* per feed */
+  int *fetch_slots;        /* per fetch */
+  /* per-run state, sized once */
   ct_tensor *values;
   ct_buffer **value_buffers;
-  ct_buffer *buffers;     /* one per slot at most */
-  int *remaining;
+  ct_buffer *buffers;      /* one per slot at most */
+  atomic_int *remaining;   /* per slot: consumers still to run */
+  atomic_int *pending;     /* per step: producers still to run */
 };
 
 void ct_plan_free(ct_plan *p) {
   if (p == NULL) return;
   for (int i = 0; i < p->n_steps; ++i) {
     free(p->steps[i].input_slots);
+    free(p->steps[i].consumers);
+    free(p->steps[i].copy_name);
     if (p->steps[i].state.free_fn) p->steps[i].state.free_fn(p->steps[i].state.data);
   }
   free(p->steps);
   free(p->feed_outputs);
   free(p->fetch_outputs);
   free(p->targets);
-  free(p->consumers);
+  free(p->slot_device);
+  free(p->slot_consumers);
   free(p->feed_slots);
   free(p->fetch_slots);
   free(p->values);
   free(p->value_buffers);
   free(p->buffers);
   free(p->remaining);
+  free(p->pending);
   free(p);
-}
-
-static int outputs_equal(const ct_output *a, const ct_output *b, int n) {
-  for (int i = 0; i < n; ++i)
-    if (a[i].node != b[i].node || a[i].index != b[i].index) return 0;
-  return 1;
 }
 
 static int plan_matches(const ct_plan *p, const ct_feed *feeds, int n_feeds,
@@ -82,10 +95,90 @@ static int plan_matches(const ct_plan *p, const ct_feed *feeds, int n_feeds,
     if (p->feed_outputs[i].node != feeds[i].output.node ||
         p->feed_outputs[i].index != feeds[i].output.index)
       return 0;
-  if (!outputs_equal(p->fetch_outputs, fetches, n_fetches)) return 0;
+  for (int i = 0; i < n_fetches; ++i)
+    if (p->fetch_outputs[i].node != fetches[i].node || p->fetch_outputs[i].index != fetches[i].index)
+      return 0;
   for (int i = 0; i < n_targets; ++i)
     if (p->targets[i] != targets[i]) return 0;
   return 1;
+}
+
+/* ---- building --------------------------------------------------------------- */
+
+static int grow(void **array, int *cap, int need, size_t item) {
+  if (need <= *cap) return 0;
+  int cap2 = *cap ? *cap : 64;
+  while (cap2 < need) cap2 *= 2;
+  void *a = realloc(*array, (size_t)cap2 * item);
+  if (a == NULL) return 1;
+  memset((char *)a + (size_t)*cap * item, 0, (size_t)(cap2 - *cap) * item);
+  *array = a;
+  *cap = cap2;
+  return 0;
+}
+
+static int add_slots(ct_plan *p, int count, int device) {
+  int old_cap = p->slots_cap;
+  int cap = old_cap;
+  if (grow((void **)&p->slot_device, &cap, p->n_slots + count, sizeof *p->slot_device)) return -1;
+  cap = old_cap;
+  if (grow((void **)&p->slot_consumers, &cap, p->n_slots + count, sizeof *p->slot_consumers))
+    return -1;
+  p->slots_cap = cap;
+  int first = p->n_slots;
+  for (int i = 0; i < count; ++i) p->slot_device[first + i] = device;
+  p->n_slots += count;
+  return first;
+}
+
+static plan_step *add_step(ct_plan *p) {
+  if (grow((void **)&p->steps, &p->steps_cap, p->n_steps + 1, sizeof *p->steps)) return NULL;
+  plan_step *step = &p->steps[p->n_steps++];
+  memset(step, 0, sizeof *step);
+  return step;
+}
+
+static void copy_kernel(ct_kernel_ctx *ctx) {
+  memcpy(ctx->outputs[0].data, ctx->inputs[0].data, ct_tensor_nbytes(&ctx->inputs[0]));
+}
+
+/* Pass 3: the slot a step on `device` reads for `slot`: the slot itself, or
+ * a copy of it on that device (made once; copy_of maps (slot, device) to it). */
+static int local_slot(ct_plan *p, int slot, int device, int n_devices, int **copy_of,
+                      int *copy_of_cap, const char *source_name) {
+  if (p->slot_device[slot] < 0 || p->slot_device[slot] == device) return slot;
+  int key = slot * n_devices + device;
+  int old = *copy_of_cap;
+  if (grow((void **)copy_of, copy_of_cap, key + 1, sizeof **copy_of)) return -1;
+  for (int i = old; i < *copy_of_cap; ++i) (*copy_of)[i] = -1;
+  if ((*copy_of)[key] >= 0) return (*copy_of)[key];
+  plan_step *copy = add_step(p);
+  int out = copy ? add_slots(p, 1, device) : -1;
+  if (out < 0) return -1;
+  copy->kernel = copy_kernel;
+  copy->device = device;
+  copy->n_inputs = 1;
+  copy->input_slots = malloc(sizeof *copy->input_slots);
+  size_t len = strlen(source_name) + 8;
+  copy->copy_name = malloc(len);
+  if (copy->input_slots == NULL || copy->copy_name == NULL) return -1;
+  snprintf(copy->copy_name, len, "_Copy/%s", source_name);
+  copy->input_slots[0] = slot;
+  copy->first_slot = out;
+  copy->n_outputs = 1;
+  p->slot_consumers[slot]++;
+  (*copy_of)[key] = out;
+  return out;
+}
+
+static int add_consumer(plan_step *producer, int consumer) {
+  for (int i = 0; i < producer->n_consumers; ++i)
+    if (producer->consumers[i] == consumer) return 0; /* already linked */
+  int *c = realloc(producer->consumers, (size_t)(producer->n_consumers + 1) * sizeof *c);
+  if (c == NULL) return 1;
+  producer->consumers = c;
+  producer->consumers[producer->n_consumers++] = consumer;
+  return 0;
 }
 
 static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
@@ -94,107 +187,139 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
   const ct_graph *g = s->graph;
   const int n_nodes = g->n_nodes;
   ct_plan *p = calloc(1, sizeof *p);
-  unsigned char *needed = calloc((size_t)n_nodes, 1);
-  unsigned char *fed = calloc((size_t)n_nodes, 1);
-  int *slot_base = calloc((size_t)n_nodes, sizeof *slot_base);
+  unsigned char *needed = calloc((size_t)n_nodes + 1, 1);
+  unsigned char *fed = calloc((size_t)n_nodes + 1, 1);
+  int *slot_base = calloc((size_t)n_nodes + 1, sizeof *slot_base);
+  int *step_of = calloc((size_t)n_nodes + 1, sizeof *step_of);
   ct_node **stack = calloc((size_t)n_nodes + 1, sizeof *stack);
-  if (!p || !needed || !fed || !slot_base || !stack) goto oom;
-  p->graph_nodes = n_nodes;
+  int *copy_of = NULL, copy_of_cap = 0, *producer_of = NULL;
+  if (!p || !needed || !fed || !slot_base || !step_of || !stack) goto oom;
   p->n_feeds = n_feeds;
   p->n_fetches = n_fetches;
   p->n_targets = n_targets;
   p->feed_outputs = calloc((size_t)n_feeds + 1, sizeof *p->feed_outputs);
   p->fetch_outputs = calloc((size_t)n_fetches + 1, sizeof *p->fetch_outputs);
   p->targets = calloc((size_t)n_targets + 1, sizeof *p->targets);
-  if (!p->feed_outputs || !p->fetch_outputs || !p->targets) goto oom;
+  p->feed_slots = calloc((size_t)n_feeds + 1, sizeof *p->feed_slots);
+  p->fetch_slots = calloc((size_t)n_fetches + 1, sizeof *p->fetch_slots);
+  if (!p->feed_outputs || !p->fetch_outputs || !p->targets || !p->feed_slots || !p->fetch_slots)
+    goto oom;
   for (int i = 0; i < n_feeds; ++i) {
     p->feed_outputs[i] = feeds[i].output;
     fed[feeds[i].output.node->id] = 1;
   }
-  memcpy(p->fetch_outputs, fetches, (size_t)n_fetches * sizeof *fetches);
-  memcpy(p->targets, targets, (size_t)n_targets * sizeof *targets);
+  if (n_fetches) memcpy(p->fetch_outputs, fetches, (size_t)n_fetches * sizeof *fetches);
+  if (n_targets) memcpy(p->targets, targets, (size_t)n_targets * sizeof *targets);
 
   /* Pass 1: what the fetches and targets need. */
   int top = 0;
-  for (int i = 0; i < n_fetches; ++i) stack[top++] = fetches[i].node, needed[fetches[i].node->id] = 1;
+  for (int i = 0; i < n_fetches; ++i)
+    if (!needed[fetches[i].node->id]) needed[fetches[i].node->id] = 1, stack[top++] = fetches[i].node;
   for (int i = 0; i < n_targets; ++i)
-    if (!needed[targets[i]->id]) stack[top++] = targets[i], needed[targets[i]->id] = 1;
+    if (!needed[targets[i]->id]) needed[targets[i]->id] = 1, stack[top++] = targets[i];
   while (top > 0) {
     ct_node *n = stack[--top];
     if (fed[n->id]) continue;
     for (int j = 0; j < n->n_inputs + n->n_control; ++j) {
       ct_node *in = j < n->n_inputs ? n->inputs[j].node : n->control[j - n->n_inputs];
-      if (!needed[in->id]) {
-        needed[in->id] = 1;
-        stack[top++] = in;
-      }
+      if (!needed[in->id]) needed[in->id] = 1, stack[top++] = in;
     }
   }
 
-  /* Pass 2: the schedule in creation order; slots for every output. */
-  int n_slots = 0, n_steps = 0;
+  /* Pass 2: a step per needed node on its device; a slot per output. */
   for (int id = 0; id < n_nodes; ++id) {
+    step_of[id] = -1;
     if (!needed[id]) continue;
-    slot_base[id] = n_slots;
-    n_slots += g->nodes[id]->n_outputs;
-    if (!fed[id]) n_steps++;
-  }
-  p->n_slots = n_slots;
-  p->steps = calloc((size_t)n_steps + 1, sizeof *p->steps);
-  p->consumers = calloc((size_t)n_slots + 1, sizeof *p->consumers);
-  p->feed_slots = calloc((size_t)n_feeds + 1, sizeof *p->feed_slots);
-  p->fetch_slots = calloc((size_t)n_fetches + 1, sizeof *p->fetch_slots);
-  p->values = calloc((size_t)n_slots + 1, sizeof *p->values);
-  p->value_buffers = calloc((size_t)n_slots + 1, sizeof *p->value_buffers);
-  p->buffers = calloc((size_t)n_slots + 1, sizeof *p->buffers);
-  p->remaining = calloc((size_t)n_slots + 1, sizeof *p->remaining);
-  if (!p->steps || !p->consumers || !p->feed_slots || !p->fetch_slots || !p->values ||
-      !p->value_buffers || !p->buffers || !p->remaining)
-    goto oom;
-  for (int id = 0; id < n_nodes; ++id) {
-    if (!needed[id] || fed[id]) continue;
     ct_node *n = g->nodes[id];
+    int device = fed[id] ? -1 : s->device_of[id];
+    slot_base[id] = add_slots(p, n->n_outputs, device);
+    if (slot_base[id] < 0) goto oom;
+    if (fed[id]) continue;
     if (n->op == ct_op_find("Placeholder")) {
       ct_status_set(status, CT_INVALID_ARGUMENT,
                     "you must feed a value for placeholder '%s' (%s)", n->name,
                     ct_dtype_name(n->dtypes[0]));
       goto fail;
     }
-    plan_step *step = &p->steps[p->n_steps++];
+    plan_step *step = add_step(p);
+    if (step == NULL) goto oom;
+    step_of[id] = p->n_steps - 1;
     step->node = n;
+    step->device = device;
     step->first_slot = slot_base[id];
-    step->kernel = n->op->infer == NULL && n->n_outputs == 0 ? NULL : ct_kernel_find(n->op->name, CT_DEVICE_CPU);
-    if (step->kernel == NULL && n->n_outputs > 0) {
-      ct_status_set(status, CT_UNIMPLEMENTED, "no CPU kernel for op %s (node '%s')",
-                    n->op->name, n->name);
-      goto fail;
+    step->n_outputs = n->n_outputs;
+    step->n_inputs = n->n_inputs;
+    if (n->n_outputs > 0) {
+      step->kernel = ct_kernel_find(n->op->name, s->devices[device]->type);
+      if (step->kernel == NULL) {
+        ct_status_set(status, CT_UNIMPLEMENTED, "no %s kernel for op %s (node '%s')",
+                      s->devices[device]->name, n->op->name, n->name);
+        goto fail;
+      }
     }
-    step->input_slots = calloc((size_t)n->n_inputs + 1, sizeof *step->input_slots);
-    if (step->input_slots == NULL) goto oom;
+  }
+
+  /* Pass 3: inputs, with copies where a value lives on another device. */
+  const int n_node_steps = p->n_steps;
+  for (int i = 0; i < n_node_steps; ++i) {
+    ct_node *n = p->steps[i].node;
+    int *inputs = calloc((size_t)n->n_inputs + 1, sizeof *inputs);
+    if (inputs == NULL) goto oom;
+    p->steps[i].input_slots = inputs;
     for (int j = 0; j < n->n_inputs; ++j) {
       int slot = slot_base[n->inputs[j].node->id] + n->inputs[j].index;
-      step->input_slots[j] = slot;
-      p->consumers[slot]++;
+      int local = local_slot(p, slot, p->steps[i].device, s->n_devices, &copy_of, &copy_of_cap,
+                             n->inputs[j].node->name);
+      if (local < 0) goto oom;
+      p->steps[i].input_slots[j] = local; /* p->steps may have moved: index again */
+      p->slot_consumers[local]++;
     }
   }
   for (int i = 0; i < n_feeds; ++i)
     p->feed_slots[i] = slot_base[feeds[i].output.node->id] + feeds[i].output.index;
   for (int i = 0; i < n_fetches; ++i) {
     p->fetch_slots[i] = slot_base[fetches[i].node->id] + fetches[i].index;
-    p->consumers[p->fetch_slots[i]]++;
+    p->slot_consumers[p->fetch_slots[i]]++;
   }
-  free(needed);
-  free(fed);
-  free(slot_base);
-  free(stack);
+
+  /* Pass 4: who waits for whom. */
+  producer_of = malloc((size_t)p->n_slots * sizeof *producer_of);
+  if (producer_of == NULL) goto oom;
+  for (int slot = 0; slot < p->n_slots; ++slot) producer_of[slot] = -1;
+  for (int i = 0; i < p->n_steps; ++i)
+    for (int o = 0; o < p->steps[i].n_outputs; ++o) producer_of[p->steps[i].first_slot + o] = i;
+  for (int i = 0; i < p->n_steps; ++i) {
+    plan_step *step = &p->steps[i];
+    for (int j = 0; j < step->n_inputs; ++j) {
+      int producer = producer_of[step->input_slots[j]];
+      if (producer < 0) continue; /* a feed */
+      int before = p->steps[producer].n_consumers;
+      if (add_consumer(&p->steps[producer], i)) goto oom;
+      step->n_deps += p->steps[producer].n_consumers > before;
+    }
+    for (int c = 0; step->node && c < step->node->n_control; ++c) {
+      int producer = step_of[step->node->control[c]->id];
+      if (producer < 0) continue; /* fed */
+      int before = p->steps[producer].n_consumers;
+      if (add_consumer(&p->steps[producer], i)) goto oom;
+      step->n_deps += p->steps[producer].n_consumers > before;
+    }
+  }
+
+  p->values = calloc((size_t)p->n_slots + 1, sizeof *p->values);
+  p->value_buffers = calloc((size_t)p->n_slots + 1, sizeof *p->value_buffers);
+  p->buffers = calloc((size_t)p->n_slots + 1, sizeof *p->buffers);
+  p->remaining = calloc((size_t)p->n_slots + 1, sizeof *p->remaining);
+  p->pending = calloc((size_t)p->n_steps + 1, sizeof *p->pending);
+  if (!p->values || !p->value_buffers || !p->buffers || !p->remaining || !p->pending) goto oom;
+  free(needed), free(fed), free(slot_base), free(step_of), free(stack), free(copy_of);
+  free(producer_of);
   return p;
 oom:
   ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory planning a run");
 fail:
-  free(needed);
-  free(fed);
-  free(slot_base);
-  free(stack);
+  free(needed), free(fed), free(slot_base), free(step_of), free(stack), free(copy_of);
+  free(producer_of);
   ct_plan_free(p);
   return NULL;
 }
@@ -207,38 +332,54 @@ static ct_plan *plan_get(ct_session *s, const ct_feed *feeds, int n_feeds,
       return s->plans[i];
   ct_plan *p = plan_build(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, status);
   if (p == NULL) return NULL;
-  if (s->n_plans == s->plans_cap) {
-    int cap = s->plans_cap ? s->plans_cap * 2 : 8;
-    ct_plan **plans = realloc(s->plans, (size_t)cap * sizeof *plans);
-    if (plans == NULL) {
-      ct_plan_free(p);
-      ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory caching a plan");
-      return NULL;
-    }
-    s->plans = plans;
-    s->plans_cap = cap;
+  if (grow((void **)&s->plans, &s->plans_cap, s->n_plans + 1, sizeof *s->plans)) {
+    ct_plan_free(p);
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory caching a plan");
+    return NULL;
   }
   s->plans[s->n_plans++] = p;
   return p;
 }
 
-/* ---- running -------------------------------------------------------------- */
+/* ---- running ------------------------------------------------------------------ */
+
+typedef struct run_state {
+  ct_session *session;
+  ct_plan *plan;
+  atomic_int steps_left;
+  atomic_int failed;
+  pthread_mutex_t mutex;
+  pthread_cond_t done;
+  ct_status status;           /* the first failure */
+  ct_run_metadata *metadata;
+  struct timespec start;
+} run_state;
+
+static double micros_since(const struct timespec *start) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - start->tv_sec) * 1e6 + (double)(now.tv_nsec - start->tv_nsec) * 1e-3;
+}
 
 static void buffer_release(ct_buffer *b) {
-  if (b == NULL || --b->refs > 0) return;
+  if (b == NULL || atomic_fetch_sub((atomic_int *)&b->refs, 1) > 1) return;
   if (b->owned) ct_allocator_free(b->device->allocator, b->data);
   b->data = NULL;
 }
 
 /* Drops one consumer of a slot; the last one returns its buffer. */
 static void slot_consumed(ct_plan *p, int slot) {
-  if (--p->remaining[slot] == 0) {
+  if (atomic_fetch_sub(&p->remaining[slot], 1) == 1) {
     buffer_release(p->value_buffers[slot]);
     p->value_buffers[slot] = NULL;
   }
 }
 
 static int check_feed(const ct_feed *feed, ct_status *status) {
+  if (feed->output.node == NULL) {
+    ct_status_set(status, CT_INVALID_ARGUMENT, "a feed names no node");
+    return 1;
+  }
   const ct_node *n = feed->output.node;
   ct_shape want = n->shapes[feed->output.index];
   const ct_tensor *t = feed->value;
@@ -262,29 +403,30 @@ static int check_feed(const ct_feed *feed, ct_status *status) {
 }
 
 /* Gives a step its outputs: storage of a variable or constant, a view of
- * input 0, or fresh buffers from the device. */
+ * input 0, or fresh buffers from its device. */
 static int bind_outputs(ct_session *s, ct_plan *p, plan_step *step, ct_status *status) {
   ct_node *n = step->node;
-  for (int o = 0; o < n->n_outputs; ++o) {
+  ct_device *device = s->devices[step->device];
+  for (int o = 0; o < step->n_outputs; ++o) {
     int slot = step->first_slot + o;
     ct_tensor *value = &p->values[slot];
-    p->remaining[slot] = p->consumers[slot];
+    atomic_store(&p->remaining[slot], p->slot_consumers[slot]);
     ct_buffer *b = &p->buffers[slot];
     memset(b, 0, sizeof *b);
-    b->device = s->cpu;
+    b->device = device;
     b->refs = 1;
-    if (n->variable >= 0 && o == 0) {
+    if (n && n->variable >= 0 && o == 0) {
       value->data = s->variables[n->variable]->data;
-    } else if (n->constant && o == 0) {
+    } else if (n && n->constant && o == 0) {
       value->data = n->constant->data;
-    } else if ((n->op->flags & CT_OP_ALIAS_INPUT0) && o == 0) {
+    } else if (n && (n->op->flags & CT_OP_ALIAS_INPUT0) && o == 0) {
       int in_slot = step->input_slots[0];
       value->data = p->values[in_slot].data;
       b = p->value_buffers[in_slot];
-      if (b) b->refs++;
+      if (b) atomic_fetch_add((atomic_int *)&b->refs, 1);
     } else {
       size_t nbytes = (size_t)ct_shape_elements(&value->shape) * ct_dtype_size(value->dtype);
-      b->data = ct_allocator_alloc(s->cpu->allocator, nbytes, status);
+      b->data = ct_allocator_alloc(device->allocator, nbytes, status);
       if (b->data == NULL) return 1;
       b->owned = 1;
       value->data = b->data;
@@ -294,68 +436,137 @@ static int bind_outputs(ct_session *s, ct_plan *p, plan_step *step, ct_status *s
   return 0;
 }
 
-/* Returns every buffer a failed or finished run still holds. */
-static void release_all(ct_plan *p) {
-  for (int slot = 0; slot < p->n_slots; ++slot) {
-    while (p->value_buffers[slot] && p->remaining[slot] > 0) slot_consumed(p, slot);
-    p->value_buffers[slot] = NULL;
-    p->remaining[slot] = 0;
-  }
-}
-
 static int run_step(ct_session *s, ct_plan *p, plan_step *step, ct_status *status) {
   ct_node *n = step->node;
-  if (n->n_outputs == 0) return 0; /* NoOp */
+  if (step->n_outputs == 0) return 0; /* NoOp */
   ct_tensor inputs[64];
   ct_shape in_shapes[64];
   ct_dtype in_dtypes[64];
-  for (int j = 0; j < n->n_inputs; ++j) {
+  for (int j = 0; j < step->n_inputs; ++j) {
     inputs[j] = p->values[step->input_slots[j]];
     in_shapes[j] = inputs[j].shape;
     in_dtypes[j] = inputs[j].dtype;
   }
   ct_shape out_shapes[64];
   ct_dtype out_dtypes[64];
-  ct_infer_ctx infer = {n->name, &n->attrs, n->n_inputs, in_shapes, in_dtypes,
-                        n->n_outputs, out_shapes, out_dtypes, status};
-  if (n->op->infer && n->op->infer(&infer) != 0) return 1;
-  for (int o = 0; o < n->n_outputs; ++o) {
-    p->values[step->first_slot + o].shape = out_shapes[o];
-    p->values[step->first_slot + o].dtype = out_dtypes[o];
-    p->values[step->first_slot + o].owns_data = 0;
+  if (n == NULL) { /* a copy */
+    out_shapes[0] = in_shapes[0];
+    out_dtypes[0] = in_dtypes[0];
+  } else {
+    ct_infer_ctx infer = {n->name, &n->attrs, n->n_inputs, in_shapes, in_dtypes,
+                          n->n_outputs, out_shapes, out_dtypes, status};
+    if (n->op->infer && n->op->infer(&infer) != 0) return 1;
+  }
+  for (int o = 0; o < step->n_outputs; ++o) {
+    ct_tensor *value = &p->values[step->first_slot + o];
+    value->shape = out_shapes[o];
+    value->dtype = out_dtypes[o];
+    value->owns_data = 0;
   }
   if (bind_outputs(s, p, step, status)) return 1;
-  ct_kernel_ctx ctx = {n, &n->attrs, n->n_inputs, inputs, n->n_outputs,
-                       &p->values[step->first_slot], s->cpu, s->cpu->threads, s->step,
-                       &step->state, status, {NULL}, 0};
+  ct_device *device = s->devices[step->device];
+  static const ct_attrs no_attrs;
+  ct_kernel_ctx ctx = {n,      n ? &n->attrs : &no_attrs,     step->n_inputs, inputs,
+                       step->n_outputs, &p->values[step->first_slot], device,
+                       device->threads, s->step, &step->state, status, {NULL}, 0};
   step->kernel(&ctx);
-  for (int k = 0; k < ctx.n_scratch; ++k) ct_allocator_free(s->cpu->allocator, ctx.scratch[k]);
+  for (int k = 0; k < ctx.n_scratch; ++k) ct_allocator_free(device->allocator, ctx.scratch[k]);
   if (status->code != CT_OK) return 1;
-  for (int j = 0; j < n->n_inputs; ++j) slot_consumed(p, step->input_slots[j]);
-  for (int o = 0; o < n->n_outputs; ++o)
-    if (p->consumers[step->first_slot + o] == 0) {
-      p->remaining[step->first_slot + o] = 1;
+  for (int j = 0; j < step->n_inputs; ++j) slot_consumed(p, step->input_slots[j]);
+  for (int o = 0; o < step->n_outputs; ++o)
+    if (p->slot_consumers[step->first_slot + o] == 0) {
+      atomic_store(&p->remaining[step->first_slot + o], 1);
       slot_consumed(p, step->first_slot + o);
     }
   return 0;
 }
 
-/* Makes the calling thread's OpenMP team the device's workers, with
- * denormals flushed to zero on each of them (as TensorFlow does): gradients
- * that decay into denormals otherwise slow every kernel several times. The
- * team's threads are reused across parallel regions, so the setting stays. */
-static void enter_device_threads(const ct_device *device) {
-  omp_set_num_threads(device->threads);
-#pragma omp parallel num_threads(device->threads)
-  {
-    _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
-    _MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
+static void execute_step(void *context, int index);
+
+static void schedule(run_state *run, int index) {
+  ct_device *device = run->session->devices[run->plan->steps[index].device];
+  ct_device_task task = {execute_step, run, index};
+  if (ct_device_submit(device, task) != 0) {
+    /* cannot queue: run it here rather than lose it */
+    execute_step(run, index);
   }
 }
 
-int ct_session_run(ct_session *s, const ct_feed *feeds, int n_feeds, const ct_output *fetches,
-                   int n_fetches, ct_node *const *targets, int n_targets, ct_tensor **results,
-                   ct_status *status) {
+/* A device worker runs one step, then queues the consumers it unblocked. */
+static void execute_step(void *context, int index) {
+  run_state *run = context;
+  ct_plan *p = run->plan;
+  plan_step *step = &p->steps[index];
+  if (!atomic_load(&run->failed)) {
+    ct_status status = CT_STATUS_INIT;
+    double start = run->metadata ? micros_since(&run->start) : 0;
+    if (run_step(run->session, p, step, &status)) {
+      pthread_mutex_lock(&run->mutex);
+      ct_status_propagate(&run->status, &status);
+      pthread_mutex_unlock(&run->mutex);
+      atomic_store(&run->failed, 1);
+    } else if (run->metadata && step->n_outputs > 0) {
+      ct_run_metadata_add(run->metadata, step->node ? step->node->name : step->copy_name,
+                          step->node ? step->node->op->name : "_Copy", step->device, start,
+                          micros_since(&run->start));
+    }
+  }
+  for (int c = 0; c < step->n_consumers; ++c)
+    if (atomic_fetch_sub(&p->pending[step->consumers[c]], 1) == 1) schedule(run, step->consumers[c]);
+  if (atomic_fetch_sub(&run->steps_left, 1) == 1) {
+    pthread_mutex_lock(&run->mutex);
+    pthread_cond_signal(&run->done);
+    pthread_mutex_unlock(&run->mutex);
+  }
+}
+
+/* Returns every buffer a failed or finished run still holds. */
+static void release_all(ct_plan *p) {
+  for (int slot = 0; slot < p->n_slots; ++slot) {
+    while (p->value_buffers[slot] && atomic_load(&p->remaining[slot]) > 0) slot_consumed(p, slot);
+    p->value_buffers[slot] = NULL;
+    atomic_store(&p->remaining[slot], 0);
+  }
+}
+
+static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_metadata *metadata,
+                    ct_status *status) {
+  for (int slot = 0; slot < p->n_slots; ++slot) {
+    p->value_buffers[slot] = NULL;
+    atomic_store(&p->remaining[slot], 0);
+  }
+  for (int i = 0; i < p->n_feeds; ++i) {
+    int slot = p->feed_slots[i];
+    p->values[slot] = *feeds[i].value;
+    p->values[slot].owns_data = 0;
+    atomic_store(&p->remaining[slot], p->slot_consumers[slot]);
+  }
+  if (p->n_steps == 0) return 0;
+  run_state run;
+  memset(&run, 0, sizeof run);
+  run.session = s;
+  run.plan = p;
+  run.metadata = metadata;
+  atomic_store(&run.steps_left, p->n_steps);
+  pthread_mutex_init(&run.mutex, NULL);
+  pthread_cond_init(&run.done, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &run.start);
+  for (int i = 0; i < p->n_steps; ++i) atomic_store(&p->pending[i], p->steps[i].n_deps);
+  for (int i = 0; i < p->n_steps; ++i)
+    if (p->steps[i].n_deps == 0) schedule(&run, i);
+  pthread_mutex_lock(&run.mutex);
+  while (atomic_load(&run.steps_left) > 0) pthread_cond_wait(&run.done, &run.mutex);
+  pthread_mutex_unlock(&run.mutex);
+  pthread_mutex_destroy(&run.mutex);
+  pthread_cond_destroy(&run.done);
+  ct_status_propagate(status, &run.status);
+  return atomic_load(&run.failed);
+}
+
+int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,
+                          const ct_output *fetches, int n_fetches, ct_node *const *targets,
+                          int n_targets, ct_tensor **results, ct_run_metadata *metadata,
+                          ct_status *status) {
   for (int i = 0; i < n_fetches; ++i) results[i] = NULL;
   if (s->graph->status.code != CT_OK) {
     ct_status_set(status, CT_FAILED_PRECONDITION, "the graph failed to build: %s",
@@ -373,33 +584,30 @@ int ct_session_run(ct_session *s, const ct_feed *feeds, int n_feeds, const ct_ou
       return 1;
     }
   for (int i = 0; i < n_feeds; ++i)
-    if (feeds[i].output.node == NULL || check_feed(&feeds[i], status)) {
-      ct_status_set(status, CT_INVALID_ARGUMENT, "feed %d has no node", i);
-      return 1;
-    }
-  if (ct_session_init_variables(s, status)) return 1;
-  ct_plan *p = plan_get(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, status);
-  if (p == NULL) return 1;
-
-  for (int i = 0; i < n_feeds; ++i) {
-    int slot = p->feed_slots[i];
-    p->values[slot] = *feeds[i].value;
-    p->values[slot].owns_data = 0;
-    p->value_buffers[slot] = NULL;
-    p->remaining[slot] = p->consumers[slot];
-  }
-  enter_device_threads(s->cpu);
-  int failed = 0;
-  for (int i = 0; i < p->n_steps && !failed; ++i) failed = run_step(s, p, &p->steps[i], status);
+    if (check_feed(&feeds[i], status)) return 1;
+  if (metadata) ct_run_metadata_clear(metadata);
+  pthread_mutex_lock(&s->run_mutex);
+  int failed = ct_session_place_new_nodes(s, status) || ct_session_init_variables(s, status);
+  ct_plan *p = failed ? NULL
+                      : plan_get(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, status);
+  failed = p == NULL || run_plan(s, p, feeds, metadata, status);
   for (int i = 0; i < n_fetches && !failed; ++i) {
     results[i] = ct_tensor_clone(&p->values[p->fetch_slots[i]], status);
     failed = results[i] == NULL;
   }
-  release_all(p);
+  if (p) release_all(p);
+  pthread_mutex_unlock(&s->run_mutex);
   if (failed)
     for (int i = 0; i < n_fetches; ++i) {
       ct_tensor_free(results[i]);
       results[i] = NULL;
     }
   return failed;
+}
+
+int ct_session_run(ct_session *s, const ct_feed *feeds, int n_feeds, const ct_output *fetches,
+                   int n_fetches, ct_node *const *targets, int n_targets, ct_tensor **results,
+                   ct_status *status) {
+  return ct_session_run_traced(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, results,
+                               NULL, status);
 }

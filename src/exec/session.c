@@ -1,17 +1,50 @@
-/* Session lifecycle and variable storage. Runs are in executor.c. */
+/* Session lifecycle: devices, placement, variable storage. Runs are in
+ * executor.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "graph/placer.h"
 
 void ct_session_options_defaults(ct_session_options *options) {
   memset(options, 0, sizeof *options);
+  options->allow_soft_placement = 1;
+  options->device_count_cpu = 1;
+  options->device_count_gpu = -1;
+  options->gpu_options.per_process_gpu_memory_fraction = 1.0;
+}
+
+static FILE *log_stream(const ct_session *s) {
+  if (!s->options.log_device_placement) return NULL;
+  return s->options.log ? s->options.log : stderr;
+}
+
+int ct_session_place_new_nodes(ct_session *s, ct_status *status) {
+  const ct_graph *g = s->graph;
+  if (s->n_placed == g->n_nodes) return 0;
+  int *device_of = realloc(s->device_of, (size_t)g->n_nodes * sizeof *device_of);
+  if (device_of == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory placing nodes");
+    return 1;
+  }
+  s->device_of = device_of;
+  for (int i = s->n_placed; i < g->n_nodes; ++i) device_of[i] = -1;
+  if (ct_place_nodes(g, s->n_placed, s->devices, s->n_devices, s->options.allow_soft_placement,
+                     log_stream(s), device_of, status))
+    return 1;
+  s->n_placed = g->n_nodes;
+  return 0;
 }
 
 ct_session *ct_session_new(ct_graph *graph, const ct_session_options *options,
                            ct_status *status) {
   if (graph == NULL) {
     ct_status_set(status, CT_INVALID_ARGUMENT, "ct_session_new: the graph is null");
+    return NULL;
+  }
+  if (graph->status.code != CT_OK) {
+    ct_status_set(status, CT_FAILED_PRECONDITION, "the graph failed to build: %s",
+                  graph->status.message);
     return NULL;
   }
   ct_session *s = calloc(1, sizeof *s);
@@ -24,17 +57,24 @@ ct_session *ct_session_new(ct_graph *graph, const ct_session_options *options,
     s->options = *options;
   else
     ct_session_options_defaults(&s->options);
-  if (s->options.intra_op_parallelism_threads < 0) {
+  pthread_mutex_init(&s->run_mutex, NULL);
+  const ct_session_options *o = &s->options;
+  if (o->intra_op_parallelism_threads < 0 || o->inter_op_parallelism_threads < 0) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "intra_op_parallelism_threads must be >= 0 (0: every core), got %d",
-                  s->options.intra_op_parallelism_threads);
-    free(s);
+                  "intra_op_parallelism_threads and inter_op_parallelism_threads must be >= 0 "
+                  "(0: every core), got %d and %d",
+                  o->intra_op_parallelism_threads, o->inter_op_parallelism_threads);
+    ct_session_free(s);
     return NULL;
   }
-  s->cpu = ct_cpu_device_new(0, s->options.intra_op_parallelism_threads,
-                             s->options.cpu_memory_limit, status);
-  if (s->cpu == NULL) {
-    free(s);
+  if (ct_devices_create(o, &s->devices, &s->n_devices, status)) {
+    ct_session_free(s);
+    return NULL;
+  }
+  FILE *log = log_stream(s);
+  if (log) ct_log_device_mapping(s->devices, s->n_devices, log);
+  if (ct_session_place_new_nodes(s, status)) {
+    ct_session_free(s);
     return NULL;
   }
   return s;
@@ -46,7 +86,9 @@ void ct_session_free(ct_session *s) {
   free(s->plans);
   for (int i = 0; i < s->n_variables; ++i) ct_tensor_free(s->variables[i]);
   free(s->variables);
-  ct_device_free(s->cpu);
+  ct_devices_free(s->devices, s->n_devices);
+  free(s->device_of);
+  pthread_mutex_destroy(&s->run_mutex);
   free(s);
 }
 
@@ -83,7 +125,25 @@ ct_tensor *ct_session_variable(ct_session *s, int index, ct_status *status) {
 }
 
 void ct_session_memory(ct_session *s, size_t *in_use, size_t *peak) {
-  ct_allocator_stats stats = ct_allocator_get_stats(s->cpu->allocator);
-  if (in_use) *in_use = stats.bytes_in_use;
-  if (peak) *peak = stats.peak_bytes_in_use;
+  size_t total_in_use = 0, total_peak = 0;
+  for (int i = 0; i < s->n_devices; ++i) {
+    ct_allocator_stats stats = ct_allocator_get_stats(s->devices[i]->allocator);
+    total_in_use += stats.bytes_in_use;
+    total_peak += stats.peak_bytes_in_use;
+  }
+  if (in_use) *in_use = total_in_use;
+  if (peak) *peak = total_peak;
+}
+
+int ct_session_device_count(const ct_session *s) { return s->n_devices; }
+
+const char *ct_session_device_name(const ct_session *s, int index) {
+  return index >= 0 && index < s->n_devices ? s->devices[index]->name : NULL;
+}
+
+const char *ct_session_node_device(ct_session *s, const ct_node *node, ct_status *status) {
+  if (node == NULL || node->id >= s->graph->n_nodes || s->graph->nodes[node->id] != node)
+    return NULL;
+  if (ct_session_place_new_nodes(s, status)) return NULL;
+  return s->devices[s->device_of[node->id]]->name;
 }

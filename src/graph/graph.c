@@ -46,7 +46,10 @@ void ct_graph_free(ct_graph *g) {
   for (int i = 0; i < g->n_name_scopes; ++i) free(g->name_scopes[i]);
   for (int i = 0; i < g->n_device_scopes; ++i) free(g->device_scopes[i]);
   for (int i = 0; i < g->n_variable_scopes; ++i) free(g->variable_scopes[i]);
-  for (int i = 0; i < g->n_variables; ++i) free(g->variables[i].name);
+  for (int i = 0; i < g->n_variables; ++i) {
+    free(g->variables[i].name);
+    free(g->variables[i].device);
+  }
   free(g->variables);
   free(g->update_ops);
   free(g->nodes);

@@ -19,6 +19,8 @@ typedef struct ct_variable_info {
   ct_shape shape;
   ct_initializer init;
   int trainable;
+  char *device;         /* device scope in force when it was created */
+  int colocate_with;    /* an optimizer slot: the variable it lives beside; else -1 */
 } ct_variable_info;
 
 struct ct_node {

@@ -38,7 +38,9 @@ static ct_output slot(ct_graph *g, int v, const char *suffix) {
   char name[1024];
   snprintf(name, sizeof name, "%s/%s", g->variables[v].name, suffix);
   ct_initializer zeros = {CT_INIT_ZEROS, 0.0f};
-  return ct_graph_variable_absolute(g, name, g->variables[v].shape, zeros, 0);
+  ct_output read = ct_graph_variable_absolute(g, name, g->variables[v].shape, zeros, 0);
+  if (read.node) g->variables[read.node->variable].colocate_with = v; /* slots live beside v */
+  return read;
 }
 
 static ct_node *apply_update(ct_graph *g, const ct_optimizer_config *c, int v, ct_output lr,

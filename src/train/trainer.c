@@ -52,6 +52,26 @@ static void schedule_from_config(const ct_config *c, ct_schedule *s) {
   s->warmup_epochs = (double)c->train.schedule.warmup_epochs;
 }
 
+void ct_session_options_from_config(const ct_config *c, ct_session_options *o) {
+  ct_session_options_defaults(o);
+  o->log_device_placement = c->session.log_device_placement;
+  o->allow_soft_placement = c->session.allow_soft_placement;
+  o->device_count_cpu = (int)c->session.device_count_cpu;
+  o->device_count_gpu = (int)c->session.device_count_gpu;
+  o->intra_op_parallelism_threads = (int)c->session.intra_op_parallelism_threads;
+  o->inter_op_parallelism_threads = (int)c->session.inter_op_parallelism_threads;
+  o->cpu_memory_limit = (size_t)c->session.memory_limit_mb_cpu << 20;
+  o->gpu_memory_limit = (size_t)c->session.memory_limit_mb_gpu << 20;
+  o->gpu_options.allow_growth = c->session.gpu_options.allow_growth;
+  o->gpu_options.per_process_gpu_memory_fraction =
+      c->session.gpu_options.per_process_gpu_memory_fraction;
+  snprintf(o->gpu_options.visible_device_list, sizeof o->gpu_options.visible_device_list, "%s",
+           c->session.gpu_options.visible_device_list);
+  o->gpu_options.n_virtual_devices = c->session.gpu_options.n_virtual_devices;
+  for (int i = 0; i < o->gpu_options.n_virtual_devices && i < CT_MAX_DEVICES; ++i)
+    o->gpu_options.virtual_devices_mb[i] = c->session.gpu_options.virtual_devices_mb[i];
+}
+
 /* The train (train = 1) or test split the config names. */
 static ct_dataset *open_dataset(const ct_config *c, int train, ct_status *status) {
   if (strcmp(c->dataset.name, "synthetic") == 0)
@@ -274,9 +294,7 @@ static int train_run_setup(train_run *r, ct_status *status) {
                               (uint64_t)c->train.seed, &r->optimizer, 1, status))
     return 1;
   ct_session_options options;
-  ct_session_options_defaults(&options);
-  options.intra_op_parallelism_threads = (int)c->session.intra_op_parallelism_threads;
-  options.cpu_memory_limit = (size_t)c->session.memory_limit_mb_cpu << 20;
+  ct_session_options_from_config(c, &options);
   r->session = ct_session_new(r->tg.graph, &options, status);
   if (r->session == NULL) return 1;
   r->batcher = ct_batcher_new(r->train_set, c->dataset.batch_size, c->dataset.shuffle,
@@ -421,8 +439,7 @@ int ct_eval_main(const ct_config *c, const char *checkpoint_path, ct_status *sta
                                        (uint64_t)c->train.seed, NULL, 0, status);
   if (!failed) {
     ct_session_options options;
-    ct_session_options_defaults(&options);
-    options.intra_op_parallelism_threads = (int)c->session.intra_op_parallelism_threads;
+    ct_session_options_from_config(c, &options);
     s = ct_session_new(tg.graph, &options, status);
     failed = s == NULL || restore_checkpoint(s, tg.graph, path, c->model.name, status);
   }

@@ -62,7 +62,7 @@ static void test_buffers_are_reused_between_steps(void **state) {
   for (int step = 0; step < 4; ++step) {
     ct_session_set_step(s, (uint64_t)step);
     assert_int_equal(ct_session_run(s, feeds, 3, NULL, 0, &tg.step, 1, NULL, &st), 0);
-    ct_allocator_stats stats = ct_allocator_get_stats(s->cpu->allocator);
+    ct_allocator_stats stats = ct_allocator_get_stats(s->devices[0]->allocator);
     assert_int_equal(stats.bytes_in_use, 0);
     if (step == 0) after_first = stats;
     assert_int_equal(stats.bytes_reserved, after_first.bytes_reserved);

@@ -1,0 +1,122 @@
+#include "graph/placer.h"
+
+#include <string.h>
+
+#include "ops/op_def.h"
+
+static ct_device_kind kind_of(const ct_device *d) {
+  return d->type == CT_DEVICE_GPU ? CT_DEVICE_KIND_GPU : CT_DEVICE_KIND_CPU;
+}
+
+static int has_kernel(const ct_node *n, const ct_device *d) {
+  return n->n_outputs == 0 || ct_kernel_find(n->op->name, d->type) != NULL;
+}
+
+/* Pass 1: the device a node must share with its variable, if any. */
+static const char *colocated_request(const ct_graph *g, const ct_node *n) {
+  int v = n->variable;
+  if (v < 0 && (n->op->flags & CT_OP_MUTATES_INPUT0) && n->n_inputs > 0)
+    v = n->inputs[0].node->variable;
+  if (v < 0) return NULL;
+  while (g->variables[v].colocate_with >= 0) v = g->variables[v].colocate_with;
+  return g->variables[v].device;
+}
+
+/* Pass 3: GPUs before CPUs, lowest index first. */
+static int default_device(const ct_node *n, ct_device *const *devices, int n_devices) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < n_devices; ++i)
+      if ((devices[i]->type == CT_DEVICE_GPU) == (pass == 0) && has_kernel(n, devices[i]))
+        return i;
+  return -1;
+}
+
+static void list_devices(ct_device *const *devices, int n_devices, char *buf, size_t size) {
+  size_t used = 0;
+  for (int i = 0; i < n_devices && used < size; ++i)
+    used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", devices[i]->name);
+}
+
+void ct_log_device_mapping(ct_device *const *devices, int n_devices, FILE *log) {
+  fprintf(log, "Device mapping:\n");
+  for (int i = 0; i < n_devices; ++i) {
+    const ct_device *d = devices[i];
+    if (d->type == CT_DEVICE_CPU)
+      fprintf(log, "%s -> device: %d, name: cpu, cores: %d\n", d->name, d->index, d->threads);
+    else
+      fprintf(log, "%s -> device: %d, name: gpu\n", d->name, d->index);
+  }
+}
+
+static int place_node(const ct_graph *g, const ct_node *n, ct_device *const *devices,
+                      int n_devices, int allow_soft, FILE *log, int *device_of,
+                      ct_status *status) {
+  const char *colocated = colocated_request(g, n);
+  const char *request = colocated ? colocated : n->requested_device;
+  ct_device_spec spec;
+  if (ct_device_spec_parse(request, &spec, status) != 0) return 1;
+  int chosen = -1, matched = 0;
+  for (int i = 0; i < n_devices && chosen < 0; ++i) {
+    if (!ct_device_spec_matches(&spec, kind_of(devices[i]), devices[i]->index)) continue;
+    matched = 1;
+    if (has_kernel(n, devices[i])) chosen = i;
+  }
+  const int explicit_request = request[0] != '\0';
+  const char *why = NULL;
+  if (chosen < 0 && !explicit_request) {
+    chosen = default_device(n, devices, n_devices);
+  } else if (chosen < 0) {
+    char wanted[128], available[2048];
+    ct_device_spec_string(&spec, wanted, sizeof wanted);
+    if (!allow_soft) {
+      list_devices(devices, n_devices, available, sizeof available);
+      if (matched)
+        ct_status_set(status, CT_INVALID_ARGUMENT,
+                      "Cannot assign a device for operation '%s': Could not satisfy explicit "
+                      "device specification '%s' because no supported kernel for %s devices is "
+                      "available. Set session.allow_soft_placement: true to let ctower move it.",
+                      n->name, wanted, ct_device_kind_name(spec.kind));
+      else
+        ct_status_set(status, CT_INVALID_ARGUMENT,
+                      "Cannot assign a device for operation '%s': Operation was explicitly "
+                      "assigned to %s but available devices are [ %s ]. Make sure the device "
+                      "specification refers to a valid device.",
+                      n->name, wanted, available);
+      return 1;
+    }
+    /* Pass 4: the same type, any index, then the default. */
+    ct_device_spec same_type = spec;
+    same_type.has_id = 0;
+    for (int i = 0; i < n_devices && chosen < 0; ++i)
+      if (ct_device_spec_matches(&same_type, kind_of(devices[i]), devices[i]->index) &&
+          has_kernel(n, devices[i]))
+        chosen = i;
+    if (chosen < 0) chosen = default_device(n, devices, n_devices);
+    why = matched ? "has no kernel for it" : "does not exist";
+  }
+  if (chosen < 0) {
+    ct_status_set(status, CT_UNIMPLEMENTED, "no device of this session can run op %s (node '%s')",
+                  n->op->name, n->name);
+    return 1;
+  }
+  device_of[n->id] = chosen;
+  if (log) {
+    fprintf(log, "%s: (%s): %s\n", n->name, n->op->name, devices[chosen]->name);
+    if (why) {
+      char wanted[128];
+      ct_device_spec_string(&spec, wanted, sizeof wanted);
+      fprintf(log, "%s: requested %s, which %s; placed on %s by allow_soft_placement\n", n->name,
+              wanted, why, devices[chosen]->name);
+    }
+  }
+  return 0;
+}
+
+int ct_place_nodes(const ct_graph *g, int first_node, ct_device *const *devices, int n_devices,
+                   int allow_soft, FILE *log, int *device_of, ct_status *status) {
+  for (int id = first_node; id < g->n_nodes; ++id)
+    if (place_node(g, g->nodes[id], devices, n_devices, allow_soft, log, device_of, status))
+      return 1;
+  if (log) fflush(log);
+  return 0;
+}

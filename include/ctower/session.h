@@ -89,6 +89,17 @@ int ct_session_device_count(const ct_session *session);
 /* Canonical name of device i: "/job:localhost/replica:0/task:0/device:CPU:1". */
 const char *ct_session_device_name(const ct_session *session, int index);
 
+typedef struct ct_device_info {
+  const char *name;       /* canonical */
+  const char *kind;       /* "CPU" or "GPU" */
+  int threads;            /* CPU: worker threads (cores); GPU: streaming multiprocessors */
+  int first_core;         /* CPU: first core it is pinned to, -1 when not pinned */
+  size_t memory_limit;    /* bytes; 0: none */
+} ct_device_info;
+
+/* Fills *info for device i; returns 0, or 1 when there is no device i. */
+int ct_session_device_info(const ct_session *session, int index, ct_device_info *info);
+
 /* Where the session placed `node`: the canonical name of its device, or NULL
  * when the node is not placed (not part of this session's graph). Nodes
  * added to the graph after the session was created are placed on first

@@ -283,20 +283,40 @@ static int cmd_eval(const command *cmd, int argc, char **argv) {
 
 /* Prints one line per device. For now the single CPU device; the device
  * registry will replace this. */
-static void print_devices(const ct_config *config) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  char limit[32] = "none";
-  if (config->session.memory_limit_mb_cpu > 0)
-    snprintf(limit, sizeof limit, "%lld MiB", (long long)config->session.memory_limit_mb_cpu);
-  printf("/job:localhost/replica:0/task:0/device:CPU:0  kind: CPU  cores: %ld  memory limit: %s\n",
-         cores > 0 ? cores : 1, limit);
+/* Lists the devices a session made from the config's `session:` section has. */
+static int print_devices(const ct_config *config) {
+  ct_session_options options;
+  ct_session_options_from_config(config, &options);
+  options.log_device_placement = 0;
+  ct_graph *graph = ct_graph_new();
+  ct_status status = CT_STATUS_INIT;
+  ct_session *session = graph ? ct_session_new(graph, &options, &status) : NULL;
+  if (session == NULL) {
+    ct_graph_free(graph);
+    return runtime_exit(&status, "creating the devices");
+  }
+  for (int i = 0; i < ct_session_device_count(session); ++i) {
+    ct_device_info info;
+    ct_session_device_info(session, i, &info);
+    char limit[32] = "none", cores[64] = "";
+    if (info.memory_limit > 0)
+      snprintf(limit, sizeof limit, "%zu MiB", info.memory_limit >> 20);
+    if (info.first_core >= 0)
+      snprintf(cores, sizeof cores, " (pinned to %d-%d)", info.first_core,
+               info.first_core + info.threads - 1);
+    printf("%s  kind: %s  %s: %d%s  memory limit: %s\n", info.name, info.kind,
+           strcmp(info.kind, "GPU") == 0 ? "SMs" : "cores", info.threads, cores, limit);
+  }
+  ct_session_free(session);
+  ct_graph_free(graph);
+  return EXIT_OK;
 }
 
 static int cmd_devices(const command *cmd, int argc, char **argv) {
   parsed_args args = {0};
   ct_config config;
   int rc = run_with_args(cmd, argc, argv, &args, &config);
-  if (rc == 0) print_devices(&config);
+  if (rc == 0) rc = print_devices(&config);
   free(args.overrides);
   return rc < 0 ? EXIT_OK : rc;
 }

@@ -141,6 +141,17 @@ const char *ct_session_device_name(const ct_session *s, int index) {
   return index >= 0 && index < s->n_devices ? s->devices[index]->name : NULL;
 }
 
+int ct_session_device_info(const ct_session *s, int index, ct_device_info *info) {
+  if (index < 0 || index >= s->n_devices) return 1;
+  const ct_device *d = s->devices[index];
+  info->name = d->name;
+  info->kind = d->type == CT_DEVICE_GPU ? "GPU" : "CPU";
+  info->threads = d->threads;
+  info->first_core = d->first_core;
+  info->memory_limit = ct_allocator_get_stats(d->allocator).limit;
+  return 0;
+}
+
 const char *ct_session_node_device(ct_session *s, const ct_node *node, ct_status *status) {
   if (node == NULL || node->id >= s->graph->n_nodes || s->graph->nodes[node->id] != node)
     return NULL;

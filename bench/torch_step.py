@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""PyTorch counterpart of bench/bench_step.c: times training steps on random data.
+
+What it measures
+    N training steps (zero_grad(set_to_none=True), forward, softmax
+    cross-entropy loss with integer labels averaged over the batch, backward,
+    momentum SGD update with lr 0.01 and momentum 0.9) after W warm-up steps,
+    on one fixed batch of uniform [0, 1) images with labels i % 10.
+    Each step is timed with time.perf_counter(); the reported step time is the
+    median (sorted[N // 2], the same choice as bench_step.c) and
+    images_per_sec = batch / median.
+    peak_rss_growth_mb is the growth of the process's peak resident set size
+    (VmHWM in /proc/self/status) from just before the first warm-up step to
+    just after the last timed step, in MiB.
+
+Models (the same as ctower's zoo)
+    mlp         784-256-128-10 with ReLU, input flattened 28x28x1
+    fmnist_cnn  conv 5x5x32 SAME + ReLU, maxpool 2x2/2, conv 5x5x64 SAME +
+                ReLU, maxpool 2x2/2, flatten, dense 1024 + ReLU, dropout 0.4,
+                dense 10
+    Input is NCHW (PyTorch's native layout); ctower uses NHWC.
+
+How to run (Debian's python3-torch lives under /usr/bin/python3)
+    /usr/bin/python3 bench/torch_step.py --model fmnist_cnn --batch 128 \
+        --threads 2 --steps 30 --warmup 5
+
+It prints exactly one JSON line:
+    {"framework":"pytorch","model":...,"batch":...,"threads":...,
+     "images_per_sec":...,"step_ms_median":...,"peak_rss_growth_mb":...}
+Thread count is set with torch.set_num_threads(T); the environment
+(OMP_NUM_THREADS, allocator tuning, ...) is left to the caller, see
+bench/bench_train.py.
+"""
+import argparse
+import json
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+
+def peak_rss_mb():
+    """Peak resident set size of this process (VmHWM), in MiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def make_model(name):
+    if name == "mlp":
+        return nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(28 * 28, 256), nn.ReLU(),
+            nn.Linear(256, 128), nn.ReLU(),
+            nn.Linear(128, 10),
+        )
+    if name == "fmnist_cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(),
+            nn.MaxPool2d(2, 2),
+            nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(),
+            nn.MaxPool2d(2, 2),
+            nn.Flatten(),
+            nn.Linear(7 * 7 * 64, 1024), nn.ReLU(),
+            nn.Dropout(0.4),
+            nn.Linear(1024, 10),
+        )
+    raise ValueError("unknown model: " + name)
+
+
+def main():
+    p = argparse.ArgumentParser(description="Time PyTorch training steps on random data.")
+    p.add_argument("--model", default="fmnist_cnn", choices=["fmnist_cnn", "mlp"])
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=5)
+    a = p.parse_args()
+    if a.batch < 1 or a.threads < 1 or a.steps < 1 or a.warmup < 0:
+        p.error("batch, threads and steps must be >= 1, warmup >= 0")
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(12345)
+    model = make_model(a.model)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()  # mean over the batch
+    images = torch.rand(a.batch, 1, 28, 28)
+    labels = torch.arange(a.batch, dtype=torch.long) % 10
+
+    times = []
+    rss_before = peak_rss_mb()
+    for i in range(a.warmup + a.steps):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(images), labels)
+        loss.backward()
+        opt.step()
+        dt = time.perf_counter() - t0
+        if i >= a.warmup:
+            times.append(dt)
+    rss_growth = peak_rss_mb() - rss_before
+    if not torch.isfinite(loss).item():
+        print("torch_step: loss is not finite", file=sys.stderr)
+        return 1
+
+    times.sort()
+    median = times[len(times) // 2]
+    print(json.dumps({
+        "framework": "pytorch",
+        "model": a.model,
+        "batch": a.batch,
+        "threads": a.threads,
+        "images_per_sec": round(a.batch / median, 1),
+        "step_ms_median": round(median * 1e3, 3),
+        "peak_rss_growth_mb": round(rss_growth, 1),
+    }, separators=(",", ":")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

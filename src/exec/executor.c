@@ -402,8 +402,26 @@ static int check_feed(const ct_feed *feed, ct_status *status) {
   return 0;
 }
 
+/* Whether output 0 can take over input 0's buffer: an in-place op, input 0
+ * dies with this step (no other consumer left, no other view of it, not
+ * read twice here), owned by the device, of the output's shape and dtype. */
+static int can_take_input0(const ct_plan *p, const plan_step *step, const ct_tensor *out) {
+  const ct_node *n = step->node;
+  if (n == NULL || !(n->op->flags & CT_OP_INPLACE) || step->n_inputs == 0) return 0;
+  int in_slot = step->input_slots[0];
+  const ct_buffer *b = p->value_buffers[in_slot];
+  if (b == NULL || !b->owned || atomic_load((atomic_int *)&b->refs) != 1 ||
+      atomic_load(&p->remaining[in_slot]) != 1)
+    return 0;
+  for (int j = 1; j < step->n_inputs; ++j)
+    if (step->input_slots[j] == in_slot) return 0;
+  const ct_tensor *in = &p->values[in_slot];
+  return in->dtype == out->dtype && ct_shape_equal(&in->shape, &out->shape);
+}
+
 /* Gives a step its outputs: storage of a variable or constant, a view of
- * input 0, or fresh buffers from its device. */
+ * input 0, input 0's own buffer (in place), or fresh buffers from its
+ * device. */
 static int bind_outputs(ct_session *s, ct_plan *p, plan_step *step, ct_status *status) {
   ct_node *n = step->node;
   ct_device *device = s->devices[step->device];
@@ -424,6 +442,11 @@ static int bind_outputs(ct_session *s, ct_plan *p, plan_step *step, ct_status *s
       value->data = p->values[in_slot].data;
       b = p->value_buffers[in_slot];
       if (b) atomic_fetch_add((atomic_int *)&b->refs, 1);
+    } else if (o == 0 && can_take_input0(p, step, value)) {
+      int in_slot = step->input_slots[0];
+      b = p->value_buffers[in_slot];
+      value->data = b->data;
+      p->value_buffers[in_slot] = NULL; /* the output owns it now */
     } else {
       size_t nbytes = (size_t)ct_shape_elements(&value->shape) * ct_dtype_size(value->dtype);
       b->data = ct_allocator_alloc(device->allocator, nbytes, status);

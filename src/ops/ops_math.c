@@ -47,10 +47,10 @@ static void grad_div(ct_graph *g, const ct_node *n, const ct_output *gy, ct_outp
   gx[1] = reduce_to(g, ct_neg(g, ct_div(g, ct_mul(g, gy[0], y), b)), b);
 }
 
-const ct_op_def ct_op_add = {"Add", infer_binary, grad_add, 0};
-const ct_op_def ct_op_sub = {"Sub", infer_binary, grad_sub, 0};
-const ct_op_def ct_op_mul = {"Mul", infer_binary, grad_mul, 0};
-const ct_op_def ct_op_div = {"RealDiv", infer_binary, grad_div, 0};
+const ct_op_def ct_op_add = {"Add", infer_binary, grad_add, CT_OP_INPLACE};
+const ct_op_def ct_op_sub = {"Sub", infer_binary, grad_sub, CT_OP_INPLACE};
+const ct_op_def ct_op_mul = {"Mul", infer_binary, grad_mul, CT_OP_INPLACE};
+const ct_op_def ct_op_div = {"RealDiv", infer_binary, grad_div, CT_OP_INPLACE};
 
 ct_output ct_add(ct_graph *g, ct_output a, ct_output b) { return ct_out(add2(g, &ct_op_add, a, b), 0); }
 ct_output ct_sub(ct_graph *g, ct_output a, ct_output b) { return ct_out(add2(g, &ct_op_sub, a, b), 0); }
@@ -116,13 +116,13 @@ static void grad_tanh(ct_graph *g, const ct_node *n, const ct_output *gy, ct_out
   gx[0] = ct_out(add2(g, &ct_op_tanh_grad, ct_out((ct_node *)n, 0), gy[0]), 0);
 }
 
-const ct_op_def ct_op_neg = {"Neg", infer_unary_f32, grad_neg, 0};
-const ct_op_def ct_op_relu = {"Relu", infer_unary_f32, grad_relu, 0};
-const ct_op_def ct_op_relu_grad = {"ReluGrad", infer_same_pair, NULL, 0};
-const ct_op_def ct_op_sigmoid = {"Sigmoid", infer_unary_f32, grad_sigmoid, 0};
-const ct_op_def ct_op_sigmoid_grad = {"SigmoidGrad", infer_same_pair, NULL, 0};
-const ct_op_def ct_op_tanh = {"Tanh", infer_unary_f32, grad_tanh, 0};
-const ct_op_def ct_op_tanh_grad = {"TanhGrad", infer_same_pair, NULL, 0};
+const ct_op_def ct_op_neg = {"Neg", infer_unary_f32, grad_neg, CT_OP_INPLACE};
+const ct_op_def ct_op_relu = {"Relu", infer_unary_f32, grad_relu, CT_OP_INPLACE};
+const ct_op_def ct_op_relu_grad = {"ReluGrad", infer_same_pair, NULL, CT_OP_INPLACE};
+const ct_op_def ct_op_sigmoid = {"Sigmoid", infer_unary_f32, grad_sigmoid, CT_OP_INPLACE};
+const ct_op_def ct_op_sigmoid_grad = {"SigmoidGrad", infer_same_pair, NULL, CT_OP_INPLACE};
+const ct_op_def ct_op_tanh = {"Tanh", infer_unary_f32, grad_tanh, CT_OP_INPLACE};
+const ct_op_def ct_op_tanh_grad = {"TanhGrad", infer_same_pair, NULL, CT_OP_INPLACE};
 
 ct_output ct_neg(ct_graph *g, ct_output x) { return ct_out(add1(g, &ct_op_neg, x), 0); }
 ct_output ct_relu(ct_graph *g, ct_output x) { return ct_out(add1(g, &ct_op_relu, x), 0); }
@@ -150,7 +150,7 @@ static void grad_add_n(ct_graph *g, const ct_node *n, const ct_output *gy, ct_ou
   for (int k = 0; k < n->n_inputs; ++k) gx[k] = gy[0];
 }
 
-const ct_op_def ct_op_add_n = {"AddN", infer_add_n, grad_add_n, 0};
+const ct_op_def ct_op_add_n = {"AddN", infer_add_n, grad_add_n, CT_OP_INPLACE};
 
 ct_output ct_add_n(ct_graph *g, int n, const ct_output *xs) {
   if (n < 1 || n > 64) {

@@ -266,8 +266,8 @@ static int infer_dropout(ct_infer_ctx *ctx) {
   if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
   return ct_infer_same_as_input0(ctx);
 }
-const ct_op_def ct_op_dropout = {"Dropout", infer_dropout, grad_dropout, 0};
-const ct_op_def ct_op_dropout_grad = {"DropoutGrad", ct_infer_same_as_input0, NULL, 0};
+const ct_op_def ct_op_dropout = {"Dropout", infer_dropout, grad_dropout, CT_OP_INPLACE};
+const ct_op_def ct_op_dropout_grad = {"DropoutGrad", ct_infer_same_as_input0, NULL, CT_OP_INPLACE};
 
 ct_output ct_dropout(ct_graph *g, ct_output x, float rate) {
   if (!(rate >= 0.0f && rate < 1.0f)) {

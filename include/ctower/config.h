@@ -65,6 +65,8 @@ typedef struct ct_config {
     int allow_soft_placement;
     int64_t device_count_cpu;          /* >= 1 */
     int64_t device_count_gpu;          /* -1: all */
+    int n_cpu_virtual_devices;         /* > 0: the CPU split into this many logical devices */
+    int64_t cpu_virtual_devices_mb[CT_CONFIG_MAX_DEVICES]; /* each one's memory limit; 0: none */
     int64_t intra_op_parallelism_threads; /* 0: all cores */
     int64_t inter_op_parallelism_threads;
     int64_t memory_limit_mb_cpu;       /* 0: none */

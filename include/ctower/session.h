@@ -41,6 +41,7 @@ typedef struct ct_session_options {
                                        ops one after another on its own workers */
   int cpu_device_threads[CT_MAX_DEVICES]; /* per CPU device; 0: an even share of the above */
   size_t cpu_memory_limit;          /* bytes per CPU device; 0: none */
+  size_t cpu_device_memory_limit[CT_MAX_DEVICES]; /* per CPU device; 0: cpu_memory_limit */
   size_t gpu_memory_limit;          /* bytes per GPU; 0: the fraction decides */
   ct_gpu_options gpu_options;
   FILE *log;                        /* where the placement log goes; NULL: stderr */

@@ -167,7 +167,8 @@ int ct_devices_create(const ct_session_options *o, ct_device ***out, int *n_out,
   const int pin = n_cpu > 1 && sum <= cores;
   int next_core = 0;
   for (int i = 0; i < n_cpu; ++i) {
-    devices[i] = ct_cpu_device_new(i, threads[i], pin ? next_core : -1, o->cpu_memory_limit, status);
+    size_t limit = o->cpu_device_memory_limit[i] ? o->cpu_device_memory_limit[i] : o->cpu_memory_limit;
+    devices[i] = ct_cpu_device_new(i, threads[i], pin ? next_core : -1, limit, status);
     if (devices[i] == NULL) {
       ct_devices_free(devices, i);
       return 1;

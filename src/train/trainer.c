@@ -61,6 +61,11 @@ void ct_session_options_from_config(const ct_config *c, ct_session_options *o) {
   o->intra_op_parallelism_threads = (int)c->session.intra_op_parallelism_threads;
   o->inter_op_parallelism_threads = (int)c->session.inter_op_parallelism_threads;
   o->cpu_memory_limit = (size_t)c->session.memory_limit_mb_cpu << 20;
+  if (c->session.n_cpu_virtual_devices > 0) { /* logical CPU devices with their own limits */
+    o->device_count_cpu = c->session.n_cpu_virtual_devices;
+    for (int i = 0; i < c->session.n_cpu_virtual_devices && i < CT_MAX_DEVICES; ++i)
+      o->cpu_device_memory_limit[i] = (size_t)c->session.cpu_virtual_devices_mb[i] << 20;
+  }
   o->gpu_memory_limit = (size_t)c->session.memory_limit_mb_gpu << 20;
   o->gpu_options.allow_growth = c->session.gpu_options.allow_growth;
   o->gpu_options.per_process_gpu_memory_fraction =

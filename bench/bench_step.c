@@ -3,6 +3,8 @@
  * beside PyTorch doing the same work.
  *
  *   bench_step --model fmnist_cnn --batch 128 --threads 2 --steps 30 --warmup 5
+ *   bench_step --profile ...   also prints, on stderr, where a step's time goes
+ *                              (kernel time per op type, from the run timeline)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,17 +36,64 @@ static int compare_doubles(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Sums kernel time per op type over `runs` traced steps and prints the
+ * table, largest first, in milliseconds per step. */
+static void print_profile(ct_session *s, const ct_feed *feeds, ct_output loss, ct_node *step,
+                          int runs) {
+  enum { MAX_OPS = 128 };
+  const char *ops[MAX_OPS];
+  double total[MAX_OPS];
+  int n_ops = 0;
+  double step_sum = 0;
+  ct_run_metadata *md = ct_run_metadata_new();
+  ct_status st = CT_STATUS_INIT;
+  for (int r = 0; r < runs; ++r) {
+    ct_tensor *out = NULL;
+    double t0 = now_seconds();
+    if (ct_session_run_traced(s, feeds, 3, &loss, 1, &step, 1, &out, md, &st)) break;
+    step_sum += now_seconds() - t0;
+    ct_tensor_free(out);
+    for (int i = 0; i < ct_run_metadata_event_count(md); ++i) {
+      ct_timeline_event e = ct_run_metadata_event(md, i);
+      int k = 0;
+      while (k < n_ops && strcmp(ops[k], e.op) != 0) ++k;
+      if (k == n_ops && n_ops < MAX_OPS) ops[n_ops] = e.op, total[n_ops++] = 0;
+      if (k < n_ops) total[k] += (e.end_us - e.start_us) / 1e3;
+    }
+  }
+  for (int i = 0; i < n_ops; ++i) /* selection sort, largest first */
+    for (int j = i + 1; j < n_ops; ++j)
+      if (total[j] > total[i]) {
+        double t = total[i];
+        const char *o = ops[i];
+        total[i] = total[j], ops[i] = ops[j];
+        total[j] = t, ops[j] = o;
+      }
+  double kernels = 0;
+  for (int i = 0; i < n_ops; ++i) kernels += total[i];
+  fprintf(stderr, "%-36s %10s %7s\n", "op", "ms/step", "share");
+  for (int i = 0; i < n_ops; ++i)
+    fprintf(stderr, "%-36s %10.2f %6.1f%%\n", ops[i], total[i] / runs, 100 * total[i] / kernels);
+  fprintf(stderr, "%-36s %10.2f\n%-36s %10.2f\n", "all kernels", kernels / runs,
+          "whole step (wall)", step_sum * 1e3 / runs);
+  ct_run_metadata_free(md);
+}
+
 static void usage(void) {
   fprintf(stderr,
           "usage: bench_step [--model mlp|fmnist_cnn] [--batch N] [--threads T] [--steps N] "
-          "[--warmup N]\n");
+          "[--warmup N] [--profile]\n");
 }
 
 int main(int argc, char **argv) {
   const char *model_name = "fmnist_cnn";
   int64_t batch = 128;
-  int threads = 1, steps = 30, warmup = 5;
+  int threads = 1, steps = 30, warmup = 5, profile = 0;
   for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--profile") == 0) {
+      profile = 1;
+      continue;
+    }
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
     if (value == NULL) {
       usage();
@@ -118,6 +167,7 @@ int main(int argc, char **argv) {
          "\"allocator_peak_mb\":%.1f}\n",
          model_name, (long long)batch, threads, (double)batch / median, median * 1e3, rss_growth,
          (double)peak / 1048576.0);
+  if (profile) print_profile(s, feeds, tg.loss, tg.step, 10);
   free(times);
   ct_tensor_free(images);
   ct_tensor_free(labels);

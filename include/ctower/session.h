@@ -84,6 +84,22 @@ ct_tensor *ct_session_variable(ct_session *session, int index, ct_status *status
 /* Bytes in use now and at most, summed over the session's devices. */
 void ct_session_memory(ct_session *session, size_t *in_use, size_t *peak);
 
+/* One device's allocator, exactly. Variables, optimizer slots and every
+ * buffer of a run live there. */
+typedef struct ct_memory_stats {
+  size_t bytes_in_use;        /* now */
+  size_t peak_bytes_in_use;   /* since the session started or the last reset */
+  size_t bytes_reserved;      /* obtained from the system (kept for reuse) */
+  size_t largest_free_chunk;  /* among the reserved bytes */
+  size_t limit;               /* 0: none */
+  uint64_t allocations;       /* requests served */
+} ct_memory_stats;
+
+/* Fills *stats for device i; returns 0, or 1 when there is no device i. */
+int ct_session_memory_stats(const ct_session *session, int device, ct_memory_stats *stats);
+/* Starts every device's peak again from its bytes in use now. */
+void ct_session_reset_peak_memory(ct_session *session);
+
 /* Devices: ------------------------------------------------------------- */
 
 int ct_session_device_count(const ct_session *session);

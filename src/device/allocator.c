@@ -161,6 +161,16 @@ ct_allocator_stats ct_allocator_get_stats(ct_allocator *a) {
   s.bytes_reserved = a->reserved;
   s.limit = a->limit;
   s.allocations = a->allocations;
+  s.largest_free_chunk = 0;
+  for (size_t i = 0; i < a->bins_cap; ++i)
+    if (a->bins[i].free_list && a->bins[i].size > s.largest_free_chunk)
+      s.largest_free_chunk = a->bins[i].size;
   pthread_mutex_unlock(&a->mutex);
   return s;
+}
+
+void ct_allocator_reset_peak(ct_allocator *a) {
+  pthread_mutex_lock(&a->mutex);
+  a->peak = a->in_use;
+  pthread_mutex_unlock(&a->mutex);
 }

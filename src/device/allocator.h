@@ -19,6 +19,7 @@ typedef struct ct_allocator_stats {
   size_t bytes_reserved;   /* obtained from the system (in use + cached) */
   size_t limit;            /* 0: none */
   uint64_t allocations;    /* requests served */
+  size_t largest_free_chunk; /* largest block cached for reuse */
 } ct_allocator_stats;
 
 /* device_name appears in out-of-memory messages; limit 0 means none. */
@@ -31,5 +32,7 @@ void ct_allocator_free_all(ct_allocator *allocator);
 void *ct_allocator_alloc(ct_allocator *allocator, size_t nbytes, ct_status *status);
 void ct_allocator_free(ct_allocator *allocator, void *ptr);
 ct_allocator_stats ct_allocator_get_stats(ct_allocator *allocator);
+/* Starts the peak again from the bytes in use now. */
+void ct_allocator_reset_peak(ct_allocator *allocator);
 
 #endif

@@ -27,6 +27,7 @@ struct ct_session {
   int *device_of;           /* per graph node: device index, -1 until placed */
   int n_placed;             /* nodes 0 .. n_placed-1 are placed */
   ct_tensor **variables;    /* per graph variable, NULL until first used */
+  ct_device **variable_device; /* whose allocator holds each variable */
   int n_variables;
   uint64_t step;
   ct_plan **plans;          /* cached per (feeds, fetches, targets) */

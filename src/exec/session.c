@@ -84,8 +84,12 @@ void ct_session_free(ct_session *s) {
   if (s == NULL) return;
   for (int i = 0; i < s->n_plans; ++i) ct_plan_free(s->plans[i]);
   free(s->plans);
-  for (int i = 0; i < s->n_variables; ++i) ct_tensor_free(s->variables[i]);
+  for (int i = 0; i < s->n_variables; ++i) {
+    if (s->variables[i]) ct_allocator_free(s->variable_device[i]->allocator, s->variables[i]->data);
+    ct_tensor_free(s->variables[i]);
+  }
   free(s->variables);
+  free(s->variable_device);
   ct_devices_free(s->devices, s->n_devices);
   free(s->device_of);
   pthread_mutex_destroy(&s->run_mutex);
@@ -94,22 +98,40 @@ void ct_session_free(ct_session *s) {
 
 void ct_session_set_step(ct_session *s, uint64_t step) { s->step = step; }
 
+/* The device a variable's reads were placed on (they are colocated). */
+static int variable_device(const ct_session *s, int v) {
+  for (int id = 0; id < s->n_placed; ++id)
+    if (s->graph->nodes[id]->variable == v) return s->device_of[id];
+  return 0;
+}
+
 int ct_session_init_variables(ct_session *s, ct_status *status) {
   const ct_graph *g = s->graph;
+  if (ct_session_place_new_nodes(s, status)) return 1;
   if (s->n_variables < g->n_variables) {
     ct_tensor **vars = realloc(s->variables, (size_t)g->n_variables * sizeof *vars);
-    if (vars == NULL) {
+    if (vars) s->variables = vars;
+    ct_device **devices = realloc(s->variable_device, (size_t)g->n_variables * sizeof *devices);
+    if (devices) s->variable_device = devices;
+    if (vars == NULL || devices == NULL) {
       ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for variables");
       return 1;
     }
-    for (int i = s->n_variables; i < g->n_variables; ++i) vars[i] = NULL;
-    s->variables = vars;
+    for (int i = s->n_variables; i < g->n_variables; ++i) vars[i] = NULL, devices[i] = NULL;
     s->n_variables = g->n_variables;
   }
   for (int i = 0; i < g->n_variables; ++i) {
     if (s->variables[i]) continue;
-    s->variables[i] = ct_tensor_new(CT_F32, &g->variables[i].shape, status);
-    if (s->variables[i] == NULL) return 1;
+    ct_device *device = s->devices[variable_device(s, i)];
+    size_t nbytes = (size_t)ct_shape_elements(&g->variables[i].shape) * sizeof(float);
+    void *data = ct_allocator_alloc(device->allocator, nbytes, status);
+    if (data == NULL) return 1;
+    s->variables[i] = ct_tensor_wrap(CT_F32, &g->variables[i].shape, data, status);
+    if (s->variables[i] == NULL) {
+      ct_allocator_free(device->allocator, data);
+      return 1;
+    }
+    s->variable_device[i] = device;
     ct_initialize_variable(&g->variables[i], g->seed, s->variables[i]);
   }
   return 0;
@@ -122,6 +144,22 @@ ct_tensor *ct_session_variable(ct_session *s, int index, ct_status *status) {
   }
   if (ct_session_init_variables(s, status)) return NULL;
   return s->variables[index];
+}
+
+int ct_session_memory_stats(const ct_session *s, int device, ct_memory_stats *out) {
+  if (device < 0 || device >= s->n_devices) return 1;
+  ct_allocator_stats stats = ct_allocator_get_stats(s->devices[device]->allocator);
+  out->bytes_in_use = stats.bytes_in_use;
+  out->peak_bytes_in_use = stats.peak_bytes_in_use;
+  out->bytes_reserved = stats.bytes_reserved;
+  out->largest_free_chunk = stats.largest_free_chunk;
+  out->limit = stats.limit;
+  out->allocations = stats.allocations;
+  return 0;
+}
+
+void ct_session_reset_peak_memory(ct_session *s) {
+  for (int i = 0; i < s->n_devices; ++i) ct_allocator_reset_peak(s->devices[i]->allocator);
 }
 
 void ct_session_memory(ct_session *s, size_t *in_use, size_t *peak) {

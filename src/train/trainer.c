@@ -257,6 +257,20 @@ static void progress_update(progress *p, int64_t epoch, int64_t epochs, int64_t 
   fflush(stdout);
 }
 
+/* --memory-stats: every device's allocator, exactly. */
+static void print_memory_stats(ct_session *s) {
+  for (int d = 0; d < ct_session_device_count(s); ++d) {
+    ct_memory_stats m;
+    ct_session_memory_stats(s, d, &m);
+    char limit[32] = "none";
+    if (m.limit) snprintf(limit, sizeof limit, "%zu", m.limit);
+    printf("memory %s: in use %zu bytes, peak %zu, reserved %zu, largest free chunk %zu, "
+           "allocations %llu, limit %s\n",
+           ct_session_device_name(s, d), m.bytes_in_use, m.peak_bytes_in_use, m.bytes_reserved,
+           m.largest_free_chunk, (unsigned long long)m.allocations, limit);
+  }
+}
+
 /* ---- train ---------------------------------------------------------------------- */
 
 typedef struct train_run {
@@ -402,19 +416,20 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
       failed = save_checkpoint(r.session, &r.tg, c, global_step, epoch + 1, test.accuracy, status);
   }
   if (!failed) {
-    size_t peak = 0;
-    ct_session_memory(r.session, NULL, &peak);
-    printf("done: %lld steps in %.1f s; test accuracy %.4f; peak memory on CPU:0 %.1f MiB%s%s\n",
-           (long long)global_step, now_seconds() - start, test.accuracy,
-           (double)peak / 1048576.0, c->train.checkpoint[0] ? "; checkpoint " : "",
-           c->train.checkpoint);
-    if (flags->memory_stats) {
-      size_t in_use = 0;
-      ct_session_memory(r.session, &in_use, &peak);
-      printf("memory /job:localhost/replica:0/task:0/device:CPU:0: in use %zu bytes, peak %zu "
-             "bytes\n",
-             in_use, peak);
+    printf("done: %lld steps in %.1f s; test accuracy %.4f", (long long)global_step,
+           now_seconds() - start, test.accuracy);
+    if (c->train.checkpoint[0]) printf("; checkpoint %s", c->train.checkpoint);
+    printf("\npeak memory:");
+    for (int d = 0; d < ct_session_device_count(r.session); ++d) {
+      ct_memory_stats m;
+      ct_session_memory_stats(r.session, d, &m);
+      const char *name = ct_session_device_name(r.session, d);
+      const char *short_name = strstr(name, "device:");
+      printf("%s %s %.1f MiB", d ? "," : "", short_name ? short_name + 7 : name,
+             (double)m.peak_bytes_in_use / 1048576.0);
     }
+    printf("\n");
+    if (flags->memory_stats) print_memory_stats(r.session);
   }
   train_run_free(&r);
   return failed;

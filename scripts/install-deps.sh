@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages ctower builds, tests and trains with.
-# Run as root (or through sudo). Does nothing when all are installed.
+# Runs apt-get as root, through sudo when started by another user. Does
+# nothing when all are installed.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libdnnl-dev libyaml-dev zlib1g-dev libcmocka-dev
           dataset-fashion-mnist)
@@ -12,7 +13,10 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: these packages are missing: ${missing[*]}; run this script as root (sudo)" >&2
+  if command -v sudo >/dev/null 2>&1; then
+    exec sudo "$0" "$@"
+  fi
+  echo "install-deps: these packages are missing: ${missing[*]}; run this script as root" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive

@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # Builds ctower and runs its tests: the whole suite on a release build, then
 # the unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
-# Installs missing Debian packages first when run as root.
+# Installs missing Debian packages first (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
-if [ "$(id -u)" -eq 0 ]; then
-  scripts/install-deps.sh
-fi
+scripts/install-deps.sh
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"

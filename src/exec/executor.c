@@ -543,10 +543,11 @@ static void execute_step(void *context, int index) {
   }
 }
 
-/* Returns every buffer a failed or finished run still holds. */
+/* Returns every buffer a failed or finished run still holds: each slot that
+ * still has a buffer holds one reference to it. */
 static void release_all(ct_plan *p) {
   for (int slot = 0; slot < p->n_slots; ++slot) {
-    while (p->value_buffers[slot] && atomic_load(&p->remaining[slot]) > 0) slot_consumed(p, slot);
+    buffer_release(p->value_buffers[slot]);
     p->value_buffers[slot] = NULL;
     atomic_store(&p->remaining[slot], 0);
   }

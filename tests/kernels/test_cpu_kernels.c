@@ -24,7 +24,7 @@ static void run_begin(op_run *r, int n, const ct_shape *shapes, uint64_t seed) {
   r->g = ct_graph_new();
   r->n = n;
   for (int i = 0; i < n; ++i) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "x%d", i);
     r->in[i] = ct_placeholder(r->g, name, CT_F32, shapes[i]);
     r->value[i] = ct_tensor_new(CT_F32, &shapes[i], &st);

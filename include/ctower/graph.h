@@ -70,6 +70,13 @@ void ct_graph_pop_device(ct_graph *graph);
 void ct_graph_push_variable_scope(ct_graph *graph, const char *scope);
 void ct_graph_pop_variable_scope(ct_graph *graph);
 
+/* Variable device scopes decide where new variables (and so their reads,
+ * updates and slots) live, whatever the device scope: the parameter-server
+ * strategy creates a tower's variables on the ps device while the tower's
+ * ops run on its own (TensorFlow's replica_device_setter). */
+void ct_graph_push_variable_device(ct_graph *graph, const char *device);
+void ct_graph_pop_variable_device(ct_graph *graph);
+
 /* Nodes, in creation order (a topological order). */
 int ct_graph_node_count(const ct_graph *graph);
 ct_node *ct_graph_node(const ct_graph *graph, int index);

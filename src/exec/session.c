@@ -132,7 +132,9 @@ int ct_session_init_variables(ct_session *s, ct_status *status) {
       return 1;
     }
     s->variable_device[i] = device;
-    ct_initialize_variable(&g->variables[i], g->seed, s->variables[i]);
+    /* a replica starts from the same values as its original */
+    int source = g->variables[i].replica_of >= 0 ? g->variables[i].replica_of : i;
+    ct_initialize_variable(&g->variables[source], g->seed, s->variables[i]);
   }
   return 0;
 }

@@ -46,6 +46,7 @@ void ct_graph_free(ct_graph *g) {
   for (int i = 0; i < g->n_name_scopes; ++i) free(g->name_scopes[i]);
   for (int i = 0; i < g->n_device_scopes; ++i) free(g->device_scopes[i]);
   for (int i = 0; i < g->n_variable_scopes; ++i) free(g->variable_scopes[i]);
+  for (int i = 0; i < g->n_variable_device_scopes; ++i) free(g->variable_device_scopes[i]);
   for (int i = 0; i < g->n_variables; ++i) {
     free(g->variables[i].name);
     free(g->variables[i].device);
@@ -125,6 +126,16 @@ void ct_graph_push_device(ct_graph *g, const char *device) {
 }
 void ct_graph_pop_device(ct_graph *g) {
   pop_scope(g, g->device_scopes, &g->n_device_scopes, "device");
+}
+
+void ct_graph_push_variable_device(ct_graph *g, const char *device) {
+  char *copy = strdup(device ? device : "");
+  if (!push_scope(g, g->variable_device_scopes, &g->n_variable_device_scopes, copy,
+                  "variable device"))
+    free(copy);
+}
+void ct_graph_pop_variable_device(ct_graph *g) {
+  pop_scope(g, g->variable_device_scopes, &g->n_variable_device_scopes, "variable device");
 }
 
 void ct_graph_push_variable_scope(ct_graph *g, const char *scope) {

@@ -19,7 +19,10 @@ typedef struct ct_variable_info {
   ct_shape shape;
   ct_initializer init;
   int trainable;
-  char *device;         /* device scope in force when it was created */
+  char *device;         /* device scope in force when it was created (or the
+                           variable device scope, which wins) */
+  int replica_of;       /* a copy of another variable (replicated towers): that
+                           one's index, whose name seeds the initializer; else -1 */
   int colocate_with;    /* an optimizer slot: the variable it lives beside; else -1 */
 } ct_variable_info;
 
@@ -52,6 +55,8 @@ struct ct_graph {
   int n_device_scopes;
   char *variable_scopes[64];    /* full prefixes */
   int n_variable_scopes;
+  char *variable_device_scopes[64]; /* where new variables go, whatever the device scope */
+  int n_variable_device_scopes;
   ct_variable_info *variables;
   int n_variables, variables_cap;
   ct_node **update_ops;

@@ -74,7 +74,11 @@ ct_output ct_graph_variable_absolute(ct_graph *g, const char *full_name, ct_shap
   var->init = init;
   var->trainable = trainable;
   var->colocate_with = -1;
-  var->device = strdup(g->n_device_scopes ? g->device_scopes[g->n_device_scopes - 1] : "");
+  var->replica_of = -1;
+  var->device = strdup(g->n_variable_device_scopes
+                           ? g->variable_device_scopes[g->n_variable_device_scopes - 1]
+                       : g->n_device_scopes ? g->device_scopes[g->n_device_scopes - 1]
+                                            : "");
   if (var->device == NULL) {
     free(var->name);
     ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory creating variable '%s'",

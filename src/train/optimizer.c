@@ -71,9 +71,9 @@ static ct_node *apply_update(ct_graph *g, const ct_optimizer_config *c, int v, c
   return NULL;
 }
 
-int ct_optimizer_minimize(ct_graph *g, const ct_optimizer_config *c, ct_output loss,
-                          ct_train_op *train_op) {
-  memset(train_op, 0, sizeof *train_op);
+int ct_optimizer_compute_gradients(ct_graph *g, ct_output loss, int *variables,
+                                   ct_output *grads, int *n_out) {
+  *n_out = 0;
   if (g->status.code != CT_OK) return 1;
   ct_shape loss_shape = ct_output_shape(loss);
   if (loss.node == NULL || loss_shape.rank != 0) {
@@ -81,15 +81,14 @@ int ct_optimizer_minimize(ct_graph *g, const ct_optimizer_config *c, ct_output l
     return 1;
   }
   /* Every read of a trainable variable is an x; a variable's gradient sums
-   * those of its reads (one per tower that uses it). */
+   * those of its reads (one per tower that uses it), beside the variable. */
   int n_reads = 0;
   ct_node **reads = malloc((size_t)(g->n_nodes + 1) * sizeof *reads);
   ct_output *xs = malloc((size_t)(g->n_nodes + 1) * sizeof *xs);
-  ct_output *grads = malloc((size_t)(g->n_nodes + 1) * sizeof *grads);
-  ct_node **updates = malloc((size_t)(g->n_variables + 1) * sizeof *updates);
-  if (!reads || !xs || !grads || !updates) {
-    free(reads), free(xs), free(grads), free(updates);
-    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the optimizer");
+  ct_output *read_grads = malloc((size_t)(g->n_nodes + 1) * sizeof *read_grads);
+  if (!reads || !xs || !read_grads) {
+    free(reads), free(xs), free(read_grads);
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory computing gradients");
     return 1;
   }
   for (int id = 0; id < g->n_nodes; ++id) {
@@ -100,28 +99,62 @@ int ct_optimizer_minimize(ct_graph *g, const ct_optimizer_config *c, ct_output l
     }
   }
   const int n_variables = g->n_variables;
-  int n_updates = 0;
-  if (ct_gradients(g, loss, n_reads, xs, grads) == 0) {
-    ct_graph_push_name_scope(g, "train");
-    train_op->learning_rate = ct_placeholder(g, "learning_rate", CT_F32, ct_shape_of(0));
+  if (ct_gradients(g, loss, n_reads, xs, read_grads) == 0) {
     for (int v = 0; v < n_variables; ++v) {
       if (!g->variables[v].trainable) continue;
-      ct_output grad = variable_gradient(g, v, n_reads, reads, grads);
-      if (grad.node == NULL) continue; /* does not affect the loss */
-      ct_node *first_read = NULL;
-      for (int k = 0; k < n_reads && !first_read; ++k)
-        if (reads[k]->variable == v) first_read = reads[k];
-      ct_graph_push_device(g, first_read ? first_read->requested_device : "");
-      ct_node *update = apply_update(g, c, v, train_op->learning_rate, grad);
+      ct_graph_push_device(g, g->variables[v].device);
+      ct_output grad = variable_gradient(g, v, n_reads, reads, read_grads);
       ct_graph_pop_device(g);
-      if (update) updates[n_updates++] = update;
+      if (grad.node == NULL) continue; /* does not affect the loss */
+      variables[*n_out] = v;
+      grads[(*n_out)++] = grad;
     }
-    if (n_updates == 0 && g->status.code == CT_OK)
+    if (*n_out == 0 && g->status.code == CT_OK)
       ct_graph_set_error(g, CT_INVALID_ARGUMENT,
                          "the loss depends on no trainable variable: nothing to minimize");
-    train_op->op = ct_group(g, "update", n_updates, updates);
-    ct_graph_pop_name_scope(g);
   }
-  free(reads), free(xs), free(grads), free(updates);
+  free(reads), free(xs), free(read_grads);
   return g->status.code != CT_OK;
+}
+
+int ct_optimizer_apply_gradients(ct_graph *g, const ct_optimizer_config *c, int n,
+                                 const int *variables, const ct_output *grads,
+                                 ct_train_op *train_op) {
+  memset(train_op, 0, sizeof *train_op);
+  if (g->status.code != CT_OK) return 1;
+  ct_node **updates = malloc((size_t)(n + 1) * sizeof *updates);
+  if (updates == NULL) {
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the optimizer");
+    return 1;
+  }
+  int n_updates = 0;
+  ct_graph_push_name_scope(g, "train");
+  train_op->learning_rate = ct_placeholder(g, "learning_rate", CT_F32, ct_shape_of(0));
+  for (int i = 0; i < n; ++i) {
+    int v = variables[i];
+    ct_graph_push_device(g, g->variables[v].device); /* the update lives beside v */
+    ct_node *update = apply_update(g, c, v, train_op->learning_rate, grads[i]);
+    ct_graph_pop_device(g);
+    if (update) updates[n_updates++] = update;
+  }
+  train_op->op = ct_group(g, "update", n_updates, updates);
+  ct_graph_pop_name_scope(g);
+  free(updates);
+  return g->status.code != CT_OK;
+}
+
+int ct_optimizer_minimize(ct_graph *g, const ct_optimizer_config *c, ct_output loss,
+                          ct_train_op *train_op) {
+  memset(train_op, 0, sizeof *train_op);
+  int *variables = malloc((size_t)(g->n_variables + 1) * sizeof *variables);
+  ct_output *grads = malloc((size_t)(g->n_variables + 1) * sizeof *grads);
+  int n = 0, failed = 1;
+  if (variables && grads)
+    failed = ct_optimizer_compute_gradients(g, loss, variables, grads, &n) ||
+             ct_optimizer_apply_gradients(g, c, n, variables, grads, train_op);
+  else
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the optimizer");
+  free(variables);
+  free(grads);
+  return failed;
 }

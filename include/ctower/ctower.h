@@ -12,6 +12,7 @@
 #include "ctower/session.h"
 #include "ctower/optimizer.h"
 #include "ctower/models.h"
+#include "ctower/towers.h"
 #include "ctower/trainer.h"
 #include "ctower/data.h"
 #include "ctower/checkpoint.h"

@@ -39,7 +39,15 @@ static ct_output slot(ct_graph *g, int v, const char *suffix) {
   snprintf(name, sizeof name, "%s/%s", g->variables[v].name, suffix);
   ct_initializer zeros = {CT_INIT_ZEROS, 0.0f};
   ct_output read = ct_graph_variable_absolute(g, name, g->variables[v].shape, zeros, 0);
-  if (read.node) g->variables[read.node->variable].colocate_with = v; /* slots live beside v */
+  if (read.node == NULL) return read;
+  ct_variable_info *slot_var = &g->variables[read.node->variable];
+  slot_var->colocate_with = v; /* slots live beside v */
+  int original = g->variables[v].replica_of;
+  if (original >= 0) { /* a replica's slot is a replica of the original's slot */
+    snprintf(name, sizeof name, "%s/%s", g->variables[original].name, suffix);
+    for (int i = 0; i < g->n_variables; ++i)
+      if (strcmp(g->variables[i].name, name) == 0) slot_var->replica_of = i;
+  }
   return read;
 }
 

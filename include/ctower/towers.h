@@ -1,0 +1,86 @@
+/* ctower towers: one model trained as N synchronized replicas ("towers") on
+ * N devices, as TensorFlow's multi-GPU CIFAR-10 tutorial and cxflow do.
+ *
+ * ct_towers_build calls the model once per tower, under name scope tower_k
+ * and the tower's device scope, each on its own shard of the global batch.
+ * The loss is the batch mean: each example carries a weight (1/N for the N
+ * real examples of the global batch, 0 for padding), so any split across
+ * towers, uneven or with towers that hold only padding, gives the gradient
+ * of the whole batch.
+ *
+ * Variable updates:
+ *   parameter_server: one set of variables on ps_device; towers read them,
+ *     their gradients are summed there and applied there once;
+ *   replicated: each tower has its own copy (tower 0's keep the plain names,
+ *     tower k's are "tower_k/<name>", starting from the same values); the
+ *     gradients are all-reduced (ring or tree, a fixed order of additions)
+ *     and the same update is applied to every copy, so the copies stay
+ *     bitwise equal. */
+#ifndef CTOWER_TOWERS_H
+#define CTOWER_TOWERS_H
+
+#include "ctower/models.h"
+#include "ctower/optimizer.h"
+#include "ctower/session.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ct_variable_update {
+  CT_VARIABLE_UPDATE_PARAMETER_SERVER = 0,
+  CT_VARIABLE_UPDATE_REPLICATED
+} ct_variable_update;
+
+typedef enum ct_all_reduce { CT_ALL_REDUCE_RING = 0, CT_ALL_REDUCE_TREE } ct_all_reduce;
+
+typedef struct ct_tower_options {
+  int n_towers;                          /* 1 .. CT_MAX_DEVICES */
+  char devices[CT_MAX_DEVICES][64];      /* tower k runs on devices[k] */
+  ct_variable_update variable_update;
+  char ps_device[64];                    /* parameter_server: where variables live */
+  ct_all_reduce all_reduce;              /* replicated */
+} ct_tower_options;
+
+typedef struct ct_tower {
+  ct_output images;   /* [n_k, H, W, C] f32 placeholder */
+  ct_output labels;   /* [n_k] i32 */
+  ct_output weights;  /* [n_k] f32: 1/N for real examples, 0 for padding */
+  ct_output logits;   /* [n_k, classes] */
+} ct_tower;
+
+typedef struct ct_tower_graph {
+  int n_towers;
+  ct_tower towers[CT_MAX_DEVICES];
+  ct_output loss;          /* sum over towers of weight * cross-entropy: the batch mean */
+  ct_train_op train;       /* updates and the learning-rate feed */
+  ct_node *step;           /* runs the updates and the model's update ops */
+} ct_tower_graph;
+
+/* Builds the towers into `graph` (training mode). Returns 0, or records an
+ * error in the graph and returns nonzero. */
+int ct_towers_build(ct_graph *graph, const ct_model_def *model, int64_t height, int64_t width,
+                    int64_t channels, int num_classes, const ct_tower_options *options,
+                    const ct_optimizer_config *optimizer, ct_tower_graph *towers);
+
+/* Feeds for one step: the first n examples of `images` [capacity, H, W, C]
+ * and `labels` [capacity] split into contiguous shards, in order (the first
+ * n % N towers take one more), each with weights 1/n. A tower left without
+ * examples gets one padding example (weight 0), so it computes but adds
+ * nothing. Writes 3 feeds per tower into `feeds` over headers in `views`
+ * (3 per tower); `weights` must hold n + N floats. Returns the feed count.
+ * The feeds borrow images, labels, views and weights. */
+int ct_towers_make_feeds(const ct_tower_graph *towers, const ct_tensor *images,
+                         const ct_tensor *labels, int64_t n, ct_feed *feeds, ct_tensor *views,
+                         float *weights);
+
+/* Variables to save: originals only (not replicas), by their tower-free
+ * names. Returns 1 for a variable a checkpoint holds, 0 for a replica. */
+int ct_variable_is_original(const ct_graph *graph, int index);
+/* The checkpoint name of variable i: its own, or its original's. */
+const char *ct_variable_checkpoint_name(const ct_graph *graph, int index);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,200 @@
+/* Towers: replication of a model on N devices, batch-weighted loss, and the
+ * parameter-server and replicated variable updates. */
+#include "ctower/towers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+int ct_variable_is_original(const ct_graph *g, int index) {
+  return g->variables[index].replica_of < 0;
+}
+
+const char *ct_variable_checkpoint_name(const ct_graph *g, int index) {
+  int original = g->variables[index].replica_of;
+  return g->variables[original >= 0 ? original : index].name;
+}
+
+static int find_variable(const ct_graph *g, const char *name) {
+  for (int i = 0; i < g->n_variables; ++i)
+    if (strcmp(g->variables[i].name, name) == 0) return i;
+  return -1;
+}
+
+/* Tower k's variables (created after `first`) become replicas of tower 0's. */
+static void link_replicas(ct_graph *g, int first, const char *prefix) {
+  size_t len = strlen(prefix);
+  for (int v = first; v < g->n_variables; ++v) {
+    const char *name = g->variables[v].name;
+    if (strncmp(name, prefix, len) != 0 || name[len] != '/') continue;
+    g->variables[v].replica_of = find_variable(g, name + len + 1);
+  }
+}
+
+/* Sums parts[0..n-1] (parts[k] on devices[k]) in a fixed order and returns
+ * the sum, which lives on one device; every other device reads a copy of
+ * that one tensor, so all of them see bitwise the same values.
+ * ring: accumulate along the ring 0 -> 1 -> ... -> n-1;
+ * tree: add pairs, then pairs of pairs, on the left device of each pair. */
+static ct_output all_reduce(ct_graph *g, int n, const ct_output *parts,
+                            char devices[][64], ct_all_reduce algorithm) {
+  if (n == 1) return parts[0];
+  if (algorithm == CT_ALL_REDUCE_RING) {
+    ct_output acc = parts[0];
+    for (int k = 1; k < n; ++k) {
+      ct_graph_push_device(g, devices[k]);
+      acc = ct_add(g, acc, parts[k]);
+      ct_graph_pop_device(g);
+    }
+    return acc;
+  }
+  ct_output level[CT_MAX_DEVICES];
+  int where[CT_MAX_DEVICES];
+  for (int k = 0; k < n; ++k) level[k] = parts[k], where[k] = k;
+  for (int count = n; count > 1; count = (count + 1) / 2) {
+    for (int k = 0; k < count / 2; ++k) {
+      ct_graph_push_device(g, devices[where[2 * k]]);
+      level[k] = ct_add(g, level[2 * k], level[2 * k + 1]);
+      ct_graph_pop_device(g);
+      where[k] = where[2 * k];
+    }
+    if (count % 2) level[count / 2] = level[count - 1], where[count / 2] = where[count - 1];
+  }
+  return level[0];
+}
+
+int ct_towers_build(ct_graph *g, const ct_model_def *model, int64_t height, int64_t width,
+                    int64_t channels, int num_classes, const ct_tower_options *o,
+                    const ct_optimizer_config *optimizer, ct_tower_graph *out) {
+  memset(out, 0, sizeof *out);
+  if (o->n_towers < 1 || o->n_towers > CT_MAX_DEVICES) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "the number of towers must be 1 to %d, got %d",
+                       CT_MAX_DEVICES, o->n_towers);
+    return 1;
+  }
+  for (int a = 0; a < o->n_towers; ++a)
+    for (int b = a + 1; b < o->n_towers; ++b)
+      if (strcmp(o->devices[a], o->devices[b]) == 0) {
+        ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                           "towers %d and %d are both on '%s'; give each tower its own device",
+                           a, b, o->devices[a]);
+        return 1;
+      }
+  const int replicated = o->variable_update == CT_VARIABLE_UPDATE_REPLICATED;
+  out->n_towers = o->n_towers;
+  ct_output losses[CT_MAX_DEVICES];
+  if (!replicated) ct_graph_push_variable_device(g, o->ps_device);
+  for (int k = 0; k < o->n_towers; ++k) {
+    char scope[32];
+    snprintf(scope, sizeof scope, "tower_%d", k);
+    ct_tower *t = &out->towers[k];
+    int first_variable = g->n_variables;
+    ct_graph_push_device(g, o->devices[k]);
+    ct_graph_push_name_scope(g, scope);
+    if (replicated && k > 0) ct_graph_push_variable_scope(g, scope);
+    t->images = ct_placeholder(g, "images", CT_F32, ct_shape_of(4, (int64_t)-1, height, width, channels));
+    t->labels = ct_placeholder(g, "labels", CT_I32, ct_shape_of(1, (int64_t)-1));
+    t->weights = ct_placeholder(g, "weights", CT_F32, ct_shape_of(1, (int64_t)-1));
+    t->logits = model->build(g, t->images, num_classes, 1);
+    ct_output xent = ct_sparse_softmax_cross_entropy(g, t->logits, t->labels);
+    losses[k] = ct_reduce_sum(g, ct_mul(g, xent, t->weights), 0, 0);
+    if (replicated && k > 0) {
+      ct_graph_pop_variable_scope(g);
+      if (g->status.code == CT_OK) link_replicas(g, first_variable, scope);
+    }
+    ct_graph_pop_name_scope(g);
+    ct_graph_pop_device(g);
+    if (g->status.code != CT_OK) {
+      if (!replicated) ct_graph_pop_variable_device(g);
+      char message[CT_STATUS_MESSAGE_MAX];
+      snprintf(message, sizeof message, "%s", g->status.message);
+      g->status.code = CT_OK;
+      ct_graph_set_error(g, CT_INVALID_ARGUMENT, "building tower %d on %s: %s", k,
+                         o->devices[k], message);
+      return 1;
+    }
+  }
+  if (!replicated) ct_graph_pop_variable_device(g);
+  ct_graph_push_device(g, replicated ? o->devices[0] : o->ps_device);
+  out->loss = ct_add_n(g, o->n_towers, losses);
+  ct_graph_pop_device(g);
+
+  int *variables = malloc((size_t)(g->n_variables + 1) * sizeof *variables);
+  ct_output *grads = malloc((size_t)(g->n_variables + 1) * sizeof *grads);
+  int n = 0;
+  if (variables == NULL || grads == NULL) {
+    free(variables), free(grads);
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the towers");
+    return 1;
+  }
+  if (ct_optimizer_compute_gradients(g, out->loss, variables, grads, &n) == 0 && replicated) {
+    /* For each original, all-reduce its gradient with its replicas'; every
+     * copy is then updated with the same sum. */
+    ct_output reduced[4096];
+    for (int i = 0; i < n && i < 4096; ++i) reduced[i] = grads[i];
+    for (int i = 0; i < n && i < 4096; ++i) {
+      if (g->variables[variables[i]].replica_of >= 0) continue;
+      ct_output parts[CT_MAX_DEVICES];
+      int members[CT_MAX_DEVICES], count = 0;
+      for (int j = 0; j < n && count < CT_MAX_DEVICES; ++j)
+        if (j == i || g->variables[variables[j]].replica_of == variables[i])
+          members[count] = j, parts[count++] = grads[j];
+      char devices[CT_MAX_DEVICES][64];
+      for (int m = 0; m < count; ++m)
+        snprintf(devices[m], sizeof devices[m], "%s", g->variables[variables[members[m]]].device);
+      ct_graph_push_name_scope(g, "all_reduce");
+      ct_output sum = all_reduce(g, count, parts, devices, o->all_reduce);
+      ct_graph_pop_name_scope(g);
+      for (int m = 0; m < count; ++m) reduced[members[m]] = sum;
+    }
+    for (int i = 0; i < n && i < 4096; ++i) grads[i] = reduced[i];
+  }
+  ct_optimizer_apply_gradients(g, optimizer, n, variables, grads, &out->train);
+  free(variables);
+  free(grads);
+  ct_node *parts[65];
+  int n_parts = 0;
+  parts[n_parts++] = out->train.op;
+  for (int i = 0; i < ct_graph_update_op_count(g) && n_parts < 65; ++i)
+    parts[n_parts++] = ct_graph_update_op(g, i);
+  out->step = ct_group(g, "train_step", n_parts, parts);
+  return g->status.code != CT_OK;
+}
+
+int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *images,
+                         const ct_tensor *labels, int64_t n, ct_feed *feeds, ct_tensor *views,
+                         float *weights) {
+  const int towers = t->n_towers;
+  const size_t image_bytes = ct_tensor_nbytes(images) / (size_t)images->shape.dims[0];
+  const float weight = n > 0 ? 1.0f / (float)n : 0.0f;
+  int64_t start = 0;
+  for (int k = 0; k < towers; ++k) {
+    int64_t size = n / towers + (k < n % towers);
+    float *w = weights + start + k; /* each tower's weights, one spare slot for padding */
+    int64_t first = start;
+    if (size == 0) { /* padding: example 0 with weight 0 */
+      first = 0;
+      w[0] = 0.0f;
+    } else {
+      for (int64_t i = 0; i < size; ++i) w[i] = weight;
+    }
+    int64_t rows = size ? size : 1;
+    ct_tensor *v = &views[3 * k];
+    v[0] = *images;
+    v[0].data = (char *)images->data + (size_t)first * image_bytes;
+    v[0].shape.dims[0] = rows;
+    v[0].owns_data = 0;
+    v[1] = *labels;
+    v[1].data = (int32_t *)labels->data + first;
+    v[1].shape.dims[0] = rows;
+    v[1].owns_data = 0;
+    v[2] = (ct_tensor){CT_F32, ct_shape_of(1, rows), w, 0};
+    feeds[3 * k] = (ct_feed){t->towers[k].images, &v[0]};
+    feeds[3 * k + 1] = (ct_feed){t->towers[k].labels, &v[1]};
+    feeds[3 * k + 2] = (ct_feed){t->towers[k].weights, &v[2]};
+    start += size;
+  }
+  return 3 * towers;
+}

@@ -1,0 +1,142 @@
+/* Towers: for the same global batches and seed, the weights after K steps
+ * with 1, 2, 3 and 4 towers agree, for both variable updates (ring and tree
+ * all-reduce), with uneven splits and a last batch smaller than the tower
+ * count; replicated copies are bitwise equal after every step. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_support.h"
+
+enum { BATCH = 26, STEPS = 4, MAX_WEIGHTS = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10 };
+
+/* Global batch of step s: BATCH examples, but only 3 on the last step. */
+static int64_t batch_size(int step) { return step == STEPS - 1 ? 3 : BATCH; }
+
+typedef struct run_result {
+  float weights[MAX_WEIGHTS];
+  double max_replica_diff; /* largest |copy - original| seen after any step */
+} run_result;
+
+static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce reduce,
+                       run_result *result) {
+  ct_graph *g = ct_graph_new();
+  ct_graph_set_seed(g, 11);
+  ct_tower_options o;
+  memset(&o, 0, sizeof o);
+  o.n_towers = n_towers;
+  for (int k = 0; k < n_towers; ++k) snprintf(o.devices[k], sizeof o.devices[k], "/cpu:%d", k);
+  o.variable_update = update;
+  snprintf(o.ps_device, sizeof o.ps_device, "/cpu:0");
+  o.all_reduce = reduce;
+  ct_optimizer_config oc;
+  ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_MOMENTUM);
+  ct_tower_graph towers;
+  ct_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers);
+  assert_status_ok(ct_graph_status(g));
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.device_count_cpu = 4;
+  so.intra_op_parallelism_threads = 4;
+  so.allow_soft_placement = 0;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st);
+  assert_status_ok(&st);
+  ct_shape is = ct_shape_of(4, (int64_t)BATCH, (int64_t)28, (int64_t)28, (int64_t)1);
+  ct_shape ls = ct_shape_of(1, (int64_t)BATCH);
+  ct_tensor *images = ct_tensor_new(CT_F32, &is, &st), *labels = ct_tensor_new(CT_I32, &ls, &st);
+  ct_feed feeds[3 * 4 + 1];
+  ct_tensor views[3 * 4];
+  float weights[BATCH + 4];
+  result->max_replica_diff = 0;
+  for (int step = 0; step < STEPS; ++step) {
+    ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 100 + (uint64_t)step, 0, 1);
+    for (int i = 0; i < BATCH; ++i) ct_tensor_i32(labels)[i] = (i * 7 + step) % 10;
+    int n = ct_towers_make_feeds(&towers, images, labels, batch_size(step), feeds, views, weights);
+    float lr = 0.05f;
+    ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
+    feeds[n++] = (ct_feed){towers.train.learning_rate, &lrt};
+    assert_int_equal(ct_session_run(s, feeds, n, NULL, 0, &towers.step, 1, NULL, &st), 0);
+    /* every replica equals its original, bitwise */
+    for (int v = 0; v < ct_graph_variable_count(g); ++v) {
+      if (ct_variable_is_original(g, v)) continue;
+      const char *original = ct_variable_checkpoint_name(g, v);
+      int o_index = -1;
+      for (int u = 0; u < ct_graph_variable_count(g); ++u)
+        if (strcmp(ct_graph_variable_name(g, u), original) == 0) o_index = u;
+      assert_true(o_index >= 0);
+      ct_tensor *a = ct_session_variable(s, v, &st), *b = ct_session_variable(s, o_index, &st);
+      for (int64_t i = 0; i < ct_tensor_elements(a); ++i) {
+        double d = fabs((double)ct_tensor_f32(a)[i] - ct_tensor_f32(b)[i]);
+        if (d > result->max_replica_diff) result->max_replica_diff = d;
+      }
+    }
+  }
+  int offset = 0;
+  for (int v = 0; v < ct_graph_variable_count(g); ++v) {
+    if (!ct_graph_variable_trainable(g, v) || !ct_variable_is_original(g, v)) continue;
+    ct_tensor *t = ct_session_variable(s, v, &st);
+    int64_t n = ct_tensor_elements(t);
+    assert_true(offset + n <= MAX_WEIGHTS);
+    memcpy(result->weights + offset, t->data, (size_t)n * sizeof(float));
+    offset += (int)n;
+  }
+  assert_int_equal(offset, MAX_WEIGHTS);
+  ct_tensor_free(images);
+  ct_tensor_free(labels);
+  ct_session_free(s);
+  ct_graph_free(g);
+}
+
+static void test_towers_give_the_result_of_one(void **state) {
+  (void)state;
+  static run_result reference, other;
+  run_towers(1, CT_VARIABLE_UPDATE_PARAMETER_SERVER, CT_ALL_REDUCE_RING, &reference);
+  const char *names[] = {"parameter_server", "replicated ring", "replicated tree"};
+  for (int kind = 0; kind < 3; ++kind) {
+    ct_variable_update update = kind == 0 ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
+                                          : CT_VARIABLE_UPDATE_REPLICATED;
+    ct_all_reduce reduce = kind == 2 ? CT_ALL_REDUCE_TREE : CT_ALL_REDUCE_RING;
+    for (int n = 1; n <= 4; ++n) {
+      run_towers(n, update, reduce, &other);
+      double diff = ct_test_max_rel_diff(other.weights, reference.weights, MAX_WEIGHTS);
+      printf("  %-17s %d tower(s): max relative difference to 1 tower %.2e, replicas differ by "
+             "%.1e\n",
+             names[kind], n, diff, other.max_replica_diff);
+      assert_true(diff <= 1e-5);
+      assert_true(other.max_replica_diff == 0.0);
+    }
+  }
+}
+
+static void test_bad_tower_configurations(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_tower_options o;
+  memset(&o, 0, sizeof o);
+  o.n_towers = 2;
+  snprintf(o.devices[0], sizeof o.devices[0], "/cpu:0");
+  snprintf(o.devices[1], sizeof o.devices[1], "/cpu:0");
+  ct_optimizer_config oc;
+  ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_SGD);
+  ct_tower_graph towers;
+  assert_int_not_equal(ct_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers), 0);
+  assert_non_null(strstr(ct_graph_status(g)->message, "towers 0 and 1 are both on '/cpu:0'"));
+  ct_graph_free(g);
+
+  /* a model that does not fit its input fails while building a tower, and says which */
+  g = ct_graph_new();
+  snprintf(o.devices[1], sizeof o.devices[1], "/cpu:1");
+  assert_int_not_equal(ct_towers_build(g, ct_model_find("fmnist_cnn"), 2, 2, 1, 10, &o, &oc, &towers), 0);
+  assert_non_null(strstr(ct_graph_status(g)->message, "building tower 0 on /cpu:0"));
+  ct_graph_free(g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_towers_give_the_result_of_one),
+      cmocka_unit_test(test_bad_tower_configurations),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

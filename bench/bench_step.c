@@ -5,6 +5,9 @@
  *   bench_step --model fmnist_cnn --batch 128 --threads 2 --steps 30 --warmup 5
  *   bench_step --profile ...   also prints, on stderr, where a step's time goes
  *                              (kernel time per op type, from the run timeline)
+ *   bench_step --towers 2 --update replicated|parameter_server ...
+ *                              the global batch split over towers on /cpu:0 ..
+ *                              /cpu:N-1, each with --threads threads
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +41,8 @@ static int compare_doubles(const void *a, const void *b) {
 
 /* Sums kernel time per op type over `runs` traced steps and prints the
  * table, largest first, in milliseconds per step. */
-static void print_profile(ct_session *s, const ct_feed *feeds, ct_output loss, ct_node *step,
-                          int runs) {
+static void print_profile(ct_session *s, const ct_feed *feeds, int n_feeds, ct_output loss,
+                          ct_node *step, int runs) {
   enum { MAX_OPS = 128 };
   const char *ops[MAX_OPS];
   double total[MAX_OPS];
@@ -50,7 +53,7 @@ static void print_profile(ct_session *s, const ct_feed *feeds, ct_output loss, c
   for (int r = 0; r < runs; ++r) {
     ct_tensor *out = NULL;
     double t0 = now_seconds();
-    if (ct_session_run_traced(s, feeds, 3, &loss, 1, &step, 1, &out, md, &st)) break;
+    if (ct_session_run_traced(s, feeds, n_feeds, &loss, 1, &step, 1, &out, md, &st)) break;
     step_sum += now_seconds() - t0;
     ct_tensor_free(out);
     for (int i = 0; i < ct_run_metadata_event_count(md); ++i) {
@@ -88,7 +91,8 @@ static void usage(void) {
 int main(int argc, char **argv) {
   const char *model_name = "fmnist_cnn";
   int64_t batch = 128;
-  int threads = 1, steps = 30, warmup = 5, profile = 0;
+  int threads = 1, steps = 30, warmup = 5, profile = 0, n_towers = 1;
+  const char *update = "replicated";
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--profile") == 0) {
       profile = 1;
@@ -104,6 +108,8 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--threads") == 0) threads = atoi(value);
     else if (strcmp(argv[i], "--steps") == 0) steps = atoi(value);
     else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(value);
+    else if (strcmp(argv[i], "--towers") == 0) n_towers = atoi(value);
+    else if (strcmp(argv[i], "--update") == 0) update = value;
     else {
       usage();
       return 2;
@@ -111,7 +117,8 @@ int main(int argc, char **argv) {
     ++i;
   }
   const ct_model_def *model = ct_model_find(model_name);
-  if (model == NULL || batch < 1 || threads < 1 || steps < 1 || warmup < 0) {
+  if (model == NULL || batch < 1 || threads < 1 || steps < 1 || warmup < 0 || n_towers < 1 ||
+      n_towers > 16) {
     usage();
     return 2;
   }
@@ -119,13 +126,21 @@ int main(int argc, char **argv) {
   ct_optimizer_config oc;
   ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_MOMENTUM);
   ct_training_graph tg;
-  if (ct_training_graph_build(&tg, model, 28, 28, 1, 10, 1, &oc, 1, &st)) {
+  ct_tower_options towers;
+  ct_tower_options_single(&towers);
+  towers.n_towers = n_towers;
+  for (int k = 0; k < n_towers; ++k) snprintf(towers.devices[k], sizeof towers.devices[k], "/cpu:%d", k);
+  towers.variable_update = strcmp(update, "parameter_server") == 0
+                               ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
+                               : CT_VARIABLE_UPDATE_REPLICATED;
+  if (ct_training_graph_build(&tg, model, 28, 28, 1, 10, 1, &towers, &oc, &st)) {
     fprintf(stderr, "bench_step: %s\n", st.message);
     return 1;
   }
   ct_session_options options;
   ct_session_options_defaults(&options);
-  options.intra_op_parallelism_threads = threads;
+  options.device_count_cpu = n_towers;
+  options.intra_op_parallelism_threads = threads * n_towers;
   ct_session *s = ct_session_new(tg.graph, &options, &st);
   ct_shape is = ct_shape_of(4, batch, (int64_t)28, (int64_t)28, (int64_t)1);
   ct_shape ls = ct_shape_of(1, batch);
@@ -143,14 +158,18 @@ int main(int argc, char **argv) {
   for (int64_t i = 0; i < batch; ++i) ct_tensor_i32(labels)[i] = (int32_t)(i % 10);
   float lr = 0.01f;
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
-  ct_feed feeds[3] = {{tg.images, images}, {tg.labels, labels}, {tg.train.learning_rate, &lr_tensor}};
+  ct_feed feeds[3 * 16 + 1];
+  ct_tensor views[3 * 16];
+  float *weights = calloc((size_t)(batch + n_towers), sizeof *weights);
+  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, batch, feeds, views, weights);
+  feeds[n_feeds++] = (ct_feed){tg.towers.train.learning_rate, &lr_tensor};
   double *times = calloc((size_t)steps, sizeof *times);
   double rss_before = peak_rss_mb();
   for (int i = 0; i < warmup + steps; ++i) {
     double t0 = now_seconds();
     ct_tensor *loss = NULL;
     ct_session_set_step(s, (uint64_t)i);
-    if (ct_session_run(s, feeds, 3, &tg.loss, 1, &tg.step, 1, &loss, &st)) {
+    if (ct_session_run(s, feeds, n_feeds, &tg.towers.loss, 1, &tg.towers.step, 1, &loss, &st)) {
       fprintf(stderr, "bench_step: %s\n", st.message);
       return 1;
     }
@@ -163,11 +182,12 @@ int main(int argc, char **argv) {
   size_t peak = 0;
   ct_session_memory(s, NULL, &peak);
   printf("{\"framework\":\"ctower\",\"model\":\"%s\",\"batch\":%lld,\"threads\":%d,"
-         "\"images_per_sec\":%.1f,\"step_ms_median\":%.3f,\"peak_rss_growth_mb\":%.1f,"
+         "\"towers\":%d,\"update\":\"%s\",\"images_per_sec\":%.1f,\"step_ms_median\":%.3f,\"peak_rss_growth_mb\":%.1f,"
          "\"allocator_peak_mb\":%.1f}\n",
-         model_name, (long long)batch, threads, (double)batch / median, median * 1e3, rss_growth,
+         model_name, (long long)batch, threads, n_towers, update, (double)batch / median, median * 1e3, rss_growth,
          (double)peak / 1048576.0);
-  if (profile) print_profile(s, feeds, tg.loss, tg.step, 10);
+  if (profile) print_profile(s, feeds, n_feeds, tg.towers.loss, tg.towers.step, 10);
+  free(weights);
   free(times);
   ct_tensor_free(images);
   ct_tensor_free(labels);

@@ -13,6 +13,7 @@ extern "C" {
 typedef struct ct_train_flags {
   int memory_stats;      /* --memory-stats: print per-device allocator stats */
   int quiet;             /* --quiet: no progress bar, only epoch lines */
+  int resume;            /* --resume: continue from train.checkpoint when it exists */
 } ct_train_flags;
 
 /* The session options the config's `session:` section asks for. */

@@ -42,7 +42,7 @@ static const char k_overview[] =
     "             2 bad usage or bad config.\n";
 
 static const char k_train_help[] =
-    "Usage: ctower train CONFIG.yaml [KEY=VALUE ...] [--memory-stats] [--quiet]\n"
+    "Usage: ctower train CONFIG.yaml [KEY=VALUE ...] [--memory-stats] [--quiet] [--resume]\n"
     "\n"
     "Trains the model CONFIG.yaml describes on the devices it names, printing progress\n"
     "and writing the checkpoint (train.checkpoint) after each epoch.\n"
@@ -54,6 +54,8 @@ static const char k_train_help[] =
     "Options (before or after the overrides):\n"
     "  --memory-stats   print each device's allocator statistics\n"
     "  --quiet          no progress bar, only one line per epoch\n"
+    "  --resume         continue from train.checkpoint when it exists (its step and\n"
+    "                   epoch); the result is bitwise that of an uninterrupted run\n"
     "  -h, --help       show this help\n"
     "\n"
     "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad config.\n";
@@ -125,7 +127,7 @@ typedef struct parsed_args {
   const char **overrides;  /* argv entries of the form KEY=VALUE */
   int n_overrides;
   int help;
-  int memory_stats, quiet;
+  int memory_stats, quiet, resume;
   const char *checkpoint;
 } parsed_args;
 
@@ -137,6 +139,7 @@ static int file_exists(const char *path) {
 static void set_option(parsed_args *args, const char *name, const char *value) {
   if (strcmp(name, "--memory-stats") == 0) args->memory_stats = 1;
   if (strcmp(name, "--quiet") == 0) args->quiet = 1;
+  if (strcmp(name, "--resume") == 0) args->resume = 1;
   if (strcmp(name, "--checkpoint") == 0) args->checkpoint = value;
 }
 
@@ -260,7 +263,7 @@ static int cmd_train(const command *cmd, int argc, char **argv) {
   ct_config config;
   int rc = run_with_args(cmd, argc, argv, &args, &config);
   if (rc == 0) {
-    ct_train_flags flags = {.memory_stats = args.memory_stats, .quiet = args.quiet};
+    ct_train_flags flags = {.memory_stats = args.memory_stats, .quiet = args.quiet, .resume = args.resume};
     ct_status status = CT_STATUS_INIT;
     rc = ct_train_main(&config, &flags, &status) == 0 ? EXIT_OK : runtime_exit(&status, "training");
   }
@@ -331,12 +334,14 @@ static int cmd_bench(const command *cmd, int argc, char **argv) {
   return error_exit(EXIT_USAGE, "'ctower bench' is not implemented yet");
 }
 
-static const option_spec k_train_options[] = {{"--memory-stats", 0}, {"--quiet", 0}, {NULL, 0}};
+static const option_spec k_train_options[] = {
+    {"--memory-stats", 0}, {"--quiet", 0}, {"--resume", 0}, {NULL, 0}};
 static const option_spec k_eval_options[] = {{"--checkpoint", 1}, {NULL, 0}};
 static const option_spec k_no_options[] = {{NULL, 0}};
 
 static const command k_commands[] = {
-    {"train", "ctower train CONFIG.yaml [KEY=VALUE ...] [--memory-stats] [--quiet]", k_train_help,
+    {"train", "ctower train CONFIG.yaml [KEY=VALUE ...] [--memory-stats] [--quiet] [--resume]",
+     k_train_help,
      1, k_train_options, cmd_train},
     {"eval", "ctower eval CONFIG.yaml [--checkpoint F] [KEY=VALUE ...]", k_eval_help, 1,
      k_eval_options, cmd_eval},

@@ -159,17 +159,20 @@ static int evaluate(ct_session *s, const ct_training_graph *tg, const ct_dataset
 
 static int save_checkpoint(ct_session *s, const ct_training_graph *tg, const ct_config *c,
                            int64_t step, int64_t epoch, double test_accuracy, ct_status *status) {
+  /* Replicas hold the same values as their originals: only originals are
+   * saved, under their tower-free names, so any tower count restores them. */
   const ct_graph *g = tg->graph;
-  int n = ct_graph_variable_count(g);
-  ct_named_tensor *tensors = calloc((size_t)n + 1, sizeof *tensors);
+  ct_named_tensor *tensors = calloc((size_t)ct_graph_variable_count(g) + 1, sizeof *tensors);
   if (tensors == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory saving a checkpoint");
     return 1;
   }
-  for (int i = 0; i < n; ++i) {
-    tensors[i].name = ct_graph_variable_name(g, i);
-    tensors[i].tensor = ct_session_variable(s, i, status);
-    if (tensors[i].tensor == NULL) {
+  int n = 0;
+  for (int i = 0; i < ct_graph_variable_count(g); ++i) {
+    if (!ct_variable_is_original(g, i)) continue;
+    tensors[n].name = ct_variable_checkpoint_name(g, i);
+    tensors[n].tensor = ct_session_variable(s, i, status);
+    if (tensors[n++].tensor == NULL) {
       free(tensors);
       return 1;
     }
@@ -188,9 +191,12 @@ static int save_checkpoint(ct_session *s, const ct_training_graph *tg, const ct_
   return failed;
 }
 
-/* Copies every variable the graph has from the checkpoint. */
+/* Copies every variable the graph has (replicas from their original's
+ * entry) from the checkpoint; fills *step and *epoch from its metadata when
+ * not NULL. */
 static int restore_checkpoint(ct_session *s, const ct_graph *g, const char *path,
-                              const char *model_name, ct_status *status) {
+                              const char *model_name, int64_t *step, int64_t *epoch,
+                              ct_status *status) {
   ct_checkpoint *ck = ct_checkpoint_read(path, status);
   if (ck == NULL) return 1;
   const char *saved_model = ct_checkpoint_metadata(ck, "model");
@@ -202,8 +208,12 @@ static int restore_checkpoint(ct_session *s, const ct_graph *g, const char *path
     ct_checkpoint_free(ck);
     return 1;
   }
+  const char *saved_step = ct_checkpoint_metadata(ck, "global_step");
+  const char *saved_epoch = ct_checkpoint_metadata(ck, "epoch");
+  if (step) *step = saved_step ? strtoll(saved_step, NULL, 10) : 0;
+  if (epoch) *epoch = saved_epoch ? strtoll(saved_epoch, NULL, 10) : 0;
   for (int i = 0; i < ct_graph_variable_count(g); ++i) {
-    const char *name = ct_graph_variable_name(g, i);
+    const char *name = ct_variable_checkpoint_name(g, i);
     const ct_tensor *saved = ct_checkpoint_find(ck, name);
     ct_tensor *var = ct_session_variable(s, i, status);
     if (var == NULL) break;
@@ -283,9 +293,18 @@ typedef struct train_run {
   batch_buffers buf;
   ct_optimizer_config optimizer;
   ct_schedule schedule;
+  ct_tower_options towers;
+  ct_feed *feeds;         /* 3 per tower and the learning rate */
+  ct_tensor *views;       /* 3 per tower */
+  float *weights;         /* batch + towers */
+  ct_output *fetches;     /* loss, then each tower's logits */
 } train_run;
 
 static void train_run_free(train_run *r) {
+  free(r->feeds);
+  free(r->views);
+  free(r->weights);
+  free(r->fetches);
   ct_batcher_free(r->batcher);
   batch_buffers_free(&r->buf);
   ct_session_free(r->session);
@@ -294,11 +313,70 @@ static void train_run_free(train_run *r) {
   ct_dataset_free(r->test_set);
 }
 
+/* The tower devices: devices.n_gpus (cxflow's key), else devices.n_towers
+ * (the first N devices), else the devices.towers list. */
+static int towers_from_config(const ct_config *c, const ct_session_options *so,
+                              ct_tower_options *t, ct_status *status) {
+  memset(t, 0, sizeof *t);
+  t->variable_update = strcmp(c->devices.variable_update, "parameter_server") == 0
+                           ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
+                           : CT_VARIABLE_UPDATE_REPLICATED;
+  snprintf(t->ps_device, sizeof t->ps_device, "%s", c->devices.ps_device);
+  if (strcmp(c->devices.all_reduce, "nccl") == 0) {
+    ct_status_set(status, CT_UNIMPLEMENTED,
+                  "devices.all_reduce: nccl needs GPUs and a CUDA build of ctower; use ring, "
+                  "tree or auto");
+    return 1;
+  }
+  t->all_reduce = strcmp(c->devices.all_reduce, "tree") == 0 ? CT_ALL_REDUCE_TREE
+                                                              : CT_ALL_REDUCE_RING;
+  const int cpus = so->device_count_cpu;
+  int64_t n = c->devices.n_gpus > 0 ? c->devices.n_gpus : c->devices.n_towers;
+  if (c->devices.n_gpus > 0) {
+    if (!so->allow_soft_placement) {
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "devices.n_gpus is %lld but this machine has no GPU this build of ctower "
+                    "can use; set session.allow_soft_placement: true to train those towers on "
+                    "CPU devices, or use devices.n_towers",
+                    (long long)n);
+      return 1;
+    }
+    fprintf(stderr, "ctower: warning: no GPU: the %lld towers of devices.n_gpus run on CPU "
+                    "devices /cpu:0 .. /cpu:%lld\n", (long long)n, (long long)n - 1);
+  }
+  if (n > 0) {
+    if (n > cpus) {
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "%lld towers need %lld devices but the session has %d CPU devices; set "
+                    "session.device_count: {CPU: %lld}",
+                    (long long)n, (long long)n, cpus, (long long)n);
+      return 1;
+    }
+    t->n_towers = (int)n;
+    for (int k = 0; k < t->n_towers; ++k) snprintf(t->devices[k], sizeof t->devices[k], "/cpu:%d", k);
+    return 0;
+  }
+  t->n_towers = c->devices.n_towers_listed;
+  for (int k = 0; k < t->n_towers; ++k)
+    snprintf(t->devices[k], sizeof t->devices[k], "%s", c->devices.towers[k]);
+  return 0;
+}
+
 static int train_run_setup(train_run *r, ct_status *status) {
   const ct_config *c = r->config;
   const ct_model_def *model = ct_model_find(c->model.name);
   if (model == NULL) {
     ct_status_set(status, CT_INVALID_ARGUMENT, "unknown model '%s'", c->model.name);
+    return 1;
+  }
+  ct_session_options options;
+  ct_session_options_from_config(c, &options);
+  if (towers_from_config(c, &options, &r->towers, status)) return 1;
+  if (c->dataset.batch_size < r->towers.n_towers) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "dataset.batch_size (%lld) is smaller than the number of towers (%d); each "
+                  "tower needs at least one example of every full batch",
+                  (long long)c->dataset.batch_size, r->towers.n_towers);
     return 1;
   }
   r->train_set = open_dataset(c, 1, status);
@@ -310,36 +388,64 @@ static int train_run_setup(train_run *r, ct_status *status) {
   optimizer_from_config(c, &r->optimizer);
   schedule_from_config(c, &r->schedule);
   if (ct_training_graph_build(&r->tg, model, h, w, ch, ct_dataset_num_classes(r->train_set),
-                              (uint64_t)c->train.seed, &r->optimizer, 1, status))
+                              (uint64_t)c->train.seed, &r->towers, &r->optimizer, status))
     return 1;
-  ct_session_options options;
-  ct_session_options_from_config(c, &options);
   r->session = ct_session_new(r->tg.graph, &options, status);
   if (r->session == NULL) return 1;
   r->batcher = ct_batcher_new(r->train_set, c->dataset.batch_size, c->dataset.shuffle,
                               (uint64_t)c->train.seed, status);
   if (r->batcher == NULL) return 1;
+  const int towers = r->towers.n_towers;
+  r->feeds = calloc((size_t)(3 * towers + 1), sizeof *r->feeds);
+  r->views = calloc((size_t)(3 * towers), sizeof *r->views);
+  r->weights = calloc((size_t)(c->dataset.batch_size + towers), sizeof *r->weights);
+  r->fetches = calloc((size_t)(towers + 1), sizeof *r->fetches);
+  if (!r->feeds || !r->views || !r->weights || !r->fetches) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
+    return 1;
+  }
+  r->fetches[0] = r->tg.towers.loss;
+  for (int k = 0; k < towers; ++k) r->fetches[k + 1] = r->tg.towers.towers[k].logits;
   return batch_buffers_init(&r->buf, c->dataset.batch_size, r->train_set, status);
 }
 
-/* One optimizer step; fills the batch's loss and accuracy. */
+/* Correct predictions among the first `rows` rows of logits [*, classes]. */
+static int64_t count_correct(const ct_tensor *logits, const int32_t *labels, int64_t rows) {
+  const int64_t classes = logits->shape.dims[1];
+  int64_t correct = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const float *z = ct_tensor_f32(logits) + i * classes;
+    int64_t best = 0;
+    for (int64_t j = 1; j < classes; ++j) best = z[j] > z[best] ? j : best;
+    correct += best == labels[i];
+  }
+  return correct;
+}
+
+/* One optimizer step over all towers; fills the batch's loss and accuracy. */
 static int train_step(train_run *r, int64_t n, int64_t global_step, double epochs_done,
                       double *loss, double *accuracy, ct_status *status) {
-  ct_tensor images, labels;
-  batch_views(&r->buf, n, &images, &labels);
+  const int towers = r->towers.n_towers;
+  int n_feeds = ct_towers_make_feeds(&r->tg.towers, r->buf.images, r->buf.labels, n, r->feeds,
+                                     r->views, r->weights);
   float lr = ct_optimizer_learning_rate(&r->optimizer, ct_schedule_rate(&r->schedule, epochs_done),
                                         global_step + 1);
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
-  ct_feed feeds[3] = {{r->tg.images, &images}, {r->tg.labels, &labels},
-                      {r->tg.train.learning_rate, &lr_tensor}};
-  ct_output fetches[2] = {r->tg.loss, r->tg.accuracy};
-  ct_tensor *out[2];
+  r->feeds[n_feeds++] = (ct_feed){r->tg.towers.train.learning_rate, &lr_tensor};
+  ct_tensor *out[CT_MAX_DEVICES + 1];
   ct_session_set_step(r->session, (uint64_t)global_step);
-  if (ct_session_run(r->session, feeds, 3, fetches, 2, &r->tg.step, 1, out, status)) return 1;
+  if (ct_session_run(r->session, r->feeds, n_feeds, r->fetches, towers + 1, &r->tg.towers.step, 1,
+                     out, status))
+    return 1;
   *loss = ct_tensor_f32(out[0])[0];
-  *accuracy = ct_tensor_f32(out[1])[0];
-  ct_tensor_free(out[0]);
-  ct_tensor_free(out[1]);
+  int64_t correct = 0, start = 0;
+  for (int k = 0; k < towers; ++k) {
+    int64_t size = n / towers + (k < n % towers); /* as ct_towers_make_feeds splits */
+    correct += count_correct(out[k + 1], ct_tensor_i32(r->buf.labels) + start, size);
+    start += size;
+  }
+  *accuracy = (double)correct / (double)n;
+  for (int k = 0; k <= towers; ++k) ct_tensor_free(out[k]);
   if (!isfinite(*loss)) {
     ct_status_set(status, CT_FAILED_PRECONDITION,
                   "the loss became %g at step %lld; lower train.optimizer.learning_rate "
@@ -363,19 +469,40 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
   const int64_t epochs = c->train.epochs;
   progress prog = {isatty(STDOUT_FILENO) && !flags->quiet, 0};
   printf("ctower %s: training %s on %s (%lld train / %lld test examples), batch %lld, %lld "
-         "epochs, %s lr %g, seed %lld, device %s (%d threads)\n",
+         "epochs, %s lr %g, seed %lld\n",
          CTOWER_VERSION, c->model.name, c->dataset.name, (long long)ct_dataset_size(r.train_set),
          (long long)ct_dataset_size(r.test_set), (long long)c->dataset.batch_size,
          (long long)epochs, c->train.optimizer.name, c->train.optimizer.learning_rate,
-         (long long)c->train.seed, "/job:localhost/replica:0/task:0/device:CPU:0",
-         c->session.intra_op_parallelism_threads ? (int)c->session.intra_op_parallelism_threads
-                                                 : (int)sysconf(_SC_NPROCESSORS_ONLN));
+         (long long)c->train.seed);
+  printf("%d tower%s (%s", r.towers.n_towers, r.towers.n_towers > 1 ? "s" : "",
+         r.towers.variable_update == CT_VARIABLE_UPDATE_REPLICATED ? "replicated" : "parameter server");
+  if (r.towers.variable_update == CT_VARIABLE_UPDATE_PARAMETER_SERVER)
+    printf(" on %s", r.towers.ps_device);
+  printf("):");
+  for (int k = 0; k < r.towers.n_towers; ++k) {
+    ct_status ignored = CT_STATUS_INIT;
+    const char *device = ct_session_node_device(r.session, r.tg.towers.towers[k].logits.node, &ignored);
+    ct_device_info info = {0};
+    for (int d = 0; d < ct_session_device_count(r.session); ++d)
+      if (device && strcmp(ct_session_device_name(r.session, d), device) == 0)
+        ct_session_device_info(r.session, d, &info);
+    printf("%s %s (%d thread%s)", k ? "," : "", device ? device : "?", info.threads,
+           info.threads == 1 ? "" : "s");
+  }
+  printf("\n");
   fflush(stdout);
   const double start = now_seconds();
-  int64_t global_step = 0;
+  int64_t global_step = 0, first_epoch = 0;
   int failed = 0, stop = 0;
+  if (flags->resume && c->train.checkpoint[0] && access(c->train.checkpoint, F_OK) == 0) {
+    failed = restore_checkpoint(r.session, r.tg.graph, c->train.checkpoint, c->model.name,
+                                &global_step, &first_epoch, status);
+    if (!failed)
+      printf("resumed from %s: epoch %lld done, step %lld\n", c->train.checkpoint,
+             (long long)first_epoch, (long long)global_step);
+  }
   eval_result test = {0, 0};
-  for (int64_t epoch = 0; epoch < epochs && !failed && !stop; ++epoch) {
+  for (int64_t epoch = first_epoch; epoch < epochs && !failed && !stop; ++epoch) {
     ct_batcher_start_epoch(r.batcher, epoch);
     const double epoch_start = now_seconds();
     double loss_sum = 0, accuracy_sum = 0;
@@ -456,12 +583,12 @@ int ct_eval_main(const ct_config *c, const char *checkpoint_path, ct_status *sta
   ct_training_graph tg;
   ct_session *s = NULL;
   int failed = ct_training_graph_build(&tg, model, h, w, ch, ct_dataset_num_classes(test_set),
-                                       (uint64_t)c->train.seed, NULL, 0, status);
+                                       (uint64_t)c->train.seed, NULL, NULL, status);
   if (!failed) {
     ct_session_options options;
     ct_session_options_from_config(c, &options);
     s = ct_session_new(tg.graph, &options, status);
-    failed = s == NULL || restore_checkpoint(s, tg.graph, path, c->model.name, status);
+    failed = s == NULL || restore_checkpoint(s, tg.graph, path, c->model.name, NULL, NULL, status);
   }
   eval_result result;
   if (!failed) failed = evaluate(s, &tg, test_set, &result, status);
@@ -470,7 +597,7 @@ int ct_eval_main(const ct_config *c, const char *checkpoint_path, ct_status *sta
            c->model.name, c->dataset.name, (long long)ct_dataset_size(test_set), result.accuracy,
            result.loss, path);
   ct_session_free(s);
-  if (!failed || tg.graph) ct_training_graph_free(&tg);
+  ct_training_graph_free(&tg);
   ct_dataset_free(test_set);
   return failed;
 }

@@ -1,10 +1,18 @@
 #include "train/training_graph.h"
 
+#include <stdio.h>
 #include <string.h>
+
+void ct_tower_options_single(ct_tower_options *o) {
+  memset(o, 0, sizeof *o);
+  o->n_towers = 1;
+  snprintf(o->devices[0], sizeof o->devices[0], "/cpu:0");
+  snprintf(o->ps_device, sizeof o->ps_device, "/cpu:0");
+}
 
 int ct_training_graph_build(ct_training_graph *tg, const ct_model_def *model, int64_t height,
                             int64_t width, int64_t channels, int num_classes, uint64_t seed,
-                            const ct_optimizer_config *optimizer, int with_training,
+                            const ct_tower_options *towers, const ct_optimizer_config *optimizer,
                             ct_status *status) {
   memset(tg, 0, sizeof *tg);
   ct_graph *g = ct_graph_new();
@@ -14,27 +22,26 @@ int ct_training_graph_build(ct_training_graph *tg, const ct_model_def *model, in
   }
   tg->graph = g;
   ct_graph_set_seed(g, seed);
+  ct_tower_options single;
+  ct_tower_options_single(&single);
+  if (towers == NULL) towers = &single;
+  if (optimizer)
+    ct_towers_build(g, model, height, width, channels, num_classes, towers, optimizer,
+                    &tg->towers);
+  /* The evaluation copy reads the variables where they live: the parameter
+   * server's, or tower 0's copies (the plain names). */
+  const int ps = towers->variable_update == CT_VARIABLE_UPDATE_PARAMETER_SERVER;
+  ct_graph_push_device(g, towers->devices[0]);
+  if (ps) ct_graph_push_variable_device(g, towers->ps_device);
   tg->images = ct_placeholder(g, "images", CT_F32, ct_shape_of(4, (int64_t)-1, height, width, channels));
   tg->labels = ct_placeholder(g, "labels", CT_I32, ct_shape_of(1, (int64_t)-1));
-  if (with_training) {
-    ct_graph_push_name_scope(g, "tower_0");
-    ct_output logits = model->build(g, tg->images, num_classes, 1);
-    tg->loss = ct_reduce_mean(g, ct_sparse_softmax_cross_entropy(g, logits, tg->labels), 0, 0);
-    tg->accuracy = ct_accuracy(g, logits, tg->labels);
-    ct_graph_pop_name_scope(g);
-    ct_optimizer_minimize(g, optimizer, tg->loss, &tg->train);
-    ct_node *parts[65];
-    int n = 0;
-    parts[n++] = tg->train.op;
-    for (int i = 0; i < ct_graph_update_op_count(g) && n < 65; ++i)
-      parts[n++] = ct_graph_update_op(g, i);
-    tg->step = ct_group(g, "train_step", n, parts);
-  }
   ct_graph_push_name_scope(g, "eval");
   ct_output logits = model->build(g, tg->images, num_classes, 0);
   tg->eval_loss_sum = ct_reduce_sum(g, ct_sparse_softmax_cross_entropy(g, logits, tg->labels), 0, 0);
   tg->eval_accuracy = ct_accuracy(g, logits, tg->labels);
   ct_graph_pop_name_scope(g);
+  if (ps) ct_graph_pop_variable_device(g);
+  ct_graph_pop_device(g);
   const ct_status *gs = ct_graph_status(g);
   if (gs->code != CT_OK) {
     ct_status_set(status, gs->code, "building model '%s': %s", model->name, gs->message);

@@ -47,7 +47,7 @@ static void test_buffers_are_reused_between_steps(void **state) {
   ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_MOMENTUM);
   ct_training_graph tg;
   assert_int_equal(ct_training_graph_build(&tg, ct_model_find("fmnist_cnn"), 28, 28, 1, 10, 1,
-                                           &oc, 1, &st), 0);
+                                           NULL, &oc, &st), 0);
   ct_session_options options;
   ct_session_options_defaults(&options);
   options.intra_op_parallelism_threads = 1;
@@ -58,11 +58,15 @@ static void test_buffers_are_reused_between_steps(void **state) {
   ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 1, 0, 1);
   float lr = 0.01f;
   ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
-  ct_feed feeds[3] = {{tg.images, images}, {tg.labels, labels}, {tg.train.learning_rate, &lrt}};
+  ct_feed feeds[4];
+  ct_tensor views[3];
+  float weights[17];
+  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, 16, feeds, views, weights);
+  feeds[n_feeds++] = (ct_feed){tg.towers.train.learning_rate, &lrt};
   ct_allocator_stats after_first = {0};
   for (int step = 0; step < 4; ++step) {
     ct_session_set_step(s, (uint64_t)step);
-    assert_int_equal(ct_session_run(s, feeds, 3, NULL, 0, &tg.step, 1, NULL, &st), 0);
+    assert_int_equal(ct_session_run(s, feeds, n_feeds, NULL, 0, &tg.towers.step, 1, NULL, &st), 0);
     ct_allocator_stats stats = ct_allocator_get_stats(s->devices[0]->allocator);
     if (step == 0) after_first = stats;
     size_t variable_bytes = 0;

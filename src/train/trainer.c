@@ -330,6 +330,12 @@ static int towers_from_config(const ct_config *c, const ct_session_options *so,
   }
   t->all_reduce = strcmp(c->devices.all_reduce, "tree") == 0 ? CT_ALL_REDUCE_TREE
                                                               : CT_ALL_REDUCE_RING;
+  if (strcmp(c->devices.split, "auto") == 0) {
+    ct_status_set(status, CT_UNIMPLEMENTED,
+                  "devices.split: auto (shards sized by measured device speed) is not "
+                  "implemented yet; use devices.split: even");
+    return 1;
+  }
   const int cpus = so->device_count_cpu;
   int64_t n = c->devices.n_gpus > 0 ? c->devices.n_gpus : c->devices.n_towers;
   if (c->devices.n_gpus > 0) {

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Towers through the command: training on 2 and 4 CPU towers (both variable
+# updates), checkpoints restored on another tower count, and a run resumed
+# from its checkpoint ending bitwise equal to one never interrupted.
+# Usage: bash towers.sh /path/to/ctower
+set -u
+
+CTOWER=${1:?usage: towers.sh /path/to/ctower}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ctower_towers.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK" || exit 1
+ulimit -c 0
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+cat >mlp.yaml <<YAML
+model:
+  name: mlp
+dataset:
+  batch_size: 500
+train:
+  epochs: 2
+  optimizer:
+    name: momentum
+    learning_rate: 0.05
+session:
+  device_count: {CPU: 4}
+YAML
+
+accuracy_of() { sed -n 's/^done: .*test accuracy \([0-9.]*\).*/\1/p' "$1"; }
+
+# --- 4 replicated towers; the checkpoint evaluates on one device ------------------
+if "$CTOWER" train mlp.yaml --quiet devices.n_towers=4 train.checkpoint=four.safetensors >four.txt 2>&1; then
+  acc=$(accuracy_of four.txt)
+  if grep -q '^4 towers (replicated): ' four.txt && [ -n "$acc" ]; then
+    pass "4 replicated towers train (test accuracy $acc)"
+  else
+    fail "4 towers: unexpected output: $(cat four.txt)"
+  fi
+  if "$CTOWER" eval mlp.yaml --checkpoint four.safetensors >eval.txt 2>&1 &&
+     grep -q "accuracy $acc," eval.txt; then
+    pass "a 4-tower checkpoint restores on one device with the same accuracy"
+  else
+    fail "eval of the 4-tower checkpoint: $(cat eval.txt)"
+  fi
+  if grep -q 'tower_1/' four.safetensors; then
+    fail "the checkpoint holds tower-specific names"
+  else
+    pass "the checkpoint holds tower-free names only"
+  fi
+else
+  fail "4 towers: $(cat four.txt)"
+fi
+
+# --- 2 parameter-server towers -------------------------------------------------------
+if "$CTOWER" train mlp.yaml --quiet devices.n_towers=2 devices.variable_update=parameter_server \
+     train.epochs=1 train.checkpoint= >ps.txt 2>&1 &&
+   grep -q '^2 towers (parameter server on /cpu:0): ' ps.txt; then
+  pass "2 parameter-server towers train"
+else
+  fail "parameter server: $(cat ps.txt)"
+fi
+
+# --- resume: 1 epoch, then resume to 2, equals 2 straight (on 2 towers) -------------
+"$CTOWER" train mlp.yaml --quiet devices.n_towers=2 train.checkpoint=straight.safetensors >straight.txt 2>&1
+"$CTOWER" train mlp.yaml --quiet devices.n_towers=2 train.epochs=1 train.checkpoint=resumed.safetensors >first.txt 2>&1
+"$CTOWER" train mlp.yaml --quiet --resume devices.n_towers=2 train.checkpoint=resumed.safetensors >second.txt 2>&1
+if grep -q '^resumed from resumed.safetensors: epoch 1 done' second.txt &&
+   cmp -s straight.safetensors resumed.safetensors; then
+  pass "a run resumed after epoch 1 ends bitwise equal to an uninterrupted run"
+else
+  fail "resume: checkpoints differ or no resume line: $(cat second.txt)"
+fi
+
+# --- bad tower configurations ---------------------------------------------------------
+"$CTOWER" train mlp.yaml devices.n_towers=8 >bad.txt 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "8 towers need 8 devices but the session has 4 CPU devices" bad.txt; then
+  pass "more towers than devices is a clear error"
+else
+  fail "more towers than devices: rc $rc: $(cat bad.txt)"
+fi
+"$CTOWER" train mlp.yaml 'devices.towers=[/cpu:1, /cpu:1]' >bad.txt 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "both on '/cpu:1'" bad.txt; then
+  pass "the same device twice is a clear error"
+else
+  fail "the same device twice: rc $rc: $(cat bad.txt)"
+fi
+"$CTOWER" train mlp.yaml 'devices.towers=[/cpu:0, /cpu:7]' session.allow_soft_placement=false >bad.txt 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -q "Cannot assign a device for operation 'tower_1/" bad.txt; then
+  pass "a tower device that does not exist is a clear error without soft placement"
+else
+  fail "missing tower device: rc $rc: $(cat bad.txt)"
+fi
+"$CTOWER" train mlp.yaml devices.n_towers=4 dataset.batch_size=3 >bad.txt 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "smaller than the number of towers" bad.txt; then
+  pass "a batch smaller than the tower count is a clear error"
+else
+  fail "small batch: rc $rc: $(cat bad.txt)"
+fi
+
+if [ "$failures" -gt 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all checks passed"

@@ -47,7 +47,7 @@ static void print_profile(ct_session *s, const ct_feed *feeds, int n_feeds, ct_o
   const char *ops[MAX_OPS];
   double total[MAX_OPS];
   int n_ops = 0;
-  double step_sum = 0;
+  double step_sum = 0, busy[16] = {0}, all_reduce = 0, copies = 0;
   ct_run_metadata *md = ct_run_metadata_new();
   ct_status st = CT_STATUS_INIT;
   for (int r = 0; r < runs; ++r) {
@@ -61,7 +61,11 @@ static void print_profile(ct_session *s, const ct_feed *feeds, int n_feeds, ct_o
       int k = 0;
       while (k < n_ops && strcmp(ops[k], e.op) != 0) ++k;
       if (k == n_ops && n_ops < MAX_OPS) ops[n_ops] = e.op, total[n_ops++] = 0;
-      if (k < n_ops) total[k] += (e.end_us - e.start_us) / 1e3;
+      double ms = (e.end_us - e.start_us) / 1e3;
+      if (k < n_ops) total[k] += ms;
+      if (e.device >= 0 && e.device < 16) busy[e.device] += ms;
+      if (strncmp(e.node, "all_reduce/", 11) == 0) all_reduce += ms;
+      if (strcmp(e.op, "_Copy") == 0) copies += ms;
     }
   }
   for (int i = 0; i < n_ops; ++i) /* selection sort, largest first */
@@ -79,6 +83,13 @@ static void print_profile(ct_session *s, const ct_feed *feeds, int n_feeds, ct_o
     fprintf(stderr, "%-36s %10.2f %6.1f%%\n", ops[i], total[i] / runs, 100 * total[i] / kernels);
   fprintf(stderr, "%-36s %10.2f\n%-36s %10.2f\n", "all kernels", kernels / runs,
           "whole step (wall)", step_sum * 1e3 / runs);
+  const double wall = step_sum * 1e3 / runs;
+  for (int d = 0; d < ct_session_device_count(s) && d < 16; ++d)
+    fprintf(stderr, "device %d: busy %.2f ms/step, waiting %.2f ms/step (%.1f%%)\n", d,
+            busy[d] / runs, wall - busy[d] / runs, 100 * (wall - busy[d] / runs) / wall);
+  fprintf(stderr, "all-reduce additions %.2f ms/step (%.1f%% of the wall), copies between "
+                  "devices %.2f ms/step\n",
+          all_reduce / runs, 100 * all_reduce / runs / wall, copies / runs);
   ct_run_metadata_free(md);
 }
 

@@ -236,6 +236,7 @@ static int restore_checkpoint(ct_session *s, const ct_graph *g, const char *path
 typedef struct progress {
   int tty;
   double last_print;
+  char shards[128];   /* "towers 64+64" when there are several */
 } progress;
 
 static void format_duration(double seconds, char *buf, size_t size) {
@@ -261,9 +262,10 @@ static void progress_update(progress *p, int64_t epoch, int64_t epochs, int64_t 
   bar[WIDTH] = '\0';
   char eta_text[32];
   format_duration(eta, eta_text, sizeof eta_text);
-  printf("%sepoch %lld/%lld [%s] %lld/%lld loss %.4f acc %.4f %.0f img/s ETA %s%s",
+  printf("%sepoch %lld/%lld [%s] %lld/%lld loss %.4f acc %.4f %.0f img/s%s%s ETA %s%s",
          p->tty ? "\r" : "", (long long)epoch, (long long)epochs, bar, (long long)batch,
-         (long long)batches, loss, accuracy, images_per_sec, eta_text, p->tty ? "\033[K" : "\n");
+         (long long)batches, loss, accuracy, images_per_sec, p->shards[0] ? " " : "", p->shards,
+         eta_text, p->tty ? "\033[K" : "\n");
   fflush(stdout);
 }
 
@@ -473,7 +475,15 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
   }
   const int64_t batches = ct_batcher_batches_per_epoch(r.batcher);
   const int64_t epochs = c->train.epochs;
-  progress prog = {isatty(STDOUT_FILENO) && !flags->quiet, 0};
+  progress prog = {isatty(STDOUT_FILENO) && !flags->quiet, 0, ""};
+  if (r.towers.n_towers > 1) { /* the shard sizes of a full batch */
+    size_t used = (size_t)snprintf(prog.shards, sizeof prog.shards, "towers");
+    for (int k = 0; k < r.towers.n_towers && used < sizeof prog.shards; ++k) {
+      int64_t size = c->dataset.batch_size / r.towers.n_towers + (k < c->dataset.batch_size % r.towers.n_towers);
+      used += (size_t)snprintf(prog.shards + used, sizeof prog.shards - used, "%s%lld", k ? "+" : " ",
+                               (long long)size);
+    }
+  }
   printf("ctower %s: training %s on %s (%lld train / %lld test examples), batch %lld, %lld "
          "epochs, %s lr %g, seed %lld\n",
          CTOWER_VERSION, c->model.name, c->dataset.name, (long long)ct_dataset_size(r.train_set),

@@ -3,17 +3,7 @@
 # updates), checkpoints restored on another tower count, and a run resumed
 # from its checkpoint ending bitwise equal to one never interrupted.
 # Usage: bash towers.sh /path/to/ctower
-set -u
-
-CTOWER=${1:?usage: towers.sh /path/to/ctower}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ctower_towers.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK" || exit 1
-ulimit -c 0
-
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
+source "$(dirname "$0")/lib/common.sh" towers "${1:-}"
 
 cat >mlp.yaml <<YAML
 model:
@@ -104,8 +94,4 @@ else
   fail "small batch: rc $rc: $(cat bad.txt)"
 fi
 
-if [ "$failures" -gt 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all checks passed"
+finish

@@ -5,25 +5,8 @@
 # is one line on stderr and exit 1 (2 for a config mismatch), never a crash,
 # and a checkpoint already saved survives a failed run.
 # Usage: bash train_eval.sh /path/to/ctower
-set -u
-
-CTOWER=${1:?usage: train_eval.sh /path/to/ctower}
+source "$(dirname "$0")/lib/common.sh" train "${1:-}"
 DATA=/usr/share/datasets/fashion-mnist
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ctower_train.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK" || exit 1
-ulimit -c 0
-
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
-
-run() {
-  "$CTOWER" "$@" >"$WORK/stdout" 2>"$WORK/stderr"
-  rc=$?
-  out=$(cat "$WORK/stdout")
-  err=$(cat "$WORK/stderr")
-}
 
 # expect_error NAME CODE NEEDLE ARGS...: exit CODE, one "ctower: error:" line containing NEEDLE.
 expect_error() {
@@ -107,8 +90,4 @@ else
   fail "devices with two CPU devices (rc $rc): $out $err"
 fi
 
-if [ "$failures" -gt 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all checks passed"
+finish

@@ -3,27 +3,7 @@
 # input exits 2 with one line on stderr naming the file:line, key or option
 # at fault, and never dumps core.
 # Usage: bash usage_errors.sh /path/to/ctower
-set -u
-
-CTOWER=${1:?usage: usage_errors.sh /path/to/ctower}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ctower_usage.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK" || exit 1
-ulimit -c 0
-
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# run ARGS...: runs ctower; sets $rc, $out, $err.
-run() {
-  "$CTOWER" "$@" >"$WORK/stdout" 2>"$WORK/stderr"
-  rc=$?
-  out=$(cat "$WORK/stdout")
-  err=$(cat "$WORK/stderr")
-}
+source "$(dirname "$0")/lib/common.sh" usage "${1:-}"
 
 # expect_ok NAME PATTERN ARGS...: exit 0 and stdout matching PATTERN (grep -E).
 expect_ok() {
@@ -139,8 +119,4 @@ if compgen -G "core*" >/dev/null; then
   fail "a core file was written: $(ls core*)"
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all checks passed"
+finish

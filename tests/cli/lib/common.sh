@@ -1,0 +1,32 @@
+# Shared by the command-line tests (sourced, not run): a scratch folder that
+# is removed on exit, no core dumps, and pass/fail bookkeeping.
+#   source common.sh NAME CTOWER   sets CTOWER, WORK (the current folder) and failures
+#   run ARGS...                    runs ctower; sets rc, out and err
+#   finish                         prints the verdict and exits 0 or 1
+set -u
+
+CTOWER=${2:?usage: $1.sh /path/to/ctower}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ctower_$1.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK" || exit 1
+ulimit -c 0
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+run() {
+  "$CTOWER" "$@" >"$WORK/stdout" 2>"$WORK/stderr"
+  rc=$?
+  out=$(cat "$WORK/stdout")
+  err=$(cat "$WORK/stderr")
+}
+
+finish() {
+  if [ "$failures" -gt 0 ]; then
+    echo "$failures check(s) failed"
+    exit 1
+  fi
+  echo "all checks passed"
+  exit 0
+}

@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
   ct_feed feeds[3 * 16 + 1];
   ct_tensor views[3 * 16];
   float *weights = calloc((size_t)(batch + n_towers), sizeof *weights);
-  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, batch, feeds, views, weights);
+  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, batch, NULL, feeds, views, weights);
   feeds[n_feeds++] = (ct_feed){tg.towers.train.learning_rate, &lr_tensor};
   double *times = calloc((size_t)steps, sizeof *times);
   double rss_before = peak_rss_mb();

@@ -63,16 +63,22 @@ int ct_towers_build(ct_graph *graph, const ct_model_def *model, int64_t height, 
                     int64_t channels, int num_classes, const ct_tower_options *options,
                     const ct_optimizer_config *optimizer, ct_tower_graph *towers);
 
+/* Shard sizes for n examples over N towers, summing to n: even (speeds
+ * NULL: the first n % N towers take one more), or in proportion to each
+ * tower's measured speed (examples per second), each tower at least one
+ * example when n >= N. */
+void ct_towers_split(int n_towers, int64_t n, const double *speeds, int64_t *sizes);
+
 /* Feeds for one step: the first n examples of `images` [capacity, H, W, C]
- * and `labels` [capacity] split into contiguous shards, in order (the first
- * n % N towers take one more), each with weights 1/n. A tower left without
+ * and `labels` [capacity] split into contiguous shards, in order, of
+ * `sizes` (NULL: even), each example weighted 1/n. A tower left without
  * examples gets one padding example (weight 0), so it computes but adds
  * nothing. Writes 3 feeds per tower into `feeds` over headers in `views`
  * (3 per tower); `weights` must hold n + N floats. Returns the feed count.
  * The feeds borrow images, labels, views and weights. */
 int ct_towers_make_feeds(const ct_tower_graph *towers, const ct_tensor *images,
-                         const ct_tensor *labels, int64_t n, ct_feed *feeds, ct_tensor *views,
-                         float *weights);
+                         const ct_tensor *labels, int64_t n, const int64_t *sizes,
+                         ct_feed *feeds, ct_tensor *views, float *weights);
 
 /* Variables to save: originals only (not replicas), by their tower-free
  * names. Returns 1 for a variable a checkpoint holds, 0 for a replica. */

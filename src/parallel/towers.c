@@ -163,15 +163,46 @@ int ct_towers_build(ct_graph *g, const ct_model_def *model, int64_t height, int6
   return g->status.code != CT_OK;
 }
 
+void ct_towers_split(int n_towers, int64_t n, const double *speeds, int64_t *sizes) {
+  if (speeds == NULL || n < n_towers) { /* even: the first n % N towers take one more */
+    for (int k = 0; k < n_towers; ++k) sizes[k] = n / n_towers + (k < n % n_towers);
+    return;
+  }
+  /* One example each, the rest by the largest remainder of the speed shares. */
+  double total = 0;
+  for (int k = 0; k < n_towers; ++k) total += speeds[k] > 0 ? speeds[k] : 0;
+  int64_t rest = n - n_towers, given = 0;
+  double remainder[CT_MAX_DEVICES];
+  for (int k = 0; k < n_towers; ++k) {
+    double share = total > 0 ? (double)rest * (speeds[k] > 0 ? speeds[k] : 0) / total
+                             : (double)rest / n_towers;
+    sizes[k] = 1 + (int64_t)share;
+    remainder[k] = share - (double)(int64_t)share;
+    given += sizes[k];
+  }
+  while (given < n) { /* hand out what rounding left, largest remainder first */
+    int best = 0;
+    for (int k = 1; k < n_towers; ++k)
+      if (remainder[k] > remainder[best]) best = k;
+    sizes[best]++, given++;
+    remainder[best] = -1;
+  }
+}
+
 int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *images,
-                         const ct_tensor *labels, int64_t n, ct_feed *feeds, ct_tensor *views,
-                         float *weights) {
+                         const ct_tensor *labels, int64_t n, const int64_t *sizes,
+                         ct_feed *feeds, ct_tensor *views, float *weights) {
   const int towers = t->n_towers;
+  int64_t even[CT_MAX_DEVICES];
+  if (sizes == NULL) {
+    ct_towers_split(towers, n, NULL, even);
+    sizes = even;
+  }
   const size_t image_bytes = ct_tensor_nbytes(images) / (size_t)images->shape.dims[0];
   const float weight = n > 0 ? 1.0f / (float)n : 0.0f;
   int64_t start = 0;
   for (int k = 0; k < towers; ++k) {
-    int64_t size = n / towers + (k < n % towers);
+    int64_t size = sizes[k];
     float *w = weights + start + k; /* each tower's weights, one spare slot for padding */
     int64_t first = start;
     if (size == 0) { /* padding: example 0 with weight 0 */

@@ -300,9 +300,14 @@ typedef struct train_run {
   ct_tensor *views;       /* 3 per tower */
   float *weights;         /* batch + towers */
   ct_output *fetches;     /* loss, then each tower's logits */
+  int64_t sizes[CT_MAX_DEVICES];  /* the last step's shard sizes */
+  int auto_split;                 /* devices.split: auto */
+  double speeds[CT_MAX_DEVICES];  /* auto: examples/s of each tower, smoothed; 0 until measured */
+  ct_run_metadata *timeline;      /* auto: where the speeds come from */
 } train_run;
 
 static void train_run_free(train_run *r) {
+  ct_run_metadata_free(r->timeline);
   free(r->feeds);
   free(r->views);
   free(r->weights);
@@ -332,12 +337,7 @@ static int towers_from_config(const ct_config *c, const ct_session_options *so,
   }
   t->all_reduce = strcmp(c->devices.all_reduce, "tree") == 0 ? CT_ALL_REDUCE_TREE
                                                               : CT_ALL_REDUCE_RING;
-  if (strcmp(c->devices.split, "auto") == 0) {
-    ct_status_set(status, CT_UNIMPLEMENTED,
-                  "devices.split: auto (shards sized by measured device speed) is not "
-                  "implemented yet; use devices.split: even");
-    return 1;
-  }
+
   const int cpus = so->device_count_cpu;
   int64_t n = c->devices.n_gpus > 0 ? c->devices.n_gpus : c->devices.n_towers;
   if (c->devices.n_gpus > 0) {
@@ -412,6 +412,11 @@ static int train_run_setup(train_run *r, ct_status *status) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
+  r->auto_split = strcmp(c->devices.split, "auto") == 0 && towers > 1;
+  if (r->auto_split && (r->timeline = ct_run_metadata_new()) == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
+    return 1;
+  }
   r->fetches[0] = r->tg.towers.loss;
   for (int k = 0; k < towers; ++k) r->fetches[k + 1] = r->tg.towers.towers[k].logits;
   return batch_buffers_init(&r->buf, c->dataset.batch_size, r->train_set, status);
@@ -430,27 +435,48 @@ static int64_t count_correct(const ct_tensor *logits, const int32_t *labels, int
   return correct;
 }
 
+/* split: auto. Each tower's speed is its shard over the kernel time of its
+ * nodes (tower_k/... and their gradients) in the last step, smoothed. */
+static void update_speeds(train_run *r) {
+  double busy[CT_MAX_DEVICES] = {0};
+  for (int i = 0; i < ct_run_metadata_event_count(r->timeline); ++i) {
+    ct_timeline_event e = ct_run_metadata_event(r->timeline, i);
+    const char *name = strncmp(e.node, "gradients/", 10) == 0 ? e.node + 10 : e.node;
+    int k;
+    if (sscanf(name, "tower_%d/", &k) == 1 && k >= 0 && k < r->towers.n_towers)
+      busy[k] += e.end_us - e.start_us;
+  }
+  for (int k = 0; k < r->towers.n_towers; ++k) {
+    if (busy[k] <= 0 || r->sizes[k] == 0) continue;
+    double speed = (double)r->sizes[k] / busy[k];
+    r->speeds[k] = r->speeds[k] > 0 ? 0.8 * r->speeds[k] + 0.2 * speed : speed;
+  }
+}
+
 /* One optimizer step over all towers; fills the batch's loss and accuracy. */
 static int train_step(train_run *r, int64_t n, int64_t global_step, double epochs_done,
                       double *loss, double *accuracy, ct_status *status) {
   const int towers = r->towers.n_towers;
-  int n_feeds = ct_towers_make_feeds(&r->tg.towers, r->buf.images, r->buf.labels, n, r->feeds,
-                                     r->views, r->weights);
+  int measured = r->auto_split;
+  for (int k = 0; k < towers; ++k) measured = measured && r->speeds[k] > 0;
+  ct_towers_split(towers, n, measured ? r->speeds : NULL, r->sizes);
+  int n_feeds = ct_towers_make_feeds(&r->tg.towers, r->buf.images, r->buf.labels, n, r->sizes,
+                                     r->feeds, r->views, r->weights);
   float lr = ct_optimizer_learning_rate(&r->optimizer, ct_schedule_rate(&r->schedule, epochs_done),
                                         global_step + 1);
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
   r->feeds[n_feeds++] = (ct_feed){r->tg.towers.train.learning_rate, &lr_tensor};
   ct_tensor *out[CT_MAX_DEVICES + 1];
   ct_session_set_step(r->session, (uint64_t)global_step);
-  if (ct_session_run(r->session, r->feeds, n_feeds, r->fetches, towers + 1, &r->tg.towers.step, 1,
-                     out, status))
+  if (ct_session_run_traced(r->session, r->feeds, n_feeds, r->fetches, towers + 1,
+                            &r->tg.towers.step, 1, out, r->timeline, status))
     return 1;
+  if (r->auto_split) update_speeds(r);
   *loss = ct_tensor_f32(out[0])[0];
   int64_t correct = 0, start = 0;
   for (int k = 0; k < towers; ++k) {
-    int64_t size = n / towers + (k < n % towers); /* as ct_towers_make_feeds splits */
-    correct += count_correct(out[k + 1], ct_tensor_i32(r->buf.labels) + start, size);
-    start += size;
+    correct += count_correct(out[k + 1], ct_tensor_i32(r->buf.labels) + start, r->sizes[k]);
+    start += r->sizes[k];
   }
   *accuracy = (double)correct / (double)n;
   for (int k = 0; k <= towers; ++k) ct_tensor_free(out[k]);
@@ -476,14 +502,6 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
   const int64_t batches = ct_batcher_batches_per_epoch(r.batcher);
   const int64_t epochs = c->train.epochs;
   progress prog = {isatty(STDOUT_FILENO) && !flags->quiet, 0, ""};
-  if (r.towers.n_towers > 1) { /* the shard sizes of a full batch */
-    size_t used = (size_t)snprintf(prog.shards, sizeof prog.shards, "towers");
-    for (int k = 0; k < r.towers.n_towers && used < sizeof prog.shards; ++k) {
-      int64_t size = c->dataset.batch_size / r.towers.n_towers + (k < c->dataset.batch_size % r.towers.n_towers);
-      used += (size_t)snprintf(prog.shards + used, sizeof prog.shards - used, "%s%lld", k ? "+" : " ",
-                               (long long)size);
-    }
-  }
   printf("ctower %s: training %s on %s (%lld train / %lld test examples), batch %lld, %lld "
          "epochs, %s lr %g, seed %lld\n",
          CTOWER_VERSION, c->model.name, c->dataset.name, (long long)ct_dataset_size(r.train_set),
@@ -536,6 +554,10 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
       double elapsed = now_seconds() - epoch_start;
       double rate = (double)examples / (elapsed > 0 ? elapsed : 1e-9);
       double eta = elapsed / (double)batch * (double)(batches - batch);
+      if (r.towers.n_towers > 1) /* the shard sizes of this step */
+        for (int k = 0, used = 0; k < r.towers.n_towers && used < (int)sizeof prog.shards; ++k)
+          used += snprintf(prog.shards + used, sizeof prog.shards - (size_t)used, "%s%lld",
+                           k ? "+" : "towers ", (long long)r.sizes[k]);
       if (!flags->quiet)
         progress_update(&prog, epoch + 1, epochs, batch, batches, loss_sum / (double)examples,
                         accuracy_sum / (double)examples, rate, eta, 0);

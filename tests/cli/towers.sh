@@ -53,6 +53,15 @@ else
   fail "parameter server: $(cat ps.txt)"
 fi
 
+# --- split: auto sizes the shards by measured speed -----------------------------------
+if "$CTOWER" train mlp.yaml devices.n_towers=2 devices.split=auto train.epochs=1 \
+     train.checkpoint= >auto.txt 2>&1 && grep -q '^done: ' auto.txt &&
+   grep -Eq 'towers [0-9]+\+[0-9]+ ETA' auto.txt; then
+  pass "split: auto trains and shows the shard sizes ($(grep -Eo 'towers [0-9]+\+[0-9]+' auto.txt | tail -1))"
+else
+  fail "split: auto: $(cat auto.txt)"
+fi
+
 # --- resume: 1 epoch, then resume to 2, equals 2 straight (on 2 towers) -------------
 "$CTOWER" train mlp.yaml --quiet devices.n_towers=2 train.checkpoint=straight.safetensors >straight.txt 2>&1
 "$CTOWER" train mlp.yaml --quiet devices.n_towers=2 train.epochs=1 train.checkpoint=resumed.safetensors >first.txt 2>&1

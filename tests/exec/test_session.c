@@ -61,7 +61,7 @@ static void test_buffers_are_reused_between_steps(void **state) {
   ct_feed feeds[4];
   ct_tensor views[3];
   float weights[17];
-  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, 16, feeds, views, weights);
+  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, 16, NULL, feeds, views, weights);
   feeds[n_feeds++] = (ct_feed){tg.towers.train.learning_rate, &lrt};
   ct_allocator_stats after_first = {0};
   for (int step = 0; step < 4; ++step) {

@@ -20,7 +20,7 @@ typedef struct run_result {
 } run_result;
 
 static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce reduce,
-                       run_result *result) {
+                       const double *speeds, run_result *result) {
   ct_graph *g = ct_graph_new();
   ct_graph_set_seed(g, 11);
   ct_tower_options o;
@@ -53,7 +53,10 @@ static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce re
   for (int step = 0; step < STEPS; ++step) {
     ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 100 + (uint64_t)step, 0, 1);
     for (int i = 0; i < BATCH; ++i) ct_tensor_i32(labels)[i] = (i * 7 + step) % 10;
-    int n = ct_towers_make_feeds(&towers, images, labels, batch_size(step), feeds, views, weights);
+    int64_t sizes[4];
+    ct_towers_split(n_towers, batch_size(step), speeds, sizes);
+    int n = ct_towers_make_feeds(&towers, images, labels, batch_size(step), sizes, feeds, views,
+                                 weights);
     float lr = 0.05f;
     ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
     feeds[n++] = (ct_feed){towers.train.learning_rate, &lrt};
@@ -92,22 +95,40 @@ static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce re
 static void test_towers_give_the_result_of_one(void **state) {
   (void)state;
   static run_result reference, other;
-  run_towers(1, CT_VARIABLE_UPDATE_PARAMETER_SERVER, CT_ALL_REDUCE_RING, &reference);
+  run_towers(1, CT_VARIABLE_UPDATE_PARAMETER_SERVER, CT_ALL_REDUCE_RING, NULL, &reference);
+  /* skewed splits (as split: auto makes for devices of unequal speed) too */
+  static const double skew[4] = {9.0, 1.0, 0.5, 3.0};
   const char *names[] = {"parameter_server", "replicated ring", "replicated tree"};
   for (int kind = 0; kind < 3; ++kind) {
     ct_variable_update update = kind == 0 ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
                                           : CT_VARIABLE_UPDATE_REPLICATED;
     ct_all_reduce reduce = kind == 2 ? CT_ALL_REDUCE_TREE : CT_ALL_REDUCE_RING;
-    for (int n = 1; n <= 4; ++n) {
-      run_towers(n, update, reduce, &other);
-      double diff = ct_test_max_rel_diff(other.weights, reference.weights, MAX_WEIGHTS);
-      printf("  %-17s %d tower(s): max relative difference to 1 tower %.2e, replicas differ by "
-             "%.1e\n",
-             names[kind], n, diff, other.max_replica_diff);
-      assert_true(diff <= 1e-5);
-      assert_true(other.max_replica_diff == 0.0);
-    }
+    for (int n = 1; n <= 4; ++n)
+      for (int skewed = 0; skewed < 2; ++skewed) {
+        run_towers(n, update, reduce, skewed ? skew : NULL, &other);
+        double diff = ct_test_max_rel_diff(other.weights, reference.weights, MAX_WEIGHTS);
+        printf("  %-17s %d tower(s), %s split: max relative difference to 1 tower %.2e, "
+               "replicas differ by %.1e\n",
+               names[kind], n, skewed ? "skewed" : "even", diff, other.max_replica_diff);
+        assert_true(diff <= 1e-5);
+        assert_true(other.max_replica_diff == 0.0);
+      }
   }
+}
+
+static void test_splits(void **state) {
+  (void)state;
+  int64_t sizes[4];
+  ct_towers_split(4, 26, NULL, sizes);
+  assert_true(sizes[0] == 7 && sizes[1] == 7 && sizes[2] == 6 && sizes[3] == 6);
+  ct_towers_split(4, 3, NULL, sizes); /* a short last batch: one tower sits out */
+  assert_true(sizes[0] == 1 && sizes[1] == 1 && sizes[2] == 1 && sizes[3] == 0);
+  const double speeds[2] = {3000.0, 1000.0}; /* a device three times as fast */
+  ct_towers_split(2, 128, speeds, sizes);
+  assert_true(sizes[0] == 96 && sizes[1] == 32);
+  const double stalled[3] = {1.0, 0.0, 1.0}; /* still at least one example each */
+  ct_towers_split(3, 10, stalled, sizes);
+  assert_true(sizes[1] == 1 && sizes[0] + sizes[1] + sizes[2] == 10);
 }
 
 static void test_bad_tower_configurations(void **state) {
@@ -136,6 +157,7 @@ static void test_bad_tower_configurations(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_towers_give_the_result_of_one),
+      cmocka_unit_test(test_splits),
       cmocka_unit_test(test_bad_tower_configurations),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

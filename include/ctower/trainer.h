@@ -23,6 +23,11 @@ void ct_session_options_from_config(const ct_config *config, ct_session_options 
  * writing the checkpoint after each epoch. Returns 0 or fills status. */
 int ct_train_main(const ct_config *config, const ct_train_flags *flags, ct_status *status);
 
+/* `ctower bench`: trains `warmup` untimed then `steps` timed steps of the
+ * config's model on its devices and prints the median images/sec. Saves
+ * nothing. Returns 0 or fills status. */
+int ct_bench_main(const ct_config *config, int steps, int warmup, ct_status *status);
+
 /* Restores the checkpoint (the config's, or checkpoint_path when not NULL),
  * prints test accuracy and loss. Returns 0 or fills status. */
 int ct_eval_main(const ct_config *config, const char *checkpoint_path, ct_status *status);

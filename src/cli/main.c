@@ -88,10 +88,19 @@ static const char k_devices_help[] =
     "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad config.\n";
 
 static const char k_bench_help[] =
-    "Usage: ctower bench ...\n"
+    "Usage: ctower bench CONFIG.yaml [KEY=VALUE ...] [--steps N] [--warmup N]\n"
     "\n"
-    "Measures the throughput of a model on given devices (like tf_cnn_benchmarks).\n"
-    "Not implemented yet.\n";
+    "Measures training throughput, as tf_cnn_benchmarks does: the model, batch,\n"
+    "towers and devices of CONFIG.yaml train for --warmup steps (default 5), then\n"
+    "--steps timed steps (default 30) on the dataset's batches; prints the median\n"
+    "images/sec and step time, and each device's peak memory. Nothing is saved.\n"
+    "\n"
+    "Options (before or after the overrides):\n"
+    "  --steps N        timed steps (1 or more)\n"
+    "  --warmup N       untimed steps first (0 or more)\n"
+    "  -h, --help       show this help\n"
+    "\n"
+    "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad config.\n";
 
 static int error_exit(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -129,6 +138,7 @@ typedef struct parsed_args {
   int help;
   int memory_stats, quiet, resume;
   const char *checkpoint;
+  const char *steps, *warmup;
 } parsed_args;
 
 static int file_exists(const char *path) {
@@ -141,6 +151,8 @@ static void set_option(parsed_args *args, const char *name, const char *value) {
   if (strcmp(name, "--quiet") == 0) args->quiet = 1;
   if (strcmp(name, "--resume") == 0) args->resume = 1;
   if (strcmp(name, "--checkpoint") == 0) args->checkpoint = value;
+  if (strcmp(name, "--steps") == 0) args->steps = value;
+  if (strcmp(name, "--warmup") == 0) args->warmup = value;
 }
 
 static int unknown_option(const command *cmd, const char *arg) {
@@ -284,8 +296,6 @@ static int cmd_eval(const command *cmd, int argc, char **argv) {
   return rc < 0 ? EXIT_OK : rc;
 }
 
-/* Prints one line per device. For now the single CPU device; the device
- * registry will replace this. */
 /* Lists the devices a session made from the config's `session:` section has. */
 static int print_devices(const ct_config *config) {
   ct_session_options options;
@@ -324,19 +334,41 @@ static int cmd_devices(const command *cmd, int argc, char **argv) {
   return rc < 0 ? EXIT_OK : rc;
 }
 
+/* A count option's value: a whole number >= minimum, or -1 (an error was printed). */
+static int count_option(const char *name, const char *text, int fallback, int minimum) {
+  if (text == NULL) return fallback;
+  char *end = NULL;
+  long value = strtol(text, &end, 10);
+  if (*text == '\0' || *end != '\0' || value < minimum || value > 1000000) {
+    error_exit(EXIT_USAGE, "%s needs a whole number >= %d, got '%s'", name, minimum, text);
+    return -1;
+  }
+  return (int)value;
+}
+
 static int cmd_bench(const command *cmd, int argc, char **argv) {
-  for (int i = 0; i < argc; ++i) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(cmd->help, stdout);
-      return EXIT_OK;
+  parsed_args args = {0};
+  ct_config config;
+  int rc = run_with_args(cmd, argc, argv, &args, &config);
+  if (rc == 0) {
+    int steps = count_option("--steps", args.steps, 30, 1);
+    int warmup = count_option("--warmup", args.warmup, 5, 0);
+    if (steps < 0 || warmup < 0) {
+      rc = EXIT_USAGE;
+    } else {
+      ct_status status = CT_STATUS_INIT;
+      rc = ct_bench_main(&config, steps, warmup, &status) == 0 ? EXIT_OK
+                                                               : runtime_exit(&status, "the benchmark");
     }
   }
-  return error_exit(EXIT_USAGE, "'ctower bench' is not implemented yet");
+  free(args.overrides);
+  return rc < 0 ? EXIT_OK : rc;
 }
 
 static const option_spec k_train_options[] = {
     {"--memory-stats", 0}, {"--quiet", 0}, {"--resume", 0}, {NULL, 0}};
 static const option_spec k_eval_options[] = {{"--checkpoint", 1}, {NULL, 0}};
+static const option_spec k_bench_options[] = {{"--steps", 1}, {"--warmup", 1}, {NULL, 0}};
 static const option_spec k_no_options[] = {{NULL, 0}};
 
 static const command k_commands[] = {
@@ -347,7 +379,8 @@ static const command k_commands[] = {
      k_eval_options, cmd_eval},
     {"devices", "ctower devices [CONFIG.yaml] [KEY=VALUE ...]", k_devices_help, 0, k_no_options,
      cmd_devices},
-    {"bench", "ctower bench ...", k_bench_help, 0, k_no_options, cmd_bench},
+    {"bench", "ctower bench CONFIG.yaml [KEY=VALUE ...] [--steps N] [--warmup N]", k_bench_help, 1,
+     k_bench_options, cmd_bench},
 };
 enum { N_COMMANDS = sizeof k_commands / sizeof k_commands[0] };
 

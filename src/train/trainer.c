@@ -453,6 +453,17 @@ static void update_speeds(train_run *r) {
   }
 }
 
+/* "1 tower", "2 towers (replicated)", "2 towers (parameter server on /cpu:0)". */
+static const char *tower_summary(const ct_tower_options *t, char *buf, size_t size) {
+  if (t->n_towers == 1)
+    snprintf(buf, size, "1 tower");
+  else if (t->variable_update == CT_VARIABLE_UPDATE_REPLICATED)
+    snprintf(buf, size, "%d towers (replicated)", t->n_towers);
+  else
+    snprintf(buf, size, "%d towers (parameter server on %s)", t->n_towers, t->ps_device);
+  return buf;
+}
+
 /* One optimizer step over all towers; fills the batch's loss and accuracy. */
 static int train_step(train_run *r, int64_t n, int64_t global_step, double epochs_done,
                       double *loss, double *accuracy, ct_status *status) {
@@ -491,6 +502,7 @@ static int train_step(train_run *r, int64_t n, int64_t global_step, double epoch
 }
 
 int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *status) {
+  char summary[128];
   train_run r;
   memset(&r, 0, sizeof r);
   r.config = c;
@@ -508,11 +520,7 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
          (long long)ct_dataset_size(r.test_set), (long long)c->dataset.batch_size,
          (long long)epochs, c->train.optimizer.name, c->train.optimizer.learning_rate,
          (long long)c->train.seed);
-  printf("%d tower%s (%s", r.towers.n_towers, r.towers.n_towers > 1 ? "s" : "",
-         r.towers.variable_update == CT_VARIABLE_UPDATE_REPLICATED ? "replicated" : "parameter server");
-  if (r.towers.variable_update == CT_VARIABLE_UPDATE_PARAMETER_SERVER)
-    printf(" on %s", r.towers.ps_device);
-  printf("):");
+  printf("%s:", tower_summary(&r.towers, summary, sizeof summary));
   for (int k = 0; k < r.towers.n_towers; ++k) {
     ct_status ignored = CT_STATUS_INIT;
     const char *device = ct_session_node_device(r.session, r.tg.towers.towers[k].logits.node, &ignored);
@@ -596,6 +604,52 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
     printf("\n");
     if (flags->memory_stats) print_memory_stats(r.session);
   }
+  train_run_free(&r);
+  return failed;
+}
+
+/* ---- bench ---------------------------------------------------------------------- */
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int ct_bench_main(const ct_config *c, int steps, int warmup, ct_status *status) {
+  train_run r;
+  memset(&r, 0, sizeof r);
+  r.config = c;
+  double *times = calloc((size_t)steps, sizeof *times);
+  if (times == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory");
+    return 1;
+  }
+  int failed = train_run_setup(&r, status);
+  int64_t epoch = 0, step = 0;
+  if (!failed) ct_batcher_start_epoch(r.batcher, epoch);
+  while (!failed && step < warmup + steps) {
+    int64_t n = ct_batcher_next(r.batcher, ct_tensor_f32(r.buf.images), ct_tensor_i32(r.buf.labels));
+    if (n < c->dataset.batch_size) { /* only full batches are timed */
+      ct_batcher_start_epoch(r.batcher, ++epoch);
+      continue;
+    }
+    double loss, accuracy, t0 = now_seconds();
+    failed = train_step(&r, n, step, 0.0, &loss, &accuracy, status);
+    if (!failed && step >= warmup) times[step - warmup] = now_seconds() - t0;
+    ++step;
+  }
+  if (!failed) {
+    qsort(times, (size_t)steps, sizeof *times, compare_doubles);
+    double median = times[steps / 2];
+    char summary[128];
+    printf("%s, batch %lld, %s: %.1f images/sec, %.2f ms/step (median of %d steps after %d "
+           "warm-up)\n",
+           c->model.name, (long long)c->dataset.batch_size,
+           tower_summary(&r.towers, summary, sizeof summary), (double)c->dataset.batch_size / median,
+           median * 1e3, steps, warmup);
+    print_memory_stats(r.session);
+  }
+  free(times);
   train_run_free(&r);
   return failed;
 }

@@ -56,6 +56,14 @@ fi
 grep -q '"model":"mlp"' runs/mlp.safetensors && pass "checkpoint metadata names the model" \
   || fail "checkpoint metadata lacks the model"
 
+# --- bench ---------------------------------------------------------------------------
+run bench mlp.yaml --steps 5 --warmup 1
+if [ "$rc" -eq 0 ] && grep -Eq '^mlp, batch 64, 1 tower: [0-9.]+ images/sec' <<<"$out"; then
+  pass "bench prints the median images/sec"
+else
+  fail "bench (rc $rc): $out $err"
+fi
+
 # --- the placement log ------------------------------------------------------------
 run train mlp.yaml --quiet train.max_steps=1 train.checkpoint= session.log_device_placement=true
 if [ "$rc" -eq 0 ] && grep -q '^Device mapping:$' <<<"$err" &&

@@ -70,7 +70,9 @@ expect_usage "unknown option suggests" "did you mean '--memory-stats'?" train go
 expect_usage "eval option for train" "'--checkpoint'" train good.yaml --checkpoint x
 expect_usage "--checkpoint without a file" "'--checkpoint'" eval good.yaml --checkpoint
 expect_usage "stray argument" "'extra'" train good.yaml extra
-expect_usage "bench" "not implemented yet" bench
+expect_usage "bench without a config" "needs a CONFIG.yaml argument" bench
+expect_usage "bench --steps 0" "--steps needs a whole number >= 1, got '0'" bench good.yaml --steps 0
+expect_usage "bench --warmup x" "--warmup needs a whole number >= 0, got 'x'" bench good.yaml --warmup x
 
 # --- bad config files ----------------------------------------------------------
 expect_usage "missing config file" "config file 'missing.yaml' not found" train missing.yaml

@@ -142,11 +142,23 @@ static void copy_kernel(ct_kernel_ctx *ctx) {
   memcpy(ctx->outputs[0].data, ctx->inputs[0].data, ct_tensor_nbytes(&ctx->inputs[0]));
 }
 
+/* Whether output `index` of n is a variable's storage (or a view of it):
+ * the one kind of value that changes after it is produced. */
+static int is_variable_storage(const ct_node *n, int index) {
+  while (index == 0 && n->variable < 0 && (n->op->flags & CT_OP_ALIAS_INPUT0) && n->n_inputs > 0)
+    n = n->inputs[0].node;
+  return index == 0 && n->variable >= 0;
+}
+
 /* Pass 3: the slot a step on `device` reads for `slot`: the slot itself, or
- * a copy of it on that device (made once; copy_of maps (slot, device) to it). */
-static int local_slot(ct_plan *p, int slot, int device, int n_devices, int **copy_of,
-                      int *copy_of_cap, const char *source_name) {
-  if (p->slot_device[slot] < 0 || p->slot_device[slot] == device) return slot;
+ * a copy of it on that device (made once; copy_of maps (slot, device) to
+ * it). `shared` says the reader may use the producer's buffer in place: CPU
+ * devices share the host's memory, and a value that no op changes can be
+ * read where it is (a variable cannot: its update may run while another
+ * device still reads it, so that device gets its own copy). */
+static int local_slot(ct_plan *p, int slot, int device, int n_devices, int shared,
+                      int **copy_of, int *copy_of_cap, const char *source_name) {
+  if (p->slot_device[slot] < 0 || p->slot_device[slot] == device || shared) return slot;
   int key = slot * n_devices + device;
   int old = *copy_of_cap;
   if (grow((void **)copy_of, copy_of_cap, key + 1, sizeof **copy_of)) return -1;
@@ -267,9 +279,14 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
     if (inputs == NULL) goto oom;
     p->steps[i].input_slots = inputs;
     for (int j = 0; j < n->n_inputs; ++j) {
-      int slot = slot_base[n->inputs[j].node->id] + n->inputs[j].index;
-      int local = local_slot(p, slot, p->steps[i].device, s->n_devices, &copy_of, &copy_of_cap,
-                             n->inputs[j].node->name);
+      const ct_node *source = n->inputs[j].node;
+      int slot = slot_base[source->id] + n->inputs[j].index;
+      int from = p->slot_device[slot], to = p->steps[i].device;
+      int shared = from >= 0 && s->devices[from]->type == CT_DEVICE_CPU &&
+                   s->devices[to]->type == CT_DEVICE_CPU &&
+                   !is_variable_storage(source, n->inputs[j].index);
+      int local = local_slot(p, slot, to, s->n_devices, shared, &copy_of, &copy_of_cap,
+                             source->name);
       if (local < 0) goto oom;
       p->steps[i].input_slots[j] = local; /* p->steps may have moved: index again */
       p->slot_consumers[local]++;

@@ -48,6 +48,19 @@ static void lrn_params(const ct_attrs *a, int64_t *size, float *alpha, float *be
   *k = a->f[0];
 }
 
+/* A pooling window's strides, size and padding in oneDNN's terms. */
+typedef struct pool_geometry {
+  dnnl_dims_t strides, kernel, pad_l, pad_r;
+} pool_geometry;
+
+static pool_geometry pool_geometry_of(const ct_attrs *a, const ct_shape *x) {
+  ct_window wh = ct_window_of(x->dims[1], a->i[0], a->i[1], (int)a->i[2]);
+  ct_window ww = ct_window_of(x->dims[2], a->i[0], a->i[1], (int)a->i[2]);
+  pool_geometry g = {{a->i[1], a->i[1]}, {a->i[0], a->i[0]}, {wh.pad_before, ww.pad_before},
+                     {wh.pad_after, ww.pad_after}};
+  return g;
+}
+
 static dnnl_status_t forward_desc(window_desc *d, window_alg alg, dnnl_prop_kind_t prop,
                                   const ct_attrs *a, const dnnl_memory_desc_t *x_md,
                                   const dnnl_memory_desc_t *y_md, const ct_shape *x) {
@@ -58,13 +71,10 @@ static dnnl_status_t forward_desc(window_desc *d, window_alg alg, dnnl_prop_kind
     return dnnl_lrn_forward_desc_init(&d->lrn, prop, dnnl_lrn_across_channels, x_md, size, alpha,
                                       beta, k);
   }
-  ct_window wh = ct_window_of(x->dims[1], a->i[0], a->i[1], (int)a->i[2]);
-  ct_window ww = ct_window_of(x->dims[2], a->i[0], a->i[1], (int)a->i[2]);
-  dnnl_dims_t strides = {a->i[1], a->i[1]}, kernel = {a->i[0], a->i[0]};
-  dnnl_dims_t pad_l = {wh.pad_before, ww.pad_before}, pad_r = {wh.pad_after, ww.pad_after};
+  pool_geometry g = pool_geometry_of(a, x);
   return dnnl_pooling_forward_desc_init(
       &d->pool, prop, alg == WINDOW_MAX ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding,
-      x_md, y_md, strides, kernel, pad_l, pad_r);
+      x_md, y_md, g.strides, g.kernel, g.pad_l, g.pad_r);
 }
 
 static dnnl_status_t backward_desc(window_desc *d, window_alg alg, const ct_attrs *a,
@@ -77,13 +87,10 @@ static dnnl_status_t backward_desc(window_desc *d, window_alg alg, const ct_attr
     return dnnl_lrn_backward_desc_init(&d->lrn, dnnl_lrn_across_channels, x_md, x_md, size, alpha,
                                        beta, k);
   }
-  ct_window wh = ct_window_of(x->dims[1], a->i[0], a->i[1], (int)a->i[2]);
-  ct_window ww = ct_window_of(x->dims[2], a->i[0], a->i[1], (int)a->i[2]);
-  dnnl_dims_t strides = {a->i[1], a->i[1]}, kernel = {a->i[0], a->i[0]};
-  dnnl_dims_t pad_l = {wh.pad_before, ww.pad_before}, pad_r = {wh.pad_after, ww.pad_after};
+  pool_geometry g = pool_geometry_of(a, x);
   return dnnl_pooling_backward_desc_init(
       &d->pool, alg == WINDOW_MAX ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding, x_md,
-      y_md, strides, kernel, pad_l, pad_r);
+      y_md, g.strides, g.kernel, g.pad_l, g.pad_r);
 }
 
 /* Shapes of x and y; for LRN y is shaped like x. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "ops/op_list.h"
 
 int ct_variable_is_original(const ct_graph *g, int index) {
   return g->variables[index].replica_of < 0;
@@ -50,7 +51,7 @@ static ct_output all_reduce(ct_graph *g, int n, const ct_output *parts,
     }
     return acc;
   }
-  ct_output level[CT_MAX_DEVICES];
+  ct_output level[CT_MAX_DEVICES] = {{NULL, 0}};
   int where[CT_MAX_DEVICES];
   for (int k = 0; k < n; ++k) level[k] = parts[k], where[k] = k;
   for (int count = n; count > 1; count = (count + 1) / 2) {
@@ -63,6 +64,95 @@ static ct_output all_reduce(ct_graph *g, int n, const ct_output *parts,
     if (count % 2) level[count / 2] = level[count - 1], where[count / 2] = where[count - 1];
   }
   return level[0];
+}
+
+/* Gradients are all-reduced in buckets of about this many floats: small
+ * gradients travel together, packed into one flat tensor (as PyTorch's DDP
+ * does), and a bucket starts as soon as its last gradient exists, while the
+ * backward pass goes on. */
+enum { BUCKET_FLOATS = 1 << 20 };
+
+/* One all-reduce of `count` originals' gradients: grads[copies[m * towers + k]]
+ * is original m's gradient on tower k. Every copy then reads the same sum. */
+static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
+                              const int *copies, const int *variables, ct_output *grads,
+                              int bucket) {
+  const int towers = o->n_towers;
+  char scope[32];
+  snprintf(scope, sizeof scope, "all_reduce/bucket_%d", bucket);
+  ct_graph_push_name_scope(g, scope);
+  char devices[CT_MAX_DEVICES][64];
+  ct_output packed[CT_MAX_DEVICES] = {{NULL, 0}};
+  ct_output flat0[64] = {{NULL, 0}};
+  for (int k = 0; k < towers; ++k) {
+    snprintf(devices[k], sizeof devices[k], "%s", g->variables[variables[copies[k]]].device);
+    if (count == 1) {
+      packed[k] = grads[copies[k]];
+      continue;
+    }
+    ct_graph_push_device(g, devices[k]);
+    ct_output flat[64];
+    for (int m = 0; m < count; ++m)
+      flat[m] = ct_reshape(g, grads[copies[m * towers + k]], ct_shape_of(1, (int64_t)-1));
+    packed[k] = ct_concat(g, count, flat, 0);
+    ct_graph_pop_device(g);
+    if (k == 0)
+      for (int m = 0; m < count; ++m) flat0[m] = flat[m];
+  }
+  ct_output sum = all_reduce(g, towers, packed, devices, o->all_reduce);
+  if (count == 1) {
+    for (int k = 0; k < towers; ++k) grads[copies[k]] = sum;
+  } else { /* unpack: slices shaped like tower 0's flat gradients, then the variables' shapes */
+    ct_graph_push_device(g, devices[0]);
+    ct_output in[65];
+    in[0] = sum;
+    for (int m = 0; m < count; ++m) in[m + 1] = flat0[m];
+    ct_attrs axis0;
+    memset(&axis0, 0, sizeof axis0);
+    ct_node *unpack = ct_graph_add_node(g, &ct_op_concat_grad, "Unpack", count + 1, in, count, &axis0);
+    for (int m = 0; m < count && unpack; ++m) {
+      ct_output piece = ct_reshape(g, ct_out(unpack, m), g->variables[variables[copies[m * towers]]].shape);
+      for (int k = 0; k < towers; ++k) grads[copies[m * towers + k]] = piece;
+    }
+    ct_graph_pop_device(g);
+  }
+  ct_graph_pop_name_scope(g);
+}
+
+/* Replicated update: all-reduces every original's gradient with its
+ * replicas' (in buckets, last layers first as the backward pass makes
+ * them); every copy is then updated with the same sum. */
+static void all_reduce_gradients(ct_graph *g, const ct_tower_options *o, int n,
+                                 const int *variables, ct_output *grads) {
+  const int towers = o->n_towers;
+  int *copies = malloc((size_t)(n * towers + 1) * sizeof *copies);
+  if (copies == NULL) {
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the all-reduce");
+    return;
+  }
+  int count = 0, bucket = 0;
+  int64_t floats = 0;
+  for (int i = n - 1; i >= 0 && g->status.code == CT_OK; --i) {
+    if (g->variables[variables[i]].replica_of >= 0) continue;
+    int *row = copies + count * towers, k = 1;
+    row[0] = i;
+    for (int j = 0; j < n && k < towers; ++j) /* replicas come in tower order */
+      if (g->variables[variables[j]].replica_of == variables[i]) row[k++] = j;
+    if (k != towers) {
+      ct_graph_set_error(g, CT_INTERNAL, "variable '%s' has %d copies for %d towers",
+                         g->variables[variables[i]].name, k, towers);
+      break;
+    }
+    ++count;
+    floats += ct_shape_elements(&g->variables[variables[i]].shape);
+    if (floats >= BUCKET_FLOATS || count == 64) {
+      all_reduce_bucket(g, o, count, copies, variables, grads, bucket++);
+      count = 0, floats = 0;
+    }
+  }
+  if (count > 0 && g->status.code == CT_OK)
+    all_reduce_bucket(g, o, count, copies, variables, grads, bucket);
+  free(copies);
 }
 
 int ct_towers_build(ct_graph *g, const ct_model_def *model, int64_t height, int64_t width,
@@ -129,28 +219,8 @@ int ct_towers_build(ct_graph *g, const ct_model_def *model, int64_t height, int6
     ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the towers");
     return 1;
   }
-  if (ct_optimizer_compute_gradients(g, out->loss, variables, grads, &n) == 0 && replicated) {
-    /* For each original, all-reduce its gradient with its replicas'; every
-     * copy is then updated with the same sum. */
-    ct_output reduced[4096];
-    for (int i = 0; i < n && i < 4096; ++i) reduced[i] = grads[i];
-    for (int i = 0; i < n && i < 4096; ++i) {
-      if (g->variables[variables[i]].replica_of >= 0) continue;
-      ct_output parts[CT_MAX_DEVICES];
-      int members[CT_MAX_DEVICES], count = 0;
-      for (int j = 0; j < n && count < CT_MAX_DEVICES; ++j)
-        if (j == i || g->variables[variables[j]].replica_of == variables[i])
-          members[count] = j, parts[count++] = grads[j];
-      char devices[CT_MAX_DEVICES][64];
-      for (int m = 0; m < count; ++m)
-        snprintf(devices[m], sizeof devices[m], "%s", g->variables[variables[members[m]]].device);
-      ct_graph_push_name_scope(g, "all_reduce");
-      ct_output sum = all_reduce(g, count, parts, devices, o->all_reduce);
-      ct_graph_pop_name_scope(g);
-      for (int m = 0; m < count; ++m) reduced[members[m]] = sum;
-    }
-    for (int i = 0; i < n && i < 4096; ++i) grads[i] = reduced[i];
-  }
+  if (ct_optimizer_compute_gradients(g, out->loss, variables, grads, &n) == 0 && replicated)
+    all_reduce_gradients(g, o, n, variables, grads);
   ct_optimizer_apply_gradients(g, optimizer, n, variables, grads, &out->train);
   free(variables);
   free(grads);

@@ -35,6 +35,9 @@ static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce re
   ct_tower_graph towers;
   ct_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers);
   assert_status_ok(ct_graph_status(g));
+  /* the MLP's six gradients (235k floats) travel in one packed bucket */
+  if (update == CT_VARIABLE_UPDATE_REPLICATED && n_towers > 1)
+    assert_non_null(ct_graph_find(g, "all_reduce/bucket_0/Unpack"));
   ct_session_options so;
   ct_session_options_defaults(&so);
   so.device_count_cpu = 4;

@@ -69,6 +69,22 @@ void ct_graph_set_error(ct_graph *g, ct_code code, const char *fmt, ...) {
   va_end(args);
 }
 
+void ct_graph_prefix_error(ct_graph *g, const char *fmt, ...) {
+  if (g->status.code == CT_OK) return;
+  char prefix[256];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(prefix, sizeof prefix, fmt, args);
+  va_end(args);
+  char *message = g->status.message;
+  const size_t cap = sizeof g->status.message, head = strlen(prefix);
+  size_t tail = strlen(message);
+  if (head + tail >= cap) tail = cap - 1 - head; /* cut the end of the old message */
+  memmove(message + head, message, tail);
+  memcpy(message, prefix, head);
+  message[head + tail] = '\0';
+}
+
 void ct_graph_set_seed(ct_graph *g, uint64_t seed) { g->seed = seed; }
 uint64_t ct_graph_seed(const ct_graph *g) { return g->seed; }
 

@@ -79,6 +79,13 @@ ct_node *ct_graph_add_node(ct_graph *g, const struct ct_op_def *op, const char *
 ct_output ct_graph_variable_absolute(ct_graph *g, const char *full_name, ct_shape shape,
                                      ct_initializer init, int trainable);
 
+/* Puts context in front of the recorded error's message (a no-op without one). */
+void ct_graph_prefix_error(ct_graph *g, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* {node, 0}, or the null output when node is NULL. */
 static inline ct_output ct_out(ct_node *node, int index) {
   ct_output o;

@@ -198,11 +198,7 @@ int ct_towers_build(ct_graph *g, const ct_model_def *model, int64_t height, int6
     ct_graph_pop_device(g);
     if (g->status.code != CT_OK) {
       if (!replicated) ct_graph_pop_variable_device(g);
-      char message[CT_STATUS_MESSAGE_MAX];
-      snprintf(message, sizeof message, "%s", g->status.message);
-      g->status.code = CT_OK;
-      ct_graph_set_error(g, CT_INVALID_ARGUMENT, "building tower %d on %s: %s", k,
-                         o->devices[k], message);
+      ct_graph_prefix_error(g, "building tower %d on %s: ", k, o->devices[k]);
       return 1;
     }
   }

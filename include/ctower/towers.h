@@ -80,6 +80,13 @@ int ct_towers_make_feeds(const ct_tower_graph *towers, const ct_tensor *images,
                          const ct_tensor *labels, int64_t n, const int64_t *sizes,
                          ct_feed *feeds, ct_tensor *views, float *weights);
 
+/* Joins per-example outputs fetched from each tower (parts[k] from tower
+ * k, e.g. its logits) into one tensor in input order, leaving out padding:
+ * sizes are the shard sizes the step was fed with. The caller owns the
+ * result. NULL and INVALID_ARGUMENT when a part does not match its shard. */
+ct_tensor *ct_towers_concat(int n_towers, ct_tensor *const *parts, const int64_t *sizes,
+                            ct_status *status);
+
 /* Variables to save: originals only (not replicas), by their tower-free
  * names. Returns 1 for a variable a checkpoint holds, 0 for a replica. */
 int ct_variable_is_original(const ct_graph *graph, int index);

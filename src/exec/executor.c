@@ -223,8 +223,10 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
   if (n_fetches) memcpy(p->fetch_outputs, fetches, (size_t)n_fetches * sizeof *fetches);
   if (n_targets) memcpy(p->targets, targets, (size_t)n_targets * sizeof *targets);
 
-  /* Pass 1: what the fetches and targets need. */
+  /* Pass 1: what the fetches and targets need. Fed nodes always get their
+   * slots, even when nothing reads them (a feed may be unused). */
   int top = 0;
+  for (int i = 0; i < n_feeds; ++i) needed[feeds[i].output.node->id] = 1;
   for (int i = 0; i < n_fetches; ++i)
     if (!needed[fetches[i].node->id]) needed[fetches[i].node->id] = 1, stack[top++] = fetches[i].node;
   for (int i = 0; i < n_targets; ++i)

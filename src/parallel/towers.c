@@ -295,3 +295,30 @@ int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *images,
   }
   return 3 * towers;
 }
+
+ct_tensor *ct_towers_concat(int n_towers, ct_tensor *const *parts, const int64_t *sizes,
+                            ct_status *status) {
+  int64_t rows = 0;
+  for (int k = 0; k < n_towers; ++k) {
+    if (sizes[k] > parts[k]->shape.dims[0] || parts[k]->shape.rank < 1 ||
+        parts[k]->dtype != parts[0]->dtype) {
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "tower %d's output does not match its shard of %lld examples", k,
+                    (long long)sizes[k]);
+      return NULL;
+    }
+    rows += sizes[k];
+  }
+  ct_shape shape = parts[0]->shape;
+  shape.dims[0] = rows;
+  ct_tensor *out = ct_tensor_new(parts[0]->dtype, &shape, status);
+  if (out == NULL) return NULL;
+  size_t row_bytes = ct_dtype_size(out->dtype);
+  for (int d = 1; d < shape.rank; ++d) row_bytes *= (size_t)shape.dims[d];
+  char *dst = out->data;
+  for (int k = 0; k < n_towers; ++k) { /* a padding row (size 0) is left out */
+    memcpy(dst, parts[k]->data, (size_t)sizes[k] * row_bytes);
+    dst += (size_t)sizes[k] * row_bytes;
+  }
+  return out;
+}

@@ -484,13 +484,11 @@ static int train_step(train_run *r, int64_t n, int64_t global_step, double epoch
     return 1;
   if (r->auto_split) update_speeds(r);
   *loss = ct_tensor_f32(out[0])[0];
-  int64_t correct = 0, start = 0;
-  for (int k = 0; k < towers; ++k) {
-    correct += count_correct(out[k + 1], ct_tensor_i32(r->buf.labels) + start, r->sizes[k]);
-    start += r->sizes[k];
-  }
-  *accuracy = (double)correct / (double)n;
+  ct_tensor *logits = ct_towers_concat(towers, out + 1, r->sizes, status);
+  if (logits) *accuracy = (double)count_correct(logits, ct_tensor_i32(r->buf.labels), n) / (double)n;
+  ct_tensor_free(logits);
   for (int k = 0; k <= towers; ++k) ct_tensor_free(out[k]);
+  if (status->code != CT_OK) return 1;
   if (!isfinite(*loss)) {
     ct_status_set(status, CT_FAILED_PRECONDITION,
                   "the loss became %g at step %lld; lower train.optimizer.learning_rate "

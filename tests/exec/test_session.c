@@ -33,6 +33,15 @@ static void test_missing_and_misshaped_feeds(void **state) {
   assert_float_equal(ct_tensor_f32(out)[1], 2.0f, 0);
   assert_float_equal(ct_tensor_f32(out)[0], 0.0f, 0);
   ct_tensor_free(out);
+  /* a feed nothing reads is allowed and changes nothing */
+  ct_output unused = ct_placeholder(g, "unused", CT_F32, ct_shape_of(1, (int64_t)3));
+  float unused_data[3] = {7, 7, 7};
+  ct_tensor unused_value = {CT_F32, ct_shape_of(1, (int64_t)3), unused_data, 0};
+  ct_feed both[2] = {{x, &good}, {unused, &unused_value}};
+  assert_int_equal(ct_session_run(s, both, 2, &y, 1, NULL, 0, &out, &st), 0);
+  assert_float_equal(ct_tensor_f32(out)[1], 2.0f, 0);
+  assert_float_equal(ct_tensor_f32(out)[3], 4.0f, 0);
+  ct_tensor_free(out);
   ct_session_free(s);
   ct_graph_free(g);
 }

@@ -3,7 +3,8 @@
 # Runs apt-get as root, through sudo when started by another user. Does
 # nothing when all are installed.
 set -euo pipefail
-packages=(build-essential cmake pkg-config libdnnl-dev libyaml-dev zlib1g-dev libcmocka-dev
+packages=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libyaml-dev zlib1g-dev
+          libcmocka-dev
           dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do

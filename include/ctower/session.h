@@ -29,6 +29,11 @@ typedef struct ct_gpu_options {
   int64_t virtual_devices_mb[CT_MAX_DEVICES]; /* ... logical GPUs of these sizes (MiB) */
 } ct_gpu_options;
 
+/* The arithmetic of GPU matmuls and convolutions (train.precision). Tensors
+ * and weights stay fp32; tf32 and bf16 let tensor cores round the inputs of
+ * each product. CPU devices always compute in fp32. */
+typedef enum ct_precision { CT_PRECISION_FP32 = 0, CT_PRECISION_TF32, CT_PRECISION_BF16 } ct_precision;
+
 /* Session settings, as TensorFlow's ConfigProto. Start from
  * ct_session_options_defaults and change what differs. */
 typedef struct ct_session_options {
@@ -44,6 +49,7 @@ typedef struct ct_session_options {
   size_t cpu_device_memory_limit[CT_MAX_DEVICES]; /* per CPU device; 0: cpu_memory_limit */
   size_t gpu_memory_limit;          /* bytes per GPU; 0: the fraction decides */
   ct_gpu_options gpu_options;
+  ct_precision gpu_precision;       /* of GPU matmuls and convolutions */
   FILE *log;                        /* where the placement log goes; NULL: stderr */
 } ct_session_options;
 
@@ -78,8 +84,17 @@ int ct_session_run(ct_session *session, const ct_feed *feeds, int n_feeds,
 void ct_session_set_step(ct_session *session, uint64_t step);
 
 /* The current value of graph variable `index` (initialized on first use), as
- * a tensor owned by the session: read it or write into it between runs. */
+ * a tensor owned by the session: read it or write into it between runs.
+ * Only for variables in host memory (on a CPU device): a variable on a GPU
+ * gives FAILED_PRECONDITION; the two calls below work wherever it lives. */
 ct_tensor *ct_session_variable(ct_session *session, int index, ct_status *status);
+
+/* A host copy of variable `index` (the caller frees it), or NULL and status. */
+ct_tensor *ct_session_read_variable(ct_session *session, int index, ct_status *status);
+/* Sets variable `index` to `value` (same dtype and shape). Returns 0 or
+ * fills status. */
+int ct_session_assign_variable(ct_session *session, int index, const ct_tensor *value,
+                               ct_status *status);
 
 /* Bytes in use now and at most, summed over the session's devices. */
 void ct_session_memory(ct_session *session, size_t *in_use, size_t *peak);

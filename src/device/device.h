@@ -2,7 +2,8 @@
  * /gpu:N). Each owns a worker thread that runs the kernels placed on it, the
  * count of threads in that worker's OpenMP team (pinned to cores of its own
  * when the machine has enough), its allocator and, for CPU devices, the
- * oneDNN engine and stream its kernels use. */
+ * oneDNN engine and stream its kernels use; for GPUs, the CUDA streams and
+ * library handles (device/cuda/cuda_device.h). */
 #ifndef CTOWER_DEVICE_H
 #define CTOWER_DEVICE_H
 
@@ -21,7 +22,8 @@ typedef struct ct_device_task {
   int index;
 } ct_device_task;
 
-typedef struct ct_device {
+typedef struct ct_device ct_device;
+struct ct_device {
   char name[128];           /* canonical: /job:localhost/replica:0/task:0/device:CPU:0 */
   ct_device_type type;
   int index;                /* N in /cpu:N */
@@ -30,7 +32,9 @@ typedef struct ct_device {
   ct_allocator *allocator;
   dnnl_engine_t engine;     /* CPU: the oneDNN engine */
   dnnl_stream_t stream;
+  struct ct_gpu *gpu;       /* GPU: streams, library handles (device/cuda/cuda_device.h) */
   /* the worker and its FIFO queue */
+  void (*thread_init)(struct ct_device *device); /* runs first on the worker */
   pthread_t worker;
   int worker_started;
   pthread_mutex_t mutex;
@@ -38,7 +42,14 @@ typedef struct ct_device {
   ct_device_task *queue;
   int queue_head, queue_len, queue_cap;
   int stopping;
-} ct_device;
+};
+
+/* A device with its name, queue and lock, nothing started; the caller
+ * gives it an allocator and starts its worker. NULL and status when out of
+ * memory. */
+ct_device *ct_device_new_common(ct_device_type type, int index, ct_status *status);
+/* Starts the worker thread, which runs thread_init (may be NULL) first. */
+int ct_device_start(ct_device *device, void (*thread_init)(ct_device *), ct_status *status);
 
 /* A CPU device with `threads` workers pinned from first_core (-1: not
  * pinned) and an optional memory limit in bytes (0: none). Starts its worker.
@@ -51,11 +62,24 @@ void ct_device_free(ct_device *device);
 /* Queues a task for the device's worker. Returns 0, or 1 when out of memory. */
 int ct_device_submit(ct_device *device, ct_device_task task);
 
+/* Copies nbytes from src (on `from`; NULL: host memory) to dst (on `to`;
+ * NULL: host memory), ordered after the work queued on both and before
+ * the work queued on them later; a copy into host memory is complete when
+ * this returns. Returns 0 or fills status. */
+int ct_device_copy(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
+                   ct_status *status);
+/* Waits for the device's queued work (GPUs; CPU devices have none). */
+int ct_device_synchronize(ct_device *device, ct_status *status);
+
 /* Cores this process may run on (sched_getaffinity), at least 1. */
 int ct_available_cores(void);
 
+/* Appends the CPU devices the options ask for to devices[*n]. */
+int ct_cpu_devices_create(const struct ct_session_options *options, ct_device **devices, int *n,
+                          ct_status *status);
+
 /* The devices a session's options ask for, in the order of their names:
- * /cpu:0 .. /cpu:n-1 (then GPUs, when built with CUDA). Returns 0 and an
+ * /cpu:0 .. /cpu:n-1, then the GPUs (when built with CUDA and present). Returns 0 and an
  * array the caller frees with ct_devices_free, or fills status. */
 int ct_devices_create(const struct ct_session_options *options, ct_device ***devices,
                       int *n_devices, ct_status *status);

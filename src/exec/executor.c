@@ -28,6 +28,7 @@
 typedef struct plan_step {
   ct_node *node;           /* NULL for a copy between devices */
   char *copy_name;         /* copies: "_Copy/<source node>" */
+  int copy_from;           /* copies: the source's device; -1: host memory (a feed) */
   ct_kernel_fn kernel;
   int device;
   int n_inputs;
@@ -138,10 +139,6 @@ static plan_step *add_step(ct_plan *p) {
   return step;
 }
 
-static void copy_kernel(ct_kernel_ctx *ctx) {
-  memcpy(ctx->outputs[0].data, ctx->inputs[0].data, ct_tensor_nbytes(&ctx->inputs[0]));
-}
-
 /* Whether output `index` of n is a variable's storage (or a view of it):
  * the one kind of value that changes after it is produced. */
 static int is_variable_storage(const ct_node *n, int index) {
@@ -152,13 +149,15 @@ static int is_variable_storage(const ct_node *n, int index) {
 
 /* Pass 3: the slot a step on `device` reads for `slot`: the slot itself, or
  * a copy of it on that device (made once; copy_of maps (slot, device) to
- * it). `shared` says the reader may use the producer's buffer in place: CPU
- * devices share the host's memory, and a value that no op changes can be
- * read where it is (a variable cannot: its update may run while another
- * device still reads it, so that device gets its own copy). */
+ * it). `shared` says the reader may use the value in place: feeds and the
+ * values of CPU devices are in host memory, which CPU devices share, and a
+ * value that no op changes can be read where it is (a variable cannot: its
+ * update may run while another device still reads it, so that device gets
+ * its own copy). */
 static int local_slot(ct_plan *p, int slot, int device, int n_devices, int shared,
                       int **copy_of, int *copy_of_cap, const char *source_name) {
-  if (p->slot_device[slot] < 0 || p->slot_device[slot] == device || shared) return slot;
+  if (p->slot_device[slot] == device || shared) return slot;
+  const int from = p->slot_device[slot]; /* -1: a feed, in host memory */
   int key = slot * n_devices + device;
   int old = *copy_of_cap;
   if (grow((void **)copy_of, copy_of_cap, key + 1, sizeof **copy_of)) return -1;
@@ -167,7 +166,7 @@ static int local_slot(ct_plan *p, int slot, int device, int n_devices, int share
   plan_step *copy = add_step(p);
   int out = copy ? add_slots(p, 1, device) : -1;
   if (out < 0) return -1;
-  copy->kernel = copy_kernel;
+  copy->copy_from = from;
   copy->device = device;
   copy->n_inputs = 1;
   copy->input_slots = malloc(sizeof *copy->input_slots);
@@ -284,15 +283,21 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
       const ct_node *source = n->inputs[j].node;
       int slot = slot_base[source->id] + n->inputs[j].index;
       int from = p->slot_device[slot], to = p->steps[i].device;
-      int shared = from >= 0 && s->devices[from]->type == CT_DEVICE_CPU &&
-                   s->devices[to]->type == CT_DEVICE_CPU &&
-                   !is_variable_storage(source, n->inputs[j].index);
+      int host_value = from < 0 || (s->devices[from]->type == CT_DEVICE_CPU &&
+                                    !is_variable_storage(source, n->inputs[j].index));
+      /* a multi-device op reads each input where it is */
+      int shared = (n->op->flags & CT_OP_MULTI_DEVICE) ||
+                   (host_value && s->devices[to]->type == CT_DEVICE_CPU);
       int local = local_slot(p, slot, to, s->n_devices, shared, &copy_of, &copy_of_cap,
                              source->name);
       if (local < 0) goto oom;
       p->steps[i].input_slots[j] = local; /* p->steps may have moved: index again */
       p->slot_consumers[local]++;
     }
+    if (n->op->flags & CT_OP_MULTI_DEVICE) /* output k lives where input k does */
+      for (int k = 0; k < n->n_outputs && k < n->n_inputs; ++k)
+        if (p->slot_device[p->steps[i].input_slots[k]] >= 0)
+          p->slot_device[p->steps[i].first_slot + k] = p->slot_device[p->steps[i].input_slots[k]];
   }
   for (int i = 0; i < n_feeds; ++i)
     p->feed_slots[i] = slot_base[feeds[i].output.node->id] + feeds[i].output.index;
@@ -443,9 +448,9 @@ static int can_take_input0(const ct_plan *p, const plan_step *step, const ct_ten
  * device. */
 static int bind_outputs(ct_session *s, ct_plan *p, plan_step *step, ct_status *status) {
   ct_node *n = step->node;
-  ct_device *device = s->devices[step->device];
   for (int o = 0; o < step->n_outputs; ++o) {
     int slot = step->first_slot + o;
+    ct_device *device = s->devices[p->slot_device[slot]];
     ct_tensor *value = &p->values[slot];
     atomic_store(&p->remaining[slot], p->slot_consumers[slot]);
     ct_buffer *b = &p->buffers[slot];
@@ -454,7 +459,7 @@ static int bind_outputs(ct_session *s, ct_plan *p, plan_step *step, ct_status *s
     b->refs = 1;
     if (n && n->variable >= 0 && o == 0) {
       value->data = s->variables[n->variable]->data;
-    } else if (n && n->constant && o == 0) {
+    } else if (n && n->constant && o == 0 && device->type == CT_DEVICE_CPU) {
       value->data = n->constant->data;
     } else if (n && (n->op->flags & CT_OP_ALIAS_INPUT0) && o == 0) {
       int in_slot = step->input_slots[0];
@@ -472,6 +477,11 @@ static int bind_outputs(ct_session *s, ct_plan *p, plan_step *step, ct_status *s
       if (b->data == NULL) return 1;
       b->owned = 1;
       value->data = b->data;
+      if (n && n->constant && o == 0 && /* a constant on a GPU: uploaded each run */
+          ct_device_copy(device, b->data, NULL, n->constant->data, nbytes, status)) {
+        p->value_buffers[slot] = b;
+        return 1;
+      }
     }
     p->value_buffers[slot] = b;
   }
@@ -507,13 +517,24 @@ static int run_step(ct_session *s, ct_plan *p, plan_step *step, ct_status *statu
   }
   if (bind_outputs(s, p, step, status)) return 1;
   ct_device *device = s->devices[step->device];
-  static const ct_attrs no_attrs;
-  ct_kernel_ctx ctx = {n,      n ? &n->attrs : &no_attrs,     step->n_inputs, inputs,
-                       step->n_outputs, &p->values[step->first_slot], device,
-                       device->threads, s->step, &step->state, status, {NULL}, 0};
-  step->kernel(&ctx);
-  for (int k = 0; k < ctx.n_scratch; ++k) ct_allocator_free(device->allocator, ctx.scratch[k]);
-  if (status->code != CT_OK) return 1;
+  if (n == NULL) {
+    ct_device *from = step->copy_from >= 0 ? s->devices[step->copy_from] : NULL;
+    if (ct_device_copy(device, p->values[step->first_slot].data, from, inputs[0].data,
+                       ct_tensor_nbytes(&inputs[0]), status))
+      return 1;
+  } else {
+    ct_device *input_devices[64];
+    for (int j = 0; j < step->n_inputs; ++j) {
+      int where = p->slot_device[step->input_slots[j]];
+      input_devices[j] = where >= 0 ? s->devices[where] : NULL;
+    }
+    ct_kernel_ctx ctx = {n,      &n->attrs,     step->n_inputs, inputs, step->n_outputs,
+                         &p->values[step->first_slot], device, device->threads, s->step,
+                         &step->state, status, {NULL}, 0, input_devices};
+    step->kernel(&ctx);
+    for (int k = 0; k < ctx.n_scratch; ++k) ct_allocator_free(device->allocator, ctx.scratch[k]);
+    if (status->code != CT_OK) return 1;
+  }
   for (int j = 0; j < step->n_inputs; ++j) slot_consumed(p, step->input_slots[j]);
   for (int o = 0; o < step->n_outputs; ++o)
     if (p->slot_consumers[step->first_slot + o] == 0) {
@@ -606,6 +627,16 @@ static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
   return atomic_load(&run.failed);
 }
 
+/* A host copy of a fetched value, wherever it lives. */
+static int fetch_result(ct_session *s, ct_plan *p, int slot, ct_tensor **result,
+                        ct_status *status) {
+  const ct_tensor *value = &p->values[slot];
+  *result = ct_tensor_new(value->dtype, &value->shape, status);
+  if (*result == NULL) return 1;
+  ct_device *from = p->slot_device[slot] >= 0 ? s->devices[p->slot_device[slot]] : NULL;
+  return ct_device_copy(NULL, (*result)->data, from, value->data, ct_tensor_nbytes(value), status);
+}
+
 int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,
                           const ct_output *fetches, int n_fetches, ct_node *const *targets,
                           int n_targets, ct_tensor **results, ct_run_metadata *metadata,
@@ -634,10 +665,12 @@ int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,
   ct_plan *p = failed ? NULL
                       : plan_get(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, status);
   failed = p == NULL || run_plan(s, p, feeds, metadata, status);
-  for (int i = 0; i < n_fetches && !failed; ++i) {
-    results[i] = ct_tensor_clone(&p->values[p->fetch_slots[i]], status);
-    failed = results[i] == NULL;
-  }
+  for (int i = 0; i < n_fetches && !failed; ++i)
+    failed = fetch_result(s, p, p->fetch_slots[i], &results[i], status);
+  /* A run ends when its devices are done: GPU work is queued, not waited
+   * for, until here (its errors surface here too). */
+  for (int d = 0; d < s->n_devices && p; ++d)
+    if (ct_device_synchronize(s->devices[d], status)) failed = 1;
   if (p) release_all(p);
   pthread_mutex_unlock(&s->run_mutex);
   if (failed)

@@ -134,18 +134,69 @@ int ct_session_init_variables(ct_session *s, ct_status *status) {
     s->variable_device[i] = device;
     /* a replica starts from the same values as its original */
     int source = g->variables[i].replica_of >= 0 ? g->variables[i].replica_of : i;
-    ct_initialize_variable(&g->variables[source], g->seed, s->variables[i]);
+    if (device->type == CT_DEVICE_CPU) {
+      ct_initialize_variable(&g->variables[source], g->seed, s->variables[i]);
+      continue;
+    }
+    ct_tensor *initial = ct_tensor_new(CT_F32, &g->variables[i].shape, status);
+    if (initial == NULL) return 1;
+    ct_initialize_variable(&g->variables[source], g->seed, initial);
+    int failed = ct_device_copy(device, data, NULL, initial->data, nbytes, status) ||
+                 ct_device_synchronize(device, status);
+    ct_tensor_free(initial);
+    if (failed) return 1;
   }
   return 0;
 }
 
-ct_tensor *ct_session_variable(ct_session *s, int index, ct_status *status) {
+static int variable_ready(ct_session *s, int index, ct_status *status) {
   if (index < 0 || index >= s->graph->n_variables) {
     ct_status_set(status, CT_INVALID_ARGUMENT, "the graph has no variable %d", index);
+    return 1;
+  }
+  return ct_session_init_variables(s, status);
+}
+
+ct_tensor *ct_session_variable(ct_session *s, int index, ct_status *status) {
+  if (variable_ready(s, index, status)) return NULL;
+  if (s->variable_device[index]->type != CT_DEVICE_CPU) {
+    ct_status_set(status, CT_FAILED_PRECONDITION,
+                  "variable '%s' lives on %s, not in host memory; use "
+                  "ct_session_read_variable and ct_session_assign_variable",
+                  s->graph->variables[index].name, s->variable_device[index]->name);
     return NULL;
   }
-  if (ct_session_init_variables(s, status)) return NULL;
   return s->variables[index];
+}
+
+ct_tensor *ct_session_read_variable(ct_session *s, int index, ct_status *status) {
+  if (variable_ready(s, index, status)) return NULL;
+  const ct_tensor *var = s->variables[index];
+  ct_tensor *copy = ct_tensor_new(var->dtype, &var->shape, status);
+  if (copy && ct_device_copy(NULL, copy->data, s->variable_device[index], var->data,
+                             ct_tensor_nbytes(var), status)) {
+    ct_tensor_free(copy);
+    return NULL;
+  }
+  return copy;
+}
+
+int ct_session_assign_variable(ct_session *s, int index, const ct_tensor *value,
+                               ct_status *status) {
+  if (variable_ready(s, index, status)) return 1;
+  ct_tensor *var = s->variables[index];
+  if (value == NULL || value->dtype != var->dtype || !ct_shape_equal(&value->shape, &var->shape)) {
+    char want[96], got[96];
+    ct_status_set(status, CT_INVALID_ARGUMENT, "variable '%s' is %s %s; cannot assign %s %s",
+                  s->graph->variables[index].name, ct_dtype_name(var->dtype),
+                  ct_shape_str(&var->shape, want, sizeof want),
+                  value ? ct_dtype_name(value->dtype) : "nothing",
+                  value ? ct_shape_str(&value->shape, got, sizeof got) : "");
+    return 1;
+  }
+  ct_device *device = s->variable_device[index];
+  return ct_device_copy(device, var->data, NULL, value->data, ct_tensor_nbytes(var), status) ||
+         ct_device_synchronize(device, status);
 }
 
 int ct_session_memory_stats(const ct_session *s, int device, ct_memory_stats *out) {

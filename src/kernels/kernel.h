@@ -31,6 +31,8 @@ typedef struct ct_kernel_ctx {
   ct_status *status;        /* a kernel that fails fills it */
   void *scratch[4];         /* ct_kernel_scratch blocks, freed after the call */
   int n_scratch;
+  struct ct_device **input_devices; /* where each input lives (NULL: host memory); only a
+                                       multi-device op reads inputs off its own device */
 } ct_kernel_ctx;
 
 typedef void (*ct_kernel_fn)(ct_kernel_ctx *ctx);

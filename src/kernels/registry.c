@@ -4,8 +4,17 @@
 
 #include "device/device.h"
 #include "kernels/cpu/cpu_kernels.h"
+#ifdef CTOWER_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
-static const ct_kernel_def *const kernel_tables[] = {ct_cpu_kernels};
+static const ct_kernel_def *const kernel_tables[] = {
+    ct_cpu_kernels,
+#ifdef CTOWER_HAVE_CUDA
+    ct_cuda_basic_kernels,
+    ct_cuda_nn_kernels,
+#endif
+};
 
 ct_kernel_fn ct_kernel_find(const char *op, ct_device_type device_type) {
   for (size_t t = 0; t < sizeof kernel_tables / sizeof kernel_tables[0]; ++t)

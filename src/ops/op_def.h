@@ -34,8 +34,10 @@ enum ct_op_flags {
   CT_OP_MUTATES_INPUT0 = 1u << 1, /* writes into input 0 (a variable) */
   CT_OP_STATEFUL = 1u << 2,       /* has effects beyond its outputs */
   CT_OP_NO_GRADIENT = 1u << 3,    /* outputs are not differentiable (integer, metrics) */
-  CT_OP_INPLACE = 1u << 4         /* elementwise: output 0 may take input 0's buffer when
+  CT_OP_INPLACE = 1u << 4,        /* elementwise: output 0 may take input 0's buffer when
                                      input 0 dies here and has output 0's shape */
+  CT_OP_MULTI_DEVICE = 1u << 5    /* a collective: input k is read on its own device, and
+                                     output k lives there too (no copies) */
 };
 
 typedef struct ct_op_def {

@@ -171,11 +171,8 @@ static int save_checkpoint(ct_session *s, const ct_training_graph *tg, const ct_
   for (int i = 0; i < ct_graph_variable_count(g); ++i) {
     if (!ct_variable_is_original(g, i)) continue;
     tensors[n].name = ct_variable_checkpoint_name(g, i);
-    tensors[n].tensor = ct_session_variable(s, i, status);
-    if (tensors[n++].tensor == NULL) {
-      free(tensors);
-      return 1;
-    }
+    tensors[n].tensor = ct_session_read_variable(s, i, status);
+    if (tensors[n++].tensor == NULL) break;
   }
   char step_text[32], epoch_text[32], accuracy_text[32];
   snprintf(step_text, sizeof step_text, "%lld", (long long)step);
@@ -185,8 +182,10 @@ static int save_checkpoint(ct_session *s, const ct_training_graph *tg, const ct_
                             "model",         c->model.name,  "dataset",        c->dataset.name,
                             "global_step",   step_text,      "epoch",          epoch_text,
                             "test_accuracy", accuracy_text};
-  int failed = ct_checkpoint_write(c->train.checkpoint, tensors, n, metadata,
+  int failed = status->code != CT_OK ||
+               ct_checkpoint_write(c->train.checkpoint, tensors, n, metadata,
                                    (int)(sizeof metadata / sizeof metadata[0] / 2), status);
+  for (int i = 0; i < n; ++i) ct_tensor_free((ct_tensor *)tensors[i].tensor);
   free(tensors);
   return failed;
 }
@@ -215,17 +214,16 @@ static int restore_checkpoint(ct_session *s, const ct_graph *g, const char *path
   for (int i = 0; i < ct_graph_variable_count(g); ++i) {
     const char *name = ct_variable_checkpoint_name(g, i);
     const ct_tensor *saved = ct_checkpoint_find(ck, name);
-    ct_tensor *var = ct_session_variable(s, i, status);
-    if (var == NULL) break;
-    if (saved == NULL || saved->dtype != CT_F32 || !ct_shape_equal(&saved->shape, &var->shape)) {
+    ct_shape shape = ct_graph_variable_shape(g, i);
+    if (saved == NULL || saved->dtype != CT_F32 || !ct_shape_equal(&saved->shape, &shape)) {
       char want[96];
       ct_status_set(status, CT_INVALID_ARGUMENT,
                     "checkpoint '%s' has no f32 variable '%s' of shape %s; was it written for "
                     "another model?",
-                    path, name, ct_shape_str(&var->shape, want, sizeof want));
+                    path, name, ct_shape_str(&shape, want, sizeof want));
       break;
     }
-    memcpy(var->data, saved->data, ct_tensor_nbytes(var));
+    if (ct_session_assign_variable(s, i, saved, status)) break;
   }
   ct_checkpoint_free(ck);
   return status->code != CT_OK;

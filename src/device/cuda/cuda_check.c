@@ -1,0 +1,25 @@
+/* CUDA, cuBLAS and cuDNN errors as statuses. */
+#include "device/cuda/cuda_device.h"
+
+int ct_cuda_check(cudaError_t err, const char *what, ct_status *status) {
+  if (err == cudaSuccess) return 0;
+  ct_code code = err == cudaErrorMemoryAllocation ? CT_RESOURCE_EXHAUSTED : CT_INTERNAL;
+  ct_status_set(status, code, "%s: CUDA error %s (%s)", what, cudaGetErrorName(err),
+                cudaGetErrorString(err));
+  return 1;
+}
+
+int ct_cublas_check(cublasStatus_t err, const char *what, ct_status *status) {
+  if (err == CUBLAS_STATUS_SUCCESS) return 0;
+  ct_code code = err == CUBLAS_STATUS_ALLOC_FAILED ? CT_RESOURCE_EXHAUSTED : CT_INTERNAL;
+  ct_status_set(status, code, "%s: cuBLAS error %s (%s)", what, cublasGetStatusName(err),
+                cublasGetStatusString(err));
+  return 1;
+}
+
+int ct_cudnn_check(cudnnStatus_t err, const char *what, ct_status *status) {
+  if (err == CUDNN_STATUS_SUCCESS) return 0;
+  ct_code code = err == CUDNN_STATUS_ALLOC_FAILED ? CT_RESOURCE_EXHAUSTED : CT_INTERNAL;
+  ct_status_set(status, code, "%s: cuDNN error %s", what, cudnnGetErrorString(err));
+  return 1;
+}

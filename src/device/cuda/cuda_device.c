@@ -1,0 +1,251 @@
+/* CUDA devices: enumeration under the session's GPU options, one compute
+ * stream and one copy stream per device, cuBLAS and cuDNN bound to the
+ * compute stream, the BFC allocator over cudaMalloc regions, and copies
+ * between host and devices ordered with events (cuda_device.h). */
+#include "device/cuda/cuda_device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/device.h"
+
+int ct_cuda_device_count(void) {
+  int n = 0;
+  /* No driver, or no device: the runtime says so and there are no GPUs. */
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError(); /* clear the sticky error */
+    return 0;
+  }
+  return n;
+}
+
+/* ---- regions from cudaMalloc ------------------------------------------------ */
+
+static void *gpu_region_alloc(size_t bytes, void *context) {
+  const ct_gpu *gpu = context;
+  void *p = NULL;
+  if (cudaSetDevice(gpu->ordinal) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return NULL;
+  }
+  return p;
+}
+
+static void gpu_region_free(void *ptr, size_t bytes, void *context) {
+  (void)bytes;
+  const ct_gpu *gpu = context;
+  cudaSetDevice(gpu->ordinal);
+  cudaFree(ptr);
+}
+
+/* ---- the worker --------------------------------------------------------------- */
+
+/* GPU workers run on their device: CUDA's current device is per thread. */
+static void gpu_thread_init(ct_device *d) { cudaSetDevice(d->gpu->ordinal); }
+
+/* ---- enumeration -------------------------------------------------------------- */
+
+/* The CUDA ordinals that become /gpu:0, /gpu:1, ...: all of them in order,
+ * or gpu_options.visible_device_list ("1,0": ordinal 1 is /gpu:0). */
+static int visible_ordinals(const ct_gpu_options *g, int available, int *ordinals,
+                            ct_status *status) {
+  if (g->visible_device_list[0] == '\0') {
+    for (int i = 0; i < available; ++i) ordinals[i] = i;
+    return available;
+  }
+  int n = 0;
+  const char *p = g->visible_device_list;
+  while (*p) {
+    char *end = NULL;
+    long id = strtol(p, &end, 10);
+    if (end == p || id < 0 || id >= available) {
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "gpu_options.visible_device_list '%s' names GPU %.*s, but this machine "
+                    "has %d visible GPU%s (0 to %d); list ids among those, or leave it empty",
+                    g->visible_device_list, (int)(end > p ? end - p : 1), p, available,
+                    available == 1 ? "" : "s", available - 1);
+      return -1;
+    }
+    for (int i = 0; i < n; ++i)
+      if (ordinals[i] == id) {
+        ct_status_set(status, CT_INVALID_ARGUMENT,
+                      "gpu_options.visible_device_list '%s' names GPU %ld twice",
+                      g->visible_device_list, id);
+        return -1;
+      }
+    ordinals[n++] = (int)id;
+    p = *end == ',' ? end + 1 : end;
+    if (*end != ',' && *end != '\0') {
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "gpu_options.visible_device_list '%s' is not a comma-separated list of "
+                    "GPU ids such as \"1,0\"",
+                    g->visible_device_list);
+      return -1;
+    }
+  }
+  return n;
+}
+
+static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_status *status) {
+  ct_gpu *gpu = calloc(1, sizeof *gpu);
+  if (gpu == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating %s", d->name);
+    return 1;
+  }
+  d->gpu = gpu;
+  gpu->ordinal = ordinal;
+  gpu->precision = precision;
+  struct cudaDeviceProp prop;
+  if (ct_cuda_check(cudaSetDevice(ordinal), d->name, status) ||
+      ct_cuda_check(cudaGetDeviceProperties(&prop, ordinal), d->name, status) ||
+      ct_cuda_check(cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking), d->name,
+                    status) ||
+      ct_cuda_check(cudaStreamCreateWithFlags(&gpu->copy_stream, cudaStreamNonBlocking), d->name,
+                    status) ||
+      ct_cublas_check(cublasCreate(&gpu->cublas), d->name, status) ||
+      ct_cublas_check(cublasSetStream(gpu->cublas, gpu->stream), d->name, status) ||
+      ct_cudnn_check(cudnnCreate(&gpu->cudnn), d->name, status) ||
+      ct_cudnn_check(cudnnSetStream(gpu->cudnn, gpu->stream), d->name, status))
+    return 1;
+  gpu->sm_count = prop.multiProcessorCount;
+  gpu->total_memory = prop.totalGlobalMem;
+  snprintf(gpu->product, sizeof gpu->product, "%s", prop.name);
+  return 0;
+}
+
+void ct_cuda_device_release(ct_device *d) {
+  ct_gpu *gpu = d->gpu;
+  if (gpu == NULL) return;
+  cudaSetDevice(gpu->ordinal);
+  if (gpu->stream) cudaStreamSynchronize(gpu->stream);
+  if (gpu->cudnn) cudnnDestroy(gpu->cudnn);
+  if (gpu->cublas) cublasDestroy(gpu->cublas);
+  if (gpu->copy_stream) cudaStreamDestroy(gpu->copy_stream);
+  if (gpu->stream) cudaStreamDestroy(gpu->stream);
+  if (gpu->pinned) cudaFreeHost(gpu->pinned);
+  free(gpu);
+  d->gpu = NULL;
+}
+
+/* The memory limit of one logical device on a GPU with `total` bytes:
+ * its virtual-device size, else the byte limit, else the fraction. */
+static size_t memory_limit(const ct_session_options *o, size_t total, int virtual_index) {
+  const ct_gpu_options *g = &o->gpu_options;
+  if (g->n_virtual_devices > 0) return (size_t)g->virtual_devices_mb[virtual_index] << 20;
+  if (o->gpu_memory_limit) return o->gpu_memory_limit;
+  double fraction = g->per_process_gpu_memory_fraction > 0 ? g->per_process_gpu_memory_fraction : 1;
+  /* what the CUDA context and the libraries keep leaves the rest usable:
+   * a fraction of 1 asks for what is free, as TensorFlow does */
+  return (size_t)((double)total * fraction);
+}
+
+int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int *n,
+                           ct_status *status) {
+  if (o->device_count_gpu == 0) return 0;
+  const int available = ct_cuda_device_count();
+  if (available == 0) return 0;
+  int ordinals[CT_MAX_DEVICES];
+  int n_gpus = visible_ordinals(&o->gpu_options, available < CT_MAX_DEVICES ? available
+                                                                            : CT_MAX_DEVICES,
+                                ordinals, status);
+  if (n_gpus < 0) return 1;
+  if (o->device_count_gpu > 0 && o->device_count_gpu < n_gpus) n_gpus = o->device_count_gpu;
+  const int per_gpu = o->gpu_options.n_virtual_devices > 0 ? o->gpu_options.n_virtual_devices : 1;
+  int index = 0;
+  for (int p = 0; p < n_gpus; ++p) {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (ct_cuda_check(cudaSetDevice(ordinals[p]), "selecting a GPU", status) ||
+        ct_cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "reading GPU memory", status))
+      return 1;
+    size_t split_total = 0;
+    for (int v = 0; v < per_gpu; ++v) {
+      if (*n >= CT_MAX_DEVICES) {
+        ct_status_set(status, CT_INVALID_ARGUMENT, "more than %d devices asked for",
+                      CT_MAX_DEVICES);
+        return 1;
+      }
+      ct_device *d = ct_device_new_common(CT_DEVICE_GPU, index, status);
+      if (d == NULL) return 1;
+      devices[(*n)++] = d;
+      if (gpu_setup(d, ordinals[p], o->gpu_precision, status)) return 1;
+      d->threads = 1;
+      d->first_core = -1;
+      size_t limit = memory_limit(o, total_bytes, v);
+      if (limit > free_bytes) limit = free_bytes;
+      split_total += limit;
+      if (o->gpu_options.n_virtual_devices > 0 && split_total > free_bytes) {
+        ct_status_set(status, CT_RESOURCE_EXHAUSTED,
+                      "the virtual devices of GPU %d ask for %zu MiB together but %zu MiB are "
+                      "free; make gpu_options.virtual_devices smaller",
+                      ordinals[p], split_total >> 20, free_bytes >> 20);
+        return 1;
+      }
+      ct_allocator_options ao = {d->name, limit, o->gpu_options.allow_growth, 0,
+                                 gpu_region_alloc, gpu_region_free, d->gpu};
+      d->allocator = ct_allocator_new_with(&ao, status);
+      if (d->allocator == NULL) return 1;
+      if (ct_device_start(d, gpu_thread_init, status)) return 1;
+      ++index;
+    }
+  }
+  return 0;
+}
+
+/* ---- copies ------------------------------------------------------------------- */
+
+static cudaStream_t stream_of(const ct_device *d) { return d ? d->gpu->stream : NULL; }
+
+/* Makes `waiter` wait for the work queued on `signaller` so far. */
+static int order_after(cudaStream_t waiter, cudaStream_t signaller, ct_status *status) {
+  if (waiter == signaller) return 0;
+  cudaEvent_t event;
+  if (ct_cuda_check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "an event", status))
+    return 1;
+  int failed = ct_cuda_check(cudaEventRecord(event, signaller), "recording an event", status) ||
+               ct_cuda_check(cudaStreamWaitEvent(waiter, event, 0), "waiting on an event", status);
+  cudaEventDestroy(event); /* safe: destruction waits for the event to complete */
+  return failed;
+}
+
+int ct_cuda_copy(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
+                 ct_status *status) {
+  if (nbytes == 0) return 0;
+  const ct_device *gpu_to = to && to->type == CT_DEVICE_GPU ? to : NULL;
+  const ct_device *gpu_from = from && from->type == CT_DEVICE_GPU ? from : NULL;
+  if (!gpu_to && !gpu_from) {
+    memcpy(dst, src, nbytes);
+    return 0;
+  }
+  if (gpu_to && !gpu_from) {
+    /* From host memory: cudaMemcpyAsync returns once the source has been
+     * staged, so the host buffer may be reused as soon as this returns. */
+    cudaSetDevice(gpu_to->gpu->ordinal);
+    return ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice,
+                                         stream_of(gpu_to)),
+                         "copying to the GPU", status);
+  }
+  if (!gpu_to) {
+    /* To host memory: the host reader needs the value now. */
+    cudaSetDevice(gpu_from->gpu->ordinal);
+    cudaStream_t s = stream_of(gpu_from);
+    return ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, s),
+                         "copying from the GPU", status) ||
+           ct_cuda_check(cudaStreamSynchronize(s), "copying from the GPU", status);
+  }
+  /* Between GPUs: the copy runs on the destination's stream after the
+   * source's queued work, and the source's later work (which may reuse the
+   * source buffer) waits for the copy. */
+  cudaSetDevice(gpu_to->gpu->ordinal);
+  cudaStream_t s_to = stream_of(gpu_to), s_from = stream_of(gpu_from);
+  return order_after(s_to, s_from, status) ||
+         ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, s_to),
+                       "copying between GPUs", status) ||
+         order_after(s_from, s_to, status);
+}
+
+int ct_cuda_synchronize(ct_device *d, ct_status *status) {
+  if (d == NULL || d->type != CT_DEVICE_GPU) return 0;
+  cudaSetDevice(d->gpu->ordinal);
+  return ct_cuda_check(cudaStreamSynchronize(d->gpu->stream), d->name, status);
+}

@@ -1,0 +1,71 @@
+/* The CUDA device: what a GPU kernel needs from its device, and the GPU
+ * side of the device registry. Built only with CUDA (CTOWER_HAVE_CUDA).
+ *
+ * Ordering model: each GPU device (a physical GPU, or one of the logical
+ * devices split from it) has one compute stream. Its worker thread launches
+ * the kernels of the steps placed on it onto that stream, in dataflow order,
+ * and never waits for them: a step counts as done when it is queued. Buffers
+ * of a device are used by its stream alone, so a buffer freed to the
+ * allocator and handed out again is only touched by later work on the same
+ * stream, in order. Work that crosses devices is ordered with events
+ * (cudaStreamWaitEvent), never with a host wait; only a value that goes to
+ * host memory (a CPU device's input, a fetch) waits for its stream. */
+#ifndef CTOWER_CUDA_DEVICE_H
+#define CTOWER_CUDA_DEVICE_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "ctower/session.h"
+#include "ctower/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ct_device;
+
+typedef struct ct_gpu {
+  int ordinal;                /* the CUDA device (after CUDA_VISIBLE_DEVICES) */
+  int sm_count;
+  size_t total_memory;        /* of the physical GPU */
+  char product[256];          /* "NVIDIA H100 80GB HBM3" */
+  cudaStream_t stream;        /* compute: every kernel of this device */
+  cudaStream_t copy_stream;   /* host <-> device staging copies */
+  cublasHandle_t cublas;      /* bound to `stream` */
+  cudnnHandle_t cudnn;        /* bound to `stream` */
+  ct_precision precision;     /* CT_PRECISION_FP32, _TF32 or _BF16 (ctower/session.h) */
+  void *pinned;               /* page-locked staging buffer for host copies */
+  size_t pinned_bytes;
+} ct_gpu;
+
+/* The GPUs a session's options ask for, as devices /gpu:first_index ..;
+ * appends to devices[*n] (capacity CT_MAX_DEVICES). A machine without GPUs
+ * (or without a driver) adds none and is not an error. */
+int ct_cuda_devices_create(const ct_session_options *options, struct ct_device **devices,
+                           int *n, ct_status *status);
+void ct_cuda_device_release(struct ct_device *device);
+
+/* Copies nbytes from src to dst; a NULL device is host memory. Ordered
+ * after the work already queued on the devices involved, and before the
+ * work queued on them later. Returns 0 or fills status. */
+int ct_cuda_copy(struct ct_device *to, void *dst, struct ct_device *from, const void *src,
+                 size_t nbytes, ct_status *status);
+
+/* Waits until the device's queued work is done (for fetches and tests). */
+int ct_cuda_synchronize(struct ct_device *device, ct_status *status);
+
+/* Fills status from a CUDA, cuBLAS or cuDNN error; returns 1 for an error. */
+int ct_cuda_check(cudaError_t err, const char *what, ct_status *status);
+int ct_cublas_check(cublasStatus_t err, const char *what, ct_status *status);
+int ct_cudnn_check(cudnnStatus_t err, const char *what, ct_status *status);
+
+/* The number of GPUs the CUDA runtime sees (0 without a driver). */
+int ct_cuda_device_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

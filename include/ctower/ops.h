@@ -36,6 +36,10 @@ ct_output ct_relu(ct_graph *g, ct_output x);
 ct_output ct_sigmoid(ct_graph *g, ct_output x);
 ct_output ct_tanh(ct_graph *g, ct_output x);
 ct_output ct_add_n(ct_graph *g, int n, const ct_output *xs);
+/* sums[k] = parts[0] + ... + parts[n-1] (in that order), on parts[k]'s
+ * device: one collective across devices (NCCL between GPUs). Returns 0, or
+ * 1 with the error recorded in the graph. */
+int ct_all_reduce(ct_graph *g, int n, const ct_output *parts, ct_output *sums);
 /* x broadcast to the shape of `like` / summed down to the shape of `like`. */
 ct_output ct_broadcast_like(ct_graph *g, ct_output x, ct_output like);
 ct_output ct_sum_like(ct_graph *g, ct_output x, ct_output like);

@@ -32,14 +32,23 @@ typedef enum ct_variable_update {
   CT_VARIABLE_UPDATE_REPLICATED
 } ct_variable_update;
 
-typedef enum ct_all_reduce { CT_ALL_REDUCE_RING = 0, CT_ALL_REDUCE_TREE } ct_all_reduce;
+/* How replicated towers sum their gradients:
+ *   RING: add along the towers 0 -> 1 -> ... (one Add per tower);
+ *   TREE: add pairs, then pairs of pairs;
+ *   COLLECTIVE: one AllReduce op across the towers (NCCL between GPUs;
+ *     in input order on CPU devices), each tower keeping its own sum. */
+typedef enum ct_all_reduce_algorithm {
+  CT_ALL_REDUCE_RING = 0,
+  CT_ALL_REDUCE_TREE,
+  CT_ALL_REDUCE_COLLECTIVE
+} ct_all_reduce_algorithm;
 
 typedef struct ct_tower_options {
   int n_towers;                          /* 1 .. CT_MAX_DEVICES */
   char devices[CT_MAX_DEVICES][64];      /* tower k runs on devices[k] */
   ct_variable_update variable_update;
   char ps_device[64];                    /* parameter_server: where variables live */
-  ct_all_reduce all_reduce;              /* replicated */
+  ct_all_reduce_algorithm all_reduce;    /* replicated */
 } ct_tower_options;
 
 typedef struct ct_tower {

@@ -13,6 +13,7 @@ static const ct_kernel_def *const kernel_tables[] = {
 #ifdef CTOWER_HAVE_CUDA
     ct_cuda_basic_kernels,
     ct_cuda_nn_kernels,
+    ct_cuda_collective_kernels,
 #endif
 };
 

@@ -34,14 +34,25 @@ static void link_replicas(ct_graph *g, int first, const char *prefix) {
   }
 }
 
-/* Sums parts[0..n-1] (parts[k] on devices[k]) in a fixed order and returns
- * the sum, which lives on one device; every other device reads a copy of
- * that one tensor, so all of them see bitwise the same values.
+/* Sums parts[0..n-1] (parts[k] on devices[k]) in a fixed order into
+ * sums[k] for each tower, all bitwise the same.
  * ring: accumulate along the ring 0 -> 1 -> ... -> n-1;
- * tree: add pairs, then pairs of pairs, on the left device of each pair. */
-static ct_output all_reduce(ct_graph *g, int n, const ct_output *parts,
-                            char devices[][64], ct_all_reduce algorithm) {
-  if (n == 1) return parts[0];
+ * tree: add pairs, then pairs of pairs, on the left device of each pair;
+ *   (ring and tree leave the sum on one device: every other device reads a
+ *   copy of that one tensor)
+ * collective: one AllReduce op, each tower's sum on its own device. */
+static void all_reduce(ct_graph *g, int n, const ct_output *parts, char devices[][64],
+                       ct_all_reduce_algorithm algorithm, ct_output *sums) {
+  if (n == 1) {
+    sums[0] = parts[0];
+    return;
+  }
+  if (algorithm == CT_ALL_REDUCE_COLLECTIVE) {
+    ct_graph_push_device(g, devices[0]);
+    ct_all_reduce(g, n, parts, sums);
+    ct_graph_pop_device(g);
+    return;
+  }
   if (algorithm == CT_ALL_REDUCE_RING) {
     ct_output acc = parts[0];
     for (int k = 1; k < n; ++k) {
@@ -49,7 +60,8 @@ static ct_output all_reduce(ct_graph *g, int n, const ct_output *parts,
       acc = ct_add(g, acc, parts[k]);
       ct_graph_pop_device(g);
     }
-    return acc;
+    for (int k = 0; k < n; ++k) sums[k] = acc;
+    return;
   }
   ct_output level[CT_MAX_DEVICES] = {{NULL, 0}};
   int where[CT_MAX_DEVICES];
@@ -63,7 +75,7 @@ static ct_output all_reduce(ct_graph *g, int n, const ct_output *parts,
     }
     if (count % 2) level[count / 2] = level[count - 1], where[count / 2] = where[count - 1];
   }
-  return level[0];
+  for (int k = 0; k < n; ++k) sums[k] = level[0];
 }
 
 /* Gradients are all-reduced in buckets of about this many floats: small
@@ -83,7 +95,14 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
   ct_graph_push_name_scope(g, scope);
   char devices[CT_MAX_DEVICES][64];
   ct_output packed[CT_MAX_DEVICES] = {{NULL, 0}};
-  ct_output flat0[64] = {{NULL, 0}};
+  /* each tower's flat gradients: the unpack beside a tower's sum takes its
+   * slice shapes from them (collective), or from tower 0's */
+  ct_output(*flat)[64] = calloc((size_t)towers, sizeof *flat);
+  if (flat == NULL) {
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the all-reduce");
+    ct_graph_pop_name_scope(g);
+    return;
+  }
   for (int k = 0; k < towers; ++k) {
     snprintf(devices[k], sizeof devices[k], "%s", g->variables[variables[copies[k]]].device);
     if (count == 1) {
@@ -91,31 +110,37 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
       continue;
     }
     ct_graph_push_device(g, devices[k]);
-    ct_output flat[64];
     for (int m = 0; m < count; ++m)
-      flat[m] = ct_reshape(g, grads[copies[m * towers + k]], ct_shape_of(1, (int64_t)-1));
-    packed[k] = ct_concat(g, count, flat, 0);
+      flat[k][m] = ct_reshape(g, grads[copies[m * towers + k]], ct_shape_of(1, (int64_t)-1));
+    packed[k] = ct_concat(g, count, flat[k], 0);
     ct_graph_pop_device(g);
-    if (k == 0)
-      for (int m = 0; m < count; ++m) flat0[m] = flat[m];
   }
-  ct_output sum = all_reduce(g, towers, packed, devices, o->all_reduce);
+  ct_output sums[CT_MAX_DEVICES];
+  all_reduce(g, towers, packed, devices, o->all_reduce, sums);
   if (count == 1) {
-    for (int k = 0; k < towers; ++k) grads[copies[k]] = sum;
+    for (int k = 0; k < towers; ++k) grads[copies[k]] = sums[k];
   } else { /* unpack: slices shaped like tower 0's flat gradients, then the variables' shapes */
-    ct_graph_push_device(g, devices[0]);
-    ct_output in[65];
-    in[0] = sum;
-    for (int m = 0; m < count; ++m) in[m + 1] = flat0[m];
-    ct_attrs axis0;
-    memset(&axis0, 0, sizeof axis0);
-    ct_node *unpack = ct_graph_add_node(g, &ct_op_concat_grad, "Unpack", count + 1, in, count, &axis0);
-    for (int m = 0; m < count && unpack; ++m) {
-      ct_output piece = ct_reshape(g, ct_out(unpack, m), g->variables[variables[copies[m * towers]]].shape);
-      for (int k = 0; k < towers; ++k) grads[copies[m * towers + k]] = piece;
+    /* one unpack of the one sum, or (collective) one per tower beside its own sum */
+    const int per_tower = o->all_reduce == CT_ALL_REDUCE_COLLECTIVE;
+    for (int k = 0; k < (per_tower ? towers : 1); ++k) {
+      ct_graph_push_device(g, devices[k]);
+      ct_output in[65];
+      in[0] = sums[k];
+      for (int m = 0; m < count; ++m) in[m + 1] = flat[k][m];
+      ct_attrs axis0;
+      memset(&axis0, 0, sizeof axis0);
+      ct_node *unpack =
+          ct_graph_add_node(g, &ct_op_concat_grad, "Unpack", count + 1, in, count, &axis0);
+      for (int m = 0; m < count && unpack; ++m) {
+        ct_output piece =
+            ct_reshape(g, ct_out(unpack, m), g->variables[variables[copies[m * towers]]].shape);
+        for (int j = 0; j < towers; ++j)
+          if (j == k || !per_tower) grads[copies[m * towers + j]] = piece;
+      }
+      ct_graph_pop_device(g);
     }
-    ct_graph_pop_device(g);
   }
+  free(flat);
   ct_graph_pop_name_scope(g);
 }
 

@@ -31,6 +31,13 @@ static ct_output b_relu(ct_graph *g, const ct_output *x) { return ct_relu(g, x[0
 static ct_output b_sigmoid(ct_graph *g, const ct_output *x) { return ct_sigmoid(g, x[0]); }
 static ct_output b_tanh(ct_graph *g, const ct_output *x) { return ct_tanh(g, x[0]); }
 static ct_output b_add_n(ct_graph *g, const ct_output *x) { return ct_add_n(g, 3, x); }
+/* every output of the all-reduce carries a gradient: L weighs their sum */
+static ct_output b_all_reduce(ct_graph *g, const ct_output *x) {
+  ct_output sums[3];
+  ct_all_reduce(g, 3, x, sums);
+  return ct_add_n(g, 3, (ct_output[]){ct_mul(g, sums[0], ct_scalar(g, 0.5f)), sums[1],
+                                      ct_mul(g, sums[2], ct_scalar(g, 2.0f))});
+}
 static ct_output b_broadcast_like(ct_graph *g, const ct_output *x) {
   return ct_broadcast_like(g, x[0], x[1]);
 }
@@ -232,6 +239,7 @@ static void build_table(void) {
   add_case("Sigmoid", 1, S2(5, 6), none, none, VALUES_UNIFORM, b_sigmoid);
   add_case("Tanh", 1, S2(5, 6), none, none, VALUES_UNIFORM, b_tanh);
   add_case("AddN", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_add_n);
+  add_case("AllReduce", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_all_reduce);
   add_case("BroadcastLike", 2, S1(4), S3(2, 3, 4), none, VALUES_UNIFORM, b_broadcast_like);
   add_case("SumLike", 2, S3(2, 3, 4), S2(1, 4), none, VALUES_UNIFORM, b_sum_like);
   add_case("MatMul", 2, S2(3, 5), S2(5, 4), none, VALUES_UNIFORM, b_matmul_nn);

@@ -19,7 +19,7 @@ typedef struct run_result {
   double max_replica_diff; /* largest |copy - original| seen after any step */
 } run_result;
 
-static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce reduce,
+static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce_algorithm reduce,
                        const double *speeds, run_result *result) {
   ct_graph *g = ct_graph_new();
   ct_graph_set_seed(g, 11);
@@ -101,11 +101,14 @@ static void test_towers_give_the_result_of_one(void **state) {
   run_towers(1, CT_VARIABLE_UPDATE_PARAMETER_SERVER, CT_ALL_REDUCE_RING, NULL, &reference);
   /* skewed splits (as split: auto makes for devices of unequal speed) too */
   static const double skew[4] = {9.0, 1.0, 0.5, 3.0};
-  const char *names[] = {"parameter_server", "replicated ring", "replicated tree"};
-  for (int kind = 0; kind < 3; ++kind) {
+  const char *names[] = {"parameter_server", "replicated ring", "replicated tree",
+                         "replicated collective"};
+  const ct_all_reduce_algorithm reduces[] = {CT_ALL_REDUCE_RING, CT_ALL_REDUCE_RING,
+                                             CT_ALL_REDUCE_TREE, CT_ALL_REDUCE_COLLECTIVE};
+  for (int kind = 0; kind < 4; ++kind) {
     ct_variable_update update = kind == 0 ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
                                           : CT_VARIABLE_UPDATE_REPLICATED;
-    ct_all_reduce reduce = kind == 2 ? CT_ALL_REDUCE_TREE : CT_ALL_REDUCE_RING;
+    ct_all_reduce_algorithm reduce = reduces[kind];
     for (int n = 1; n <= 4; ++n)
       for (int skewed = 0; skewed < 2; ++skewed) {
         run_towers(n, update, reduce, skewed ? skew : NULL, &other);

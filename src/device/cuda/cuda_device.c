@@ -196,8 +196,7 @@ int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int
 
 static cudaStream_t stream_of(const ct_device *d) { return d ? d->gpu->stream : NULL; }
 
-/* Makes `waiter` wait for the work queued on `signaller` so far. */
-static int order_after(cudaStream_t waiter, cudaStream_t signaller, ct_status *status) {
+int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *status) {
   if (waiter == signaller) return 0;
   cudaEvent_t event;
   if (ct_cuda_check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "an event", status))
@@ -238,10 +237,10 @@ int ct_cuda_copy(ct_device *to, void *dst, ct_device *from, const void *src, siz
    * source buffer) waits for the copy. */
   cudaSetDevice(gpu_to->gpu->ordinal);
   cudaStream_t s_to = stream_of(gpu_to), s_from = stream_of(gpu_from);
-  return order_after(s_to, s_from, status) ||
+  return ct_cuda_stream_wait(s_to, s_from, status) ||
          ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, s_to),
                        "copying between GPUs", status) ||
-         order_after(s_from, s_to, status);
+         ct_cuda_stream_wait(s_from, s_to, status);
 }
 
 int ct_cuda_synchronize(ct_device *d, ct_status *status) {

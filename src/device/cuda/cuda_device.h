@@ -53,6 +53,10 @@ void ct_cuda_device_release(struct ct_device *device);
 int ct_cuda_copy(struct ct_device *to, void *dst, struct ct_device *from, const void *src,
                  size_t nbytes, ct_status *status);
 
+/* Makes `waiter` wait (on the GPU, not the host) for the work queued on
+ * `signaller` so far. Returns 0 or fills status. */
+int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *status);
+
 /* Waits until the device's queued work is done (for fetches and tests). */
 int ct_cuda_synchronize(struct ct_device *device, ct_status *status);
 

@@ -34,6 +34,8 @@ CT_CPU_KERNEL(ct_cpu_sigmoid);
 CT_CPU_KERNEL(ct_cpu_sigmoid_grad);
 CT_CPU_KERNEL(ct_cpu_tanh);
 CT_CPU_KERNEL(ct_cpu_tanh_grad);
+/* collective.c */
+CT_CPU_KERNEL(ct_cpu_all_reduce);
 /* reduce.c */
 CT_CPU_KERNEL(ct_cpu_sum);
 CT_CPU_KERNEL(ct_cpu_mean);

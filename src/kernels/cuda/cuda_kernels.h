@@ -21,6 +21,7 @@
 
 extern const ct_kernel_def ct_cuda_basic_kernels[];
 extern const ct_kernel_def ct_cuda_nn_kernels[];
+extern const ct_kernel_def ct_cuda_collective_kernels[]; /* collective.c: AllReduce */
 
 static inline ct_gpu *ct_kernel_gpu(const ct_kernel_ctx *ctx) { return ctx->device->gpu; }
 

@@ -1,0 +1,164 @@
+/* AllReduce on GPUs (the op: src/ops/ops_collective.c).
+ *
+ * NCCL takes one rank per physical GPU, while virtual devices put several
+ * parts on one GPU. So the sum is taken in three stages, all queued on the
+ * GPUs' streams with events between them, no host waits:
+ *   1. on each physical GPU, the first part's device (its leader) adds that
+ *      GPU's parts in input order;
+ *   2. the leaders all-reduce their sums through NCCL (one communicator per
+ *      node, made when it first runs);
+ *   3. every other part's device copies its leader's sum.
+ * Every output thus holds bitwise the same values. */
+#include <nccl.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/launch_collective.h"
+
+/* Collectives launched from different worker threads must reach every
+ * GPU's stream in one order, or two all-reduces could each wait for a rank
+ * queued behind the other: launches take this lock. */
+static pthread_mutex_t launch_order = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct nccl_state {
+  int n_ranks;
+  int ordinals[CT_MAX_DEVICES];
+  ncclComm_t comms[CT_MAX_DEVICES];
+} nccl_state;
+
+static void nccl_state_free(void *data) {
+  nccl_state *st = data;
+  for (int r = 0; r < st->n_ranks; ++r)
+    if (st->comms[r]) ncclCommDestroy(st->comms[r]);
+  free(st);
+}
+
+static int nccl_check(ncclResult_t result, ct_kernel_ctx *ctx) {
+  if (result == ncclSuccess) return 0;
+  ct_status_set(ctx->status, CT_INTERNAL, "%s: NCCL error %s", ctx->node->name,
+                ncclGetErrorString(result));
+  return 1;
+}
+
+/* The node's communicators between these GPUs, made on first use. */
+static nccl_state *communicators(ct_kernel_ctx *ctx, int n_ranks, const int *ordinals) {
+  nccl_state *st = ctx->state->data;
+  int same = st && st->n_ranks == n_ranks;
+  for (int r = 0; same && r < n_ranks; ++r) same = st->ordinals[r] == ordinals[r];
+  if (same) return st;
+  if (st) nccl_state_free(st);
+  ctx->state->data = NULL;
+  st = calloc(1, sizeof *st);
+  if (st == NULL) {
+    ct_status_set(ctx->status, CT_RESOURCE_EXHAUSTED, "out of host memory for NCCL");
+    return NULL;
+  }
+  st->n_ranks = n_ranks;
+  for (int r = 0; r < n_ranks; ++r) st->ordinals[r] = ordinals[r];
+  if (nccl_check(ncclCommInitAll(st->comms, n_ranks, st->ordinals), ctx)) {
+    nccl_state_free(st);
+    return NULL;
+  }
+  ctx->state->data = st;
+  ctx->state->free_fn = nccl_state_free;
+  return st;
+}
+
+static cudaStream_t stream_of(const ct_kernel_ctx *ctx, int part) {
+  return ctx->input_devices[part]->gpu->stream;
+}
+
+static int ordinal_of(const ct_kernel_ctx *ctx, int part) {
+  return ctx->input_devices[part]->gpu->ordinal;
+}
+
+/* Stage 1: the leader's output = its GPU's parts, added in input order. */
+static int sum_on_leader(ct_kernel_ctx *ctx, int leader, const int *leader_of) {
+  const int64_t count = ct_in_elements(ctx, 0);
+  const size_t bytes = (size_t)count * sizeof(float);
+  float *sum = ct_out_f32(ctx, leader);
+  cudaStream_t stream = stream_of(ctx, leader);
+  int first = 1;
+  cudaSetDevice(ordinal_of(ctx, leader));
+  for (int k = 0; k < ctx->n_inputs; ++k) {
+    if (leader_of[k] != leader) continue;
+    if (ct_cuda_stream_wait(stream, stream_of(ctx, k), ctx->status)) return 1;
+    cudaError_t err = first ? cudaMemcpyAsync(sum, ct_in_f32(ctx, k), bytes,
+                                              cudaMemcpyDeviceToDevice, stream)
+                            : ct_cuda_launch_add_into(sum, sum, ct_in_f32(ctx, k), count, stream);
+    if (ct_kernel_launch_failed(ctx, err)) return 1;
+    first = 0;
+  }
+  return 0;
+}
+
+/* Stage 2: NCCL between the leaders. */
+static int join_leaders(ct_kernel_ctx *ctx, int n_leaders, const int *leaders) {
+  int ordinals[CT_MAX_DEVICES];
+  for (int r = 0; r < n_leaders; ++r) ordinals[r] = ordinal_of(ctx, leaders[r]);
+  nccl_state *st = communicators(ctx, n_leaders, ordinals);
+  if (st == NULL) return 1;
+  const size_t count = (size_t)ct_in_elements(ctx, 0);
+  if (nccl_check(ncclGroupStart(), ctx)) return 1;
+  for (int r = 0; r < n_leaders; ++r) {
+    float *sum = ct_out_f32(ctx, leaders[r]);
+    ncclResult_t result = ncclAllReduce(sum, sum, count, ncclFloat, ncclSum, st->comms[r],
+                                        stream_of(ctx, leaders[r]));
+    if (result != ncclSuccess) {
+      ncclGroupEnd();
+      return nccl_check(result, ctx);
+    }
+  }
+  return nccl_check(ncclGroupEnd(), ctx);
+}
+
+/* Stage 3: a part that is not a leader copies its leader's sum; the leader's
+ * later work (which may reuse the sum's buffer) waits for the copy. */
+static int copy_from_leader(ct_kernel_ctx *ctx, int part, int leader) {
+  cudaStream_t stream = stream_of(ctx, part), leader_stream = stream_of(ctx, leader);
+  cudaSetDevice(ordinal_of(ctx, part));
+  return ct_cuda_stream_wait(stream, leader_stream, ctx->status) ||
+         ct_kernel_launch_failed(ctx, cudaMemcpyAsync(ct_out_f32(ctx, part),
+                                                      ct_out_f32(ctx, leader),
+                                                      ct_tensor_nbytes(&ctx->outputs[part]),
+                                                      cudaMemcpyDeviceToDevice, stream)) ||
+         ct_cuda_stream_wait(leader_stream, stream, ctx->status);
+}
+
+void ct_gpu_all_reduce(ct_kernel_ctx *ctx) {
+  const int n = ctx->n_inputs;
+  for (int k = 0; k < n; ++k)
+    if (ctx->input_devices[k] == NULL || ctx->input_devices[k]->type != CT_DEVICE_GPU) {
+      ct_status_set(ctx->status, CT_INVALID_ARGUMENT,
+                    "%s: an AllReduce on GPUs needs every part on a GPU, but part %d is on %s",
+                    ctx->node->name, k,
+                    ctx->input_devices[k] ? ctx->input_devices[k]->name : "the host");
+      return;
+    }
+  if (ct_in_elements(ctx, 0) == 0) return;
+  int leader_of[64], leaders[64], n_leaders = 0;
+  for (int k = 0; k < n; ++k) {
+    leader_of[k] = k;
+    for (int j = 0; j < k; ++j)
+      if (ordinal_of(ctx, j) == ordinal_of(ctx, k)) {
+        leader_of[k] = leader_of[j];
+        break;
+      }
+    if (leader_of[k] == k) leaders[n_leaders++] = k;
+  }
+  pthread_mutex_lock(&launch_order);
+  int failed = 0;
+  for (int r = 0; r < n_leaders && !failed; ++r) failed = sum_on_leader(ctx, leaders[r], leader_of);
+  if (!failed && n_leaders > 1) failed = join_leaders(ctx, n_leaders, leaders);
+  for (int k = 0; k < n && !failed; ++k)
+    if (leader_of[k] != k) failed = copy_from_leader(ctx, k, leader_of[k]);
+  pthread_mutex_unlock(&launch_order);
+  /* the worker's current device is its own again */
+  cudaSetDevice(ct_kernel_gpu(ctx)->ordinal);
+}
+
+const ct_kernel_def ct_cuda_collective_kernels[] = {
+    {"AllReduce", CT_DEVICE_GPU, ct_gpu_all_reduce},
+    {0, CT_DEVICE_GPU, 0},
+};

@@ -1,0 +1,46 @@
+/* AllReduce(parts[0..n-1]) -> sums[0..n-1]: every output is the sum of all
+ * inputs, added in input order, and output k lives on input k's device (a
+ * multi-device op: the executor copies nothing in or out). The replicated
+ * towers all-reduce their gradients with it. Its kernel on CPU devices adds
+ * in host memory; on GPUs it adds the parts of one physical GPU there and
+ * joins the physical GPUs through NCCL. The gradient of an all-reduce is
+ * the all-reduce of the output gradients. */
+#include "ops/op_list.h"
+
+static int infer_all_reduce(ct_infer_ctx *ctx) {
+  if (ctx->n_outputs != ctx->n_inputs)
+    return ct_infer_fail(ctx, "AllReduce has %d inputs but %d outputs", ctx->n_inputs,
+                         ctx->n_outputs);
+  for (int k = 0; k < ctx->n_inputs; ++k) {
+    if (ct_require_dtype(ctx, k, CT_F32)) return 1;
+    if (!ct_shape_equal(&ctx->in_shapes[k], &ctx->in_shapes[0])) {
+      char a[96], b[96];
+      return ct_infer_fail(ctx, "AllReduce parts must have one shape: part 0 is %s, part %d is %s",
+                           ct_shape_str(&ctx->in_shapes[0], a, sizeof a), k,
+                           ct_shape_str(&ctx->in_shapes[k], b, sizeof b));
+    }
+    ctx->out_shapes[k] = ctx->in_shapes[0];
+    ctx->out_dtypes[k] = CT_F32;
+  }
+  return 0;
+}
+
+static void grad_all_reduce(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  ct_output parts[64];
+  for (int k = 0; k < n->n_outputs; ++k)
+    parts[k] = gy[k].node ? gy[k] : ct_zeros_like(g, ct_out((ct_node *)n, k));
+  ct_all_reduce(g, n->n_inputs, parts, gx);
+}
+
+const ct_op_def ct_op_all_reduce = {"AllReduce", infer_all_reduce, grad_all_reduce,
+                                    CT_OP_MULTI_DEVICE};
+
+int ct_all_reduce(ct_graph *g, int n, const ct_output *parts, ct_output *sums) {
+  if (n < 1 || n > 64) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "ct_all_reduce takes 1 to 64 parts, got %d", n);
+    return 1;
+  }
+  ct_node *node = ct_graph_add_node(g, &ct_op_all_reduce, NULL, n, parts, n, NULL);
+  for (int k = 0; k < n; ++k) sums[k] = ct_out(node, k);
+  return node == NULL;
+}

@@ -28,6 +28,11 @@ typedef struct ct_config {
     char path[CT_CONFIG_STR];
     int64_t batch_size;                /* global batch, > 0 */
     int shuffle;
+    /* synthetic: random images of this shape and class count */
+    int n_image_dims;
+    int64_t image_shape[3];            /* [height, width, channels] */
+    int64_t num_classes;
+    int64_t train_size, test_size;
   } dataset;
   struct {
     int64_t epochs;                    /* >= 0 */
@@ -49,6 +54,7 @@ typedef struct ct_config {
       int64_t warmup_epochs;           /* linear warm-up before any schedule */
     } schedule;
     char checkpoint[CT_CONFIG_STR];    /* "" disables saving */
+    char precision[8];                 /* fp32 | tf32 | bf16: GPU matmul/convolution arithmetic */
   } train;
   struct {
     int n_towers_listed;

@@ -29,8 +29,15 @@ ct_output ct_layer_dense(ct_graph *g, ct_output x, int units, ct_activation acti
 /* x [N, H, W, C] -> [N, P, Q, filters]; ksize x ksize filters. */
 ct_output ct_layer_conv2d(ct_graph *g, ct_output x, int filters, int ksize, int stride,
                           ct_padding padding, ct_activation activation, const char *name);
+/* Convolution without bias (SAME padding, He-normal weights), batch norm,
+ * activation: the unit of a ResNet. Variables "<name>/weights",
+ * "<name>/gamma", "<name>/beta" and the moving statistics. */
+ct_output ct_layer_conv2d_bn(ct_graph *g, ct_output x, int filters, int ksize, int stride,
+                             ct_activation activation, int training, const char *name);
 ct_output ct_layer_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding,
                             const char *name);
+/* [N, H, W, C] -> [N, C]: the mean over each feature map. */
+ct_output ct_layer_global_avg_pool(ct_graph *g, ct_output x, const char *name);
 /* Batch norm over channels with gamma, beta and moving statistics
  * (momentum 0.99, epsilon 1e-3, as Keras). */
 ct_output ct_layer_batch_norm(ct_graph *g, ct_output x, int training, const char *name);

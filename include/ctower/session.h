@@ -55,6 +55,10 @@ typedef struct ct_session_options {
 
 void ct_session_options_defaults(ct_session_options *options);
 
+/* How many GPU devices (/gpu:0 ..) a session with these options would have:
+ * 0 without GPUs or without CUDA in this build. */
+int ct_gpu_device_count(const ct_session_options *options);
+
 /* Returns NULL and fills status when a device cannot be created. The caller
  * owns the session (ct_session_free); the graph stays the caller's. */
 ct_session *ct_session_new(ct_graph *graph, const ct_session_options *options,

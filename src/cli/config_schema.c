@@ -5,13 +5,14 @@
 #include <string.h>
 
 /* The models this build knows. Add a name here when its model code lands. */
-static const char *const k_models[] = {"mlp", "fmnist_cnn", NULL};
+static const char *const k_models[] = {"mlp", "fmnist_cnn", "resnet20", NULL};
 static const char *const k_datasets[] = {"fashion_mnist", "mnist", "synthetic", NULL};
 static const char *const k_optimizers[] = {"sgd", "momentum", "adam", NULL};
 static const char *const k_schedules[] = {"constant", "step", "cosine", NULL};
 static const char *const k_variable_updates[] = {"replicated", "parameter_server", NULL};
 static const char *const k_all_reduces[] = {"auto", "ring", "tree", "nccl", NULL};
 static const char *const k_splits[] = {"even", "auto", NULL};
+static const char *const k_precisions[] = {"fp32", "tf32", "bf16", NULL};
 
 #define OFF(member) offsetof(ct_config, member)
 #define SZ(member) sizeof(((ct_config *)0)->member)
@@ -45,6 +46,17 @@ const ct_config_field ct_config_fields[] = {
     STR("dataset.path", dataset.path, "/usr/share/datasets/fashion-mnist"),
     INT("dataset.batch_size", dataset.batch_size, 1, "128"),
     BOOL("dataset.shuffle", dataset.shuffle, "true"),
+    {.path = "dataset.image_shape",
+     .type = CT_FIELD_INT_LIST,
+     .offset = OFF(dataset.image_shape),
+     .offset2 = OFF(dataset.n_image_dims),
+     .cap = CAP(dataset.image_shape),
+     .imin = 1,
+     .imax = 4096,
+     .def = "[28, 28, 1]"},
+    INT("dataset.num_classes", dataset.num_classes, 2, "10"),
+    INT("dataset.train_size", dataset.train_size, 1, "60000"),
+    INT("dataset.test_size", dataset.test_size, 1, "10000"),
 
     INT("train.epochs", train.epochs, 0, "10"),
     INT("train.max_steps", train.max_steps, 0, "0"),
@@ -66,6 +78,7 @@ const ct_config_field ct_config_fields[] = {
           "0.0"),
     INT("train.schedule.warmup_epochs", train.schedule.warmup_epochs, 0, "0"),
     STR("train.checkpoint", train.checkpoint, "runs/fmnist_cnn/model.safetensors"),
+    ENUM("train.precision", train.precision, k_precisions, "fp32"),
 
     {.path = "devices.towers",
      .type = CT_FIELD_STR_LIST,
@@ -75,7 +88,7 @@ const ct_config_field ct_config_fields[] = {
      .cap = CAP(devices.towers),
      .flags = CT_FIELD_DEVICE,
      .def = "[/cpu:0]"},
-    INT("devices.n_towers", devices.n_towers, 0, "0"),
+    INT("devices.n_towers", devices.n_towers, -1, "0"),
     INT("devices.n_gpus", devices.n_gpus, 0, "0"),
     ENUM("devices.variable_update", devices.variable_update, k_variable_updates, "replicated"),
     DEVICE("devices.ps_device", devices.ps_device, "/cpu:0"),

@@ -123,6 +123,22 @@ int ct_device_synchronize(ct_device *d, ct_status *status) {
 
 /* ---- the registry ------------------------------------------------------- */
 
+int ct_gpu_device_count(const ct_session_options *o) {
+#ifdef CTOWER_HAVE_CUDA
+  if (o->device_count_gpu == 0) return 0;
+  int n = ct_cuda_device_count();
+  if (n > 0 && o->gpu_options.visible_device_list[0]) { /* its entries (checked later) */
+    n = 1;
+    for (const char *p = o->gpu_options.visible_device_list; *p; ++p) n += *p == ',';
+  }
+  if (o->device_count_gpu > 0 && o->device_count_gpu < n) n = o->device_count_gpu;
+  return n * (o->gpu_options.n_virtual_devices > 0 ? o->gpu_options.n_virtual_devices : 1);
+#else
+  (void)o;
+  return 0;
+#endif
+}
+
 int ct_devices_create(const ct_session_options *o, ct_device ***out, int *n_out,
                       ct_status *status) {
   *out = NULL;

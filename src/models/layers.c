@@ -55,6 +55,27 @@ ct_output ct_layer_conv2d(ct_graph *g, ct_output x, int filters, int ksize, int 
   return y;
 }
 
+ct_output ct_layer_conv2d_bn(ct_graph *g, ct_output x, int filters, int ksize, int stride,
+                             ct_activation activation, int training, const char *name) {
+  enter(g, name);
+  int64_t channels = ct_output_shape(x).dims[3];
+  ct_initializer he = {CT_INIT_HE_NORMAL, 0.0f};
+  ct_output w = ct_variable(
+      g, "weights", ct_shape_of(4, (int64_t)ksize, (int64_t)ksize, channels, (int64_t)filters), he,
+      1);
+  ct_output y = ct_conv2d(g, x, w, stride, stride, CT_PADDING_SAME);
+  leave(g);
+  y = ct_layer_batch_norm(g, y, training, name); /* "<name>/gamma" ... beside the weights */
+  return activate(g, y, activation);
+}
+
+ct_output ct_layer_global_avg_pool(ct_graph *g, ct_output x, const char *name) {
+  ct_graph_push_name_scope(g, name);
+  ct_output y = ct_reduce_mean(g, x, (1u << 1) | (1u << 2), 0);
+  ct_graph_pop_name_scope(g);
+  return y;
+}
+
 ct_output ct_layer_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding,
                             const char *name) {
   ct_graph_push_name_scope(g, name);

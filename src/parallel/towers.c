@@ -83,6 +83,8 @@ static void all_reduce(ct_graph *g, int n, const ct_output *parts, char devices[
  * does), and a bucket starts as soon as its last gradient exists, while the
  * backward pass goes on. */
 enum { BUCKET_FLOATS = 1 << 20 };
+/* At most this many gradients share a bucket (a concat takes up to 63). */
+enum { BUCKET_GRADIENTS = 63 };
 
 /* One all-reduce of `count` originals' gradients: grads[copies[m * towers + k]]
  * is original m's gradient on tower k. Every copy then reads the same sum. */
@@ -170,7 +172,7 @@ static void all_reduce_gradients(ct_graph *g, const ct_tower_options *o, int n,
     }
     ++count;
     floats += ct_shape_elements(&g->variables[variables[i]].shape);
-    if (floats >= BUCKET_FLOATS || count == 64) {
+    if (floats >= BUCKET_FLOATS || count == BUCKET_GRADIENTS) {
       all_reduce_bucket(g, o, count, copies, variables, grads, bucket++);
       count = 0, floats = 0;
     }
@@ -240,7 +242,8 @@ int ct_towers_build(ct_graph *g, const ct_model_def *model, int64_t height, int6
     ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the towers");
     return 1;
   }
-  if (ct_optimizer_compute_gradients(g, out->loss, variables, grads, &n) == 0 && replicated)
+  if (ct_optimizer_compute_gradients(g, out->loss, variables, grads, &n) == 0 && replicated &&
+      o->n_towers > 1)
     all_reduce_gradients(g, o, n, variables, grads);
   ct_optimizer_apply_gradients(g, optimizer, n, variables, grads, &out->train);
   free(variables);

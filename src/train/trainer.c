@@ -11,6 +11,7 @@
 
 #include "ctower/checkpoint.h"
 #include "ctower/data.h"
+#include "ctower/device_name.h"
 #include "ctower/session.h"
 #include "train/training_graph.h"
 
@@ -73,15 +74,28 @@ void ct_session_options_from_config(const ct_config *c, ct_session_options *o) {
   snprintf(o->gpu_options.visible_device_list, sizeof o->gpu_options.visible_device_list, "%s",
            c->session.gpu_options.visible_device_list);
   o->gpu_options.n_virtual_devices = c->session.gpu_options.n_virtual_devices;
+  o->gpu_precision = strcmp(c->train.precision, "tf32") == 0   ? CT_PRECISION_TF32
+                     : strcmp(c->train.precision, "bf16") == 0 ? CT_PRECISION_BF16
+                                                               : CT_PRECISION_FP32;
   for (int i = 0; i < o->gpu_options.n_virtual_devices && i < CT_MAX_DEVICES; ++i)
     o->gpu_options.virtual_devices_mb[i] = c->session.gpu_options.virtual_devices_mb[i];
 }
 
 /* The train (train = 1) or test split the config names. */
 static ct_dataset *open_dataset(const ct_config *c, int train, ct_status *status) {
-  if (strcmp(c->dataset.name, "synthetic") == 0)
-    return ct_dataset_new_synthetic(train ? 60000 : 10000, 28, 28, 1, 10,
+  if (strcmp(c->dataset.name, "synthetic") == 0) {
+    if (c->dataset.n_image_dims != 3) {
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "dataset.image_shape has %d entries; give [height, width, channels], "
+                    "e.g. [32, 32, 3]",
+                    c->dataset.n_image_dims);
+      return NULL;
+    }
+    const int64_t *shape = c->dataset.image_shape;
+    return ct_dataset_new_synthetic(train ? c->dataset.train_size : c->dataset.test_size,
+                                    shape[0], shape[1], shape[2], (int)c->dataset.num_classes,
                                     (uint64_t)c->train.seed + (uint64_t)train, status);
+  }
   return ct_dataset_open_mnist(c->dataset.path, train, status);
 }
 
@@ -318,8 +332,68 @@ static void train_run_free(train_run *r) {
   ct_dataset_free(r->test_set);
 }
 
-/* The tower devices: devices.n_gpus (cxflow's key), else devices.n_towers
- * (the first N devices), else the devices.towers list. */
+/* Puts towers [first, first + count) on /KIND:0, /KIND:1, ... */
+static void towers_on(ct_tower_options *t, int first, int count, const char *kind) {
+  for (int k = 0; k < count; ++k)
+    snprintf(t->devices[first + k], sizeof t->devices[first + k], "/%s:%d", kind, k);
+}
+
+/* The tower devices: devices.n_gpus (cxflow's key: /gpu:0 ..), else
+ * devices.n_towers (the first N devices of the preferred type: GPUs when
+ * the session has any, else CPU devices; -1: all of them), else the
+ * devices.towers list. Towers that want a GPU the session lacks go to CPU
+ * devices with a warning under soft placement, else it is an error. */
+static int tower_devices(const ct_config *c, const ct_session_options *so, ct_tower_options *t,
+                         ct_status *status) {
+  const int cpus = so->device_count_cpu, gpus = ct_gpu_device_count(so);
+  int64_t n = c->devices.n_gpus > 0 ? c->devices.n_gpus : c->devices.n_towers;
+  if (n == 0) {
+    t->n_towers = c->devices.n_towers_listed;
+    for (int k = 0; k < t->n_towers; ++k)
+      snprintf(t->devices[k], sizeof t->devices[k], "%s", c->devices.towers[k]);
+    return 0;
+  }
+  if (n < 0) n = gpus > 0 ? gpus : cpus;
+  const int want_gpus = c->devices.n_gpus > 0 || gpus > 0;
+  const int64_t on_gpus = want_gpus ? (n < gpus ? n : gpus) : 0, on_cpus = n - on_gpus;
+  if (want_gpus && on_cpus > 0) {
+    if (!so->allow_soft_placement) {
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "%lld towers want GPUs but this session has %d GPU%s; set "
+                    "session.allow_soft_placement: true to train the other towers on CPU "
+                    "devices, or ask for fewer towers",
+                    (long long)n, gpus, gpus == 1 ? "" : "s");
+      return 1;
+    }
+    fprintf(stderr, "ctower: warning: %d GPU%s for %lld towers: towers %lld .. %lld run on CPU "
+                    "devices /cpu:0 .. /cpu:%lld\n", gpus, gpus == 1 ? "" : "s", (long long)n,
+            (long long)on_gpus, (long long)n - 1, (long long)on_cpus - 1);
+  }
+  if (on_cpus > cpus) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "%lld towers need %lld CPU devices but the session has %d; set "
+                  "session.device_count: {CPU: %lld}",
+                  (long long)n, (long long)on_cpus, cpus, (long long)on_cpus);
+    return 1;
+  }
+  if (n > CT_MAX_DEVICES) {
+    ct_status_set(status, CT_INVALID_ARGUMENT, "%lld towers asked for; at most %d", (long long)n,
+                  CT_MAX_DEVICES);
+    return 1;
+  }
+  t->n_towers = (int)n;
+  towers_on(t, 0, (int)on_gpus, "gpu");
+  towers_on(t, (int)on_gpus, (int)on_cpus, "cpu");
+  return 0;
+}
+
+static int is_gpu_name(const char *name) {
+  ct_device_spec spec;
+  ct_status ignored = CT_STATUS_INIT;
+  return ct_device_spec_parse(name, &spec, &ignored) == 0 && spec.kind == CT_DEVICE_KIND_GPU;
+}
+
+/* The towers and their variable update from the config's devices section. */
 static int towers_from_config(const ct_config *c, const ct_session_options *so,
                               ct_tower_options *t, ct_status *status) {
   memset(t, 0, sizeof *t);
@@ -327,44 +401,26 @@ static int towers_from_config(const ct_config *c, const ct_session_options *so,
                            ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
                            : CT_VARIABLE_UPDATE_REPLICATED;
   snprintf(t->ps_device, sizeof t->ps_device, "%s", c->devices.ps_device);
-  if (strcmp(c->devices.all_reduce, "nccl") == 0) {
-    ct_status_set(status, CT_UNIMPLEMENTED,
-                  "devices.all_reduce: nccl needs GPUs and a CUDA build of ctower; use ring, "
-                  "tree or auto");
+  if (tower_devices(c, so, t, status)) return 1;
+  int all_gpus = 1, first_cpu = -1;
+  for (int k = 0; k < t->n_towers; ++k)
+    if (!is_gpu_name(t->devices[k])) {
+      all_gpus = 0;
+      if (first_cpu < 0) first_cpu = k;
+    }
+  const char *algorithm = c->devices.all_reduce;
+  if (strcmp(algorithm, "nccl") == 0 && !all_gpus) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "devices.all_reduce: nccl needs every tower on a GPU, but tower %d is on %s%s; "
+                  "use ring, tree or auto",
+                  first_cpu, t->devices[first_cpu],
+                  ct_gpu_device_count(so) == 0 ? " (this session has no GPU)" : "");
     return 1;
   }
-  t->all_reduce = strcmp(c->devices.all_reduce, "tree") == 0 ? CT_ALL_REDUCE_TREE
-                                                              : CT_ALL_REDUCE_RING;
-
-  const int cpus = so->device_count_cpu;
-  int64_t n = c->devices.n_gpus > 0 ? c->devices.n_gpus : c->devices.n_towers;
-  if (c->devices.n_gpus > 0) {
-    if (!so->allow_soft_placement) {
-      ct_status_set(status, CT_INVALID_ARGUMENT,
-                    "devices.n_gpus is %lld but this machine has no GPU this build of ctower "
-                    "can use; set session.allow_soft_placement: true to train those towers on "
-                    "CPU devices, or use devices.n_towers",
-                    (long long)n);
-      return 1;
-    }
-    fprintf(stderr, "ctower: warning: no GPU: the %lld towers of devices.n_gpus run on CPU "
-                    "devices /cpu:0 .. /cpu:%lld\n", (long long)n, (long long)n - 1);
-  }
-  if (n > 0) {
-    if (n > cpus) {
-      ct_status_set(status, CT_INVALID_ARGUMENT,
-                    "%lld towers need %lld devices but the session has %d CPU devices; set "
-                    "session.device_count: {CPU: %lld}",
-                    (long long)n, (long long)n, cpus, (long long)n);
-      return 1;
-    }
-    t->n_towers = (int)n;
-    for (int k = 0; k < t->n_towers; ++k) snprintf(t->devices[k], sizeof t->devices[k], "/cpu:%d", k);
-    return 0;
-  }
-  t->n_towers = c->devices.n_towers_listed;
-  for (int k = 0; k < t->n_towers; ++k)
-    snprintf(t->devices[k], sizeof t->devices[k], "%s", c->devices.towers[k]);
+  t->all_reduce = strcmp(algorithm, "tree") == 0  ? CT_ALL_REDUCE_TREE
+                  : strcmp(algorithm, "ring") == 0 ? CT_ALL_REDUCE_RING
+                  : all_gpus                       ? CT_ALL_REDUCE_COLLECTIVE /* nccl, auto */
+                                                   : CT_ALL_REDUCE_RING;
   return 0;
 }
 

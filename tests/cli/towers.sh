@@ -76,7 +76,7 @@ fi
 # --- bad tower configurations ---------------------------------------------------------
 "$CTOWER" train mlp.yaml devices.n_towers=8 >bad.txt 2>&1
 rc=$?
-if [ "$rc" -eq 2 ] && grep -q "8 towers need 8 devices but the session has 4 CPU devices" bad.txt; then
+if [ "$rc" -eq 2 ] && grep -q "8 towers need 8 CPU devices but the session has 4" bad.txt; then
   pass "more towers than devices is a clear error"
 else
   fail "more towers than devices: rc $rc: $(cat bad.txt)"
@@ -101,6 +101,48 @@ if [ "$rc" -eq 2 ] && grep -q "smaller than the number of towers" bad.txt; then
   pass "a batch smaller than the tower count is a clear error"
 else
   fail "small batch: rc $rc: $(cat bad.txt)"
+fi
+
+# --- resnet20 on synthetic images, as 2 towers with the collective all-reduce ---------
+cat >resnet.yaml <<YAML
+model:
+  name: resnet20
+dataset:
+  name: synthetic
+  image_shape: [8, 8, 3]
+  num_classes: 4
+  train_size: 64
+  test_size: 32
+  batch_size: 16
+train:
+  epochs: 2
+  checkpoint: resnet.safetensors
+devices:
+  n_towers: -1
+  all_reduce: auto
+session:
+  device_count: {CPU: 2}
+YAML
+if "$CTOWER" train resnet.yaml --quiet >resnet.txt 2>&1 && grep -q '^2 towers (replicated): ' resnet.txt &&
+   "$CTOWER" eval resnet.yaml --checkpoint resnet.safetensors >resnet_eval.txt 2>&1 &&
+   grep -q "accuracy $(accuracy_of resnet.txt)," resnet_eval.txt; then
+  pass "resnet20 trains on synthetic 8x8x3 images on every CPU device and evaluates"
+else
+  fail "resnet20 on synthetic images: $(cat resnet.txt resnet_eval.txt 2>/dev/null)"
+fi
+"$CTOWER" train resnet.yaml 'dataset.image_shape=[8, 8]' >bad.txt 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "dataset.image_shape has 2 entries" bad.txt; then
+  pass "a synthetic image shape without channels is a clear error"
+else
+  fail "image_shape [8, 8]: rc $rc: $(cat bad.txt)"
+fi
+"$CTOWER" train resnet.yaml devices.all_reduce=nccl >bad.txt 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "nccl needs every tower on a GPU" bad.txt; then
+  pass "all_reduce: nccl on CPU towers is a clear error"
+else
+  fail "nccl on CPU towers: rc $rc: $(cat bad.txt)"
 fi
 
 finish

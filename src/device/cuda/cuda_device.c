@@ -128,16 +128,42 @@ void ct_cuda_device_release(ct_device *d) {
   d->gpu = NULL;
 }
 
-/* The memory limit of one logical device on a GPU with `total` bytes:
- * its virtual-device size, else the byte limit, else the fraction. */
-static size_t memory_limit(const ct_session_options *o, size_t total, int virtual_index) {
+/* The memory limit of logical device `name` on GPU `ordinal`: its
+ * virtual-device size, else the byte limit, else the fraction of the GPU's
+ * memory; by default what is free, less room for the buffers the CUDA
+ * libraries allocate on their own. Without growth the limit is reserved at
+ * once, so it must be free now. */
+static int device_limit(const ct_session_options *o, const char *name, int ordinal,
+                        int virtual_index, size_t *limit, ct_status *status) {
+  size_t free_bytes = 0, total = 0;
+  if (ct_cuda_check(cudaMemGetInfo(&free_bytes, &total), "reading GPU memory", status)) return 1;
   const ct_gpu_options *g = &o->gpu_options;
-  if (g->n_virtual_devices > 0) return (size_t)g->virtual_devices_mb[virtual_index] << 20;
-  if (o->gpu_memory_limit) return o->gpu_memory_limit;
-  double fraction = g->per_process_gpu_memory_fraction > 0 ? g->per_process_gpu_memory_fraction : 1;
-  /* what the CUDA context and the libraries keep leaves the rest usable:
-   * a fraction of 1 asks for what is free, as TensorFlow does */
-  return (size_t)((double)total * fraction);
+  char source[128];
+  size_t want;
+  if (g->n_virtual_devices > 0) {
+    want = (size_t)g->virtual_devices_mb[virtual_index] << 20;
+    snprintf(source, sizeof source, "gpu_options.virtual_devices");
+  } else if (o->gpu_memory_limit) {
+    want = o->gpu_memory_limit;
+    snprintf(source, sizeof source, "memory_limit_mb GPU");
+  } else if (g->per_process_gpu_memory_fraction > 0 && g->per_process_gpu_memory_fraction < 1) {
+    want = (size_t)((double)total * g->per_process_gpu_memory_fraction);
+    snprintf(source, sizeof source, "per_process_gpu_memory_fraction %.2f of %zu MiB",
+             g->per_process_gpu_memory_fraction, total >> 20);
+  } else {
+    size_t headroom = free_bytes / 20 > ((size_t)256 << 20) ? free_bytes / 20 : (size_t)256 << 20;
+    want = free_bytes > headroom ? free_bytes - headroom : 0;
+    snprintf(source, sizeof source, "the default (all free memory)");
+  }
+  if (!g->allow_growth && want > free_bytes) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED,
+                  "GPU %d has %zu MiB free but %s asks for %zu MiB for %s; another session or "
+                  "process holds the rest: ask for less, or set gpu_options.allow_growth: true",
+                  ordinal, free_bytes >> 20, source, want >> 20, name);
+    return 1;
+  }
+  *limit = want;
+  return 0;
 }
 
 int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int *n,
@@ -154,12 +180,7 @@ int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int
   const int per_gpu = o->gpu_options.n_virtual_devices > 0 ? o->gpu_options.n_virtual_devices : 1;
   int index = 0;
   for (int p = 0; p < n_gpus; ++p) {
-    size_t free_bytes = 0, total_bytes = 0;
-    if (ct_cuda_check(cudaSetDevice(ordinals[p]), "selecting a GPU", status) ||
-        ct_cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "reading GPU memory", status))
-      return 1;
-    size_t split_total = 0;
-    for (int v = 0; v < per_gpu; ++v) {
+    for (int v = 0; v < per_gpu; ++v, ++index) {
       if (*n >= CT_MAX_DEVICES) {
         ct_status_set(status, CT_INVALID_ARGUMENT, "more than %d devices asked for",
                       CT_MAX_DEVICES);
@@ -168,25 +189,14 @@ int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int
       ct_device *d = ct_device_new_common(CT_DEVICE_GPU, index, status);
       if (d == NULL) return 1;
       devices[(*n)++] = d;
-      if (gpu_setup(d, ordinals[p], o->gpu_precision, status)) return 1;
-      d->threads = 1;
-      d->first_core = -1;
-      size_t limit = memory_limit(o, total_bytes, v);
-      if (limit > free_bytes) limit = free_bytes;
-      split_total += limit;
-      if (o->gpu_options.n_virtual_devices > 0 && split_total > free_bytes) {
-        ct_status_set(status, CT_RESOURCE_EXHAUSTED,
-                      "the virtual devices of GPU %d ask for %zu MiB together but %zu MiB are "
-                      "free; make gpu_options.virtual_devices smaller",
-                      ordinals[p], split_total >> 20, free_bytes >> 20);
+      size_t limit = 0;
+      if (gpu_setup(d, ordinals[p], o->gpu_precision, status) ||
+          device_limit(o, d->name, ordinals[p], v, &limit, status))
         return 1;
-      }
       ct_allocator_options ao = {d->name, limit, o->gpu_options.allow_growth, 0,
                                  gpu_region_alloc, gpu_region_free, d->gpu};
       d->allocator = ct_allocator_new_with(&ao, status);
-      if (d->allocator == NULL) return 1;
-      if (ct_device_start(d, gpu_thread_init, status)) return 1;
-      ++index;
+      if (d->allocator == NULL || ct_device_start(d, gpu_thread_init, status)) return 1;
     }
   }
   return 0;

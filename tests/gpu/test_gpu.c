@@ -1,0 +1,334 @@
+/* GPU tests (ctest -L gpu), run on a machine with a CUDA GPU; without one
+ * the program exits 77 and CTest reports it skipped.
+ *   - every op case of the gradient check (tests/support/op_cases.c) on
+ *     /gpu:0 against /cpu:0, forward and gradient, with no soft placement
+ *     (so every op must have a GPU kernel);
+ *   - a training step of fmnist_cnn with each optimizer, GPU against CPU;
+ *   - the allocator's limit on a real GPU, out of memory and recovery;
+ *   - two sessions at per_process_gpu_memory_fraction 0.4 both run and a
+ *     third fails clearly;
+ *   - towers on 2 virtual GPUs split from one (replicated with the
+ *     collective all-reduce, and parameter server on /cpu:0) against one
+ *     device. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op_cases.h"
+
+/* Differences of fp32 results computed by other kernels in another order. */
+static const double TOLERANCE = 1e-4;
+
+typedef struct case_values {
+  ct_tensor *y;
+  ct_tensor *grads[CT_CASE_MAX_INPUTS];
+} case_values;
+
+/* Runs op case c with every node under `device`; fetches y and the
+ * gradient of sum(y * R) with respect to each input. */
+static void run_case(const op_case *c, const char *device, case_values *out) {
+  ct_status st = CT_STATUS_INIT;
+  ct_graph *g = ct_graph_new();
+  ct_graph_push_device(g, device);
+  ct_output x[CT_CASE_MAX_INPUTS];
+  ct_tensor *values[CT_CASE_MAX_INPUTS];
+  ct_feed feeds[CT_CASE_MAX_INPUTS];
+  for (int i = 0; i < c->n_inputs; ++i) {
+    char name[16];
+    snprintf(name, sizeof name, "x%d", i);
+    x[i] = ct_placeholder(g, name, CT_F32, c->shapes[i]);
+    values[i] = ct_tensor_new(CT_F32, &c->shapes[i], &st);
+    assert_status_ok(&st);
+    ct_op_case_fill(ct_tensor_f32(values[i]), ct_tensor_elements(values[i]), c->values,
+                    17u + (uint64_t)i);
+    feeds[i] = (ct_feed){x[i], values[i]};
+  }
+  ct_output y = c->build(g, x);
+  ct_shape ys = ct_output_shape(y);
+  ct_tensor *r = ct_tensor_new(CT_F32, &ys, &st);
+  assert_status_ok(&st);
+  ct_test_fill_uniform(ct_tensor_f32(r), ct_tensor_elements(r), 99, -1.0f, 1.0f);
+  ct_output loss = ct_reduce_sum(g, ct_mul(g, y, ct_constant(g, "R", r)), 0, 0);
+  ct_output grads[CT_CASE_MAX_INPUTS];
+  assert_int_equal(ct_gradients(g, loss, c->n_inputs, x, grads), 0);
+  ct_graph_pop_device(g);
+  assert_status_ok(ct_graph_status(g));
+
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.allow_soft_placement = 0; /* every op of the case must run on `device` */
+  ct_session *s = ct_session_new(g, &so, &st);
+  assert_status_ok(&st);
+  ct_session_set_step(s, 7);
+  ct_output fetches[1 + CT_CASE_MAX_INPUTS] = {y};
+  int n_fetches = 1;
+  for (int i = 0; i < c->n_inputs; ++i)
+    if (grads[i].node) fetches[n_fetches++] = grads[i];
+  ct_tensor *results[1 + CT_CASE_MAX_INPUTS] = {NULL};
+  ct_session_run(s, feeds, c->n_inputs, fetches, n_fetches, NULL, 0, results, &st);
+  if (st.code != CT_OK) fail_msg("%s on %s: %s", c->name, device, st.message);
+  out->y = results[0];
+  for (int i = 0, f = 1; i < c->n_inputs; ++i) out->grads[i] = grads[i].node ? results[f++] : NULL;
+  for (int i = 0; i < c->n_inputs; ++i) ct_tensor_free(values[i]);
+  ct_tensor_free(r);
+  ct_session_free(s);
+  ct_graph_free(g);
+}
+
+static double max_diff(const ct_tensor *a, const ct_tensor *b) {
+  assert_int_equal(ct_tensor_elements(a), ct_tensor_elements(b));
+  return ct_test_max_rel_diff(ct_tensor_f32(a), ct_tensor_f32(b), ct_tensor_elements(a));
+}
+
+static void test_every_op_matches_the_cpu(void **state) {
+  (void)state;
+  int n_cases;
+  const op_case *cases = ct_op_cases(&n_cases);
+  for (int k = 0; k < n_cases; ++k) {
+    const op_case *c = &cases[k];
+    case_values cpu, gpu;
+    run_case(c, "/cpu:0", &cpu);
+    run_case(c, "/gpu:0", &gpu);
+    double forward = max_diff(gpu.y, cpu.y), backward = 0;
+    for (int i = 0; i < c->n_inputs; ++i) {
+      if (!cpu.grads[i]) continue;
+      double d = max_diff(gpu.grads[i], cpu.grads[i]);
+      if (d > backward) backward = d;
+    }
+    printf("  %-22s forward %.2e  gradient %.2e\n", c->name, forward, backward);
+    if (forward > TOLERANCE || backward > TOLERANCE)
+      fail_msg("%s: the GPU differs from the CPU by %.2e (forward) / %.2e (gradient)", c->name,
+               forward, backward);
+    ct_tensor_free(cpu.y);
+    ct_tensor_free(gpu.y);
+    for (int i = 0; i < c->n_inputs; ++i) {
+      ct_tensor_free(cpu.grads[i]);
+      ct_tensor_free(gpu.grads[i]);
+    }
+  }
+}
+
+/* ---- training steps ------------------------------------------------------------ */
+
+enum { BATCH = 24, STEPS = 3, MAX_FLOATS = 4 << 20 };
+
+typedef struct train_setup {
+  const char *model;
+  int n_towers;
+  const char *devices[4];
+  ct_variable_update update;
+  ct_all_reduce_algorithm reduce;
+  ct_optimizer_kind optimizer;
+  int virtual_gpus;        /* split /gpu:0 into this many logical GPUs (0: none) */
+} train_setup;
+
+/* Trains STEPS steps on fixed batches; returns the trainable originals'
+ * values, concatenated (the caller frees), and their count. */
+static float *train(const train_setup *t, int64_t *n_out) {
+  ct_graph *g = ct_graph_new();
+  ct_graph_set_seed(g, 5);
+  ct_tower_options o;
+  memset(&o, 0, sizeof o);
+  o.n_towers = t->n_towers;
+  for (int k = 0; k < t->n_towers; ++k) snprintf(o.devices[k], sizeof o.devices[k], "%s", t->devices[k]);
+  o.variable_update = t->update;
+  snprintf(o.ps_device, sizeof o.ps_device, "/cpu:0");
+  o.all_reduce = t->reduce;
+  ct_optimizer_config oc;
+  ct_optimizer_config_defaults(&oc, t->optimizer);
+  ct_tower_graph towers;
+  ct_towers_build(g, ct_model_find(t->model), 28, 28, 1, 10, &o, &oc, &towers);
+  assert_status_ok(ct_graph_status(g));
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.allow_soft_placement = 0;
+  if (t->virtual_gpus) {
+    so.gpu_options.n_virtual_devices = t->virtual_gpus;
+    for (int v = 0; v < t->virtual_gpus; ++v) so.gpu_options.virtual_devices_mb[v] = 2048;
+  }
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st);
+  assert_status_ok(&st);
+  ct_shape is = ct_shape_of(4, (int64_t)BATCH, (int64_t)28, (int64_t)28, (int64_t)1);
+  ct_shape ls = ct_shape_of(1, (int64_t)BATCH);
+  ct_tensor *images = ct_tensor_new(CT_F32, &is, &st), *labels = ct_tensor_new(CT_I32, &ls, &st);
+  ct_feed feeds[3 * 4 + 1];
+  ct_tensor views[3 * 4];
+  float weights[BATCH + 4];
+  for (int step = 0; step < STEPS; ++step) {
+    ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 300 + (uint64_t)step,
+                         0, 1);
+    for (int i = 0; i < BATCH; ++i) ct_tensor_i32(labels)[i] = (i * 3 + step) % 10;
+    int n = ct_towers_make_feeds(&towers, images, labels, BATCH, NULL, feeds, views, weights);
+    float lr = 0.01f;
+    ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
+    feeds[n++] = (ct_feed){towers.train.learning_rate, &lrt};
+    ct_session_set_step(s, (uint64_t)step);
+    if (ct_session_run(s, feeds, n, NULL, 0, &towers.step, 1, NULL, &st))
+      fail_msg("%s step %d: %s", t->model, step, st.message);
+  }
+  float *out = malloc(MAX_FLOATS * sizeof *out);
+  int64_t offset = 0;
+  for (int v = 0; v < ct_graph_variable_count(g); ++v) {
+    if (!ct_graph_variable_trainable(g, v) || !ct_variable_is_original(g, v)) continue;
+    ct_tensor *value = ct_session_read_variable(s, v, &st);
+    assert_status_ok(&st);
+    int64_t n = ct_tensor_elements(value);
+    assert_true(offset + n <= MAX_FLOATS);
+    memcpy(out + offset, value->data, (size_t)n * sizeof(float));
+    offset += n;
+    ct_tensor_free(value);
+  }
+  *n_out = offset;
+  ct_tensor_free(images);
+  ct_tensor_free(labels);
+  ct_session_free(s);
+  ct_graph_free(g);
+  return out;
+}
+
+static double compare_runs(const train_setup *a, const train_setup *b) {
+  int64_t na, nb;
+  float *wa = train(a, &na), *wb = train(b, &nb);
+  assert_int_equal(na, nb);
+  double d = ct_test_max_rel_diff(wa, wb, na);
+  free(wa);
+  free(wb);
+  return d;
+}
+
+static void test_training_steps_match_the_cpu(void **state) {
+  (void)state;
+  const ct_optimizer_kind kinds[] = {CT_OPTIMIZER_SGD, CT_OPTIMIZER_MOMENTUM, CT_OPTIMIZER_ADAM};
+  const char *names[] = {"sgd", "momentum", "adam"};
+  for (int k = 0; k < 3; ++k) {
+    train_setup cpu = {"fmnist_cnn", 1, {"/cpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
+                       CT_ALL_REDUCE_RING, kinds[k], 0};
+    train_setup gpu = cpu;
+    gpu.devices[0] = "/gpu:0";
+    double d = compare_runs(&gpu, &cpu);
+    printf("  fmnist_cnn, %-8s %d steps: GPU vs CPU weights differ by %.2e\n", names[k], STEPS, d);
+    assert_true(d <= TOLERANCE);
+  }
+}
+
+static void test_towers_on_two_virtual_gpus(void **state) {
+  (void)state;
+  train_setup one = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
+                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 2};
+  train_setup collective = one, ps = one;
+  collective.n_towers = ps.n_towers = 2;
+  collective.devices[1] = ps.devices[1] = "/gpu:1";
+  collective.reduce = CT_ALL_REDUCE_COLLECTIVE;
+  ps.update = CT_VARIABLE_UPDATE_PARAMETER_SERVER;
+  double dc = compare_runs(&collective, &one), dp = compare_runs(&ps, &one);
+  printf("  2 virtual GPUs, replicated (collective): %.2e from 1 device\n", dc);
+  printf("  2 virtual GPUs, parameter server on /cpu:0: %.2e from 1 device\n", dp);
+  assert_true(dc <= 1e-5);
+  assert_true(dp <= 1e-5);
+}
+
+/* ---- memory ------------------------------------------------------------------- */
+
+/* y = x + x on /gpu:0 for an x of n floats. */
+static int run_add(ct_session *s, ct_output x, ct_output y, int64_t n, ct_status *st) {
+  ct_shape shape = ct_shape_of(1, n);
+  ct_tensor *value = ct_tensor_new(CT_F32, &shape, st);
+  ct_feed feed = {x, value};
+  ct_tensor *out = NULL;
+  int failed = ct_session_run(s, &feed, 1, &y, 1, NULL, 0, &out, st);
+  ct_tensor_free(out);
+  ct_tensor_free(value);
+  return failed;
+}
+
+static void test_gpu_memory_limit_and_recovery(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_graph_push_device(g, "/gpu:0");
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)-1));
+  ct_output y = ct_add(g, ct_relu(g, x), x);
+  ct_graph_pop_device(g);
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.gpu_memory_limit = 64 << 20;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st);
+  assert_status_ok(&st);
+  int gpu = ct_session_device_count(s) - 1;
+  ct_memory_stats stats;
+  ct_session_memory_stats(s, gpu, &stats);
+  assert_int_equal(stats.limit, 64 << 20);
+  assert_int_equal(stats.bytes_reserved, 64 << 20); /* no growth: reserved at the start */
+  /* three live buffers of 32 MiB do not fit in 64 MiB */
+  assert_int_not_equal(run_add(s, x, y, 8 << 20, &st), 0);
+  printf("  out of memory: %s\n", st.message);
+  assert_int_equal(st.code, CT_RESOURCE_EXHAUSTED);
+  assert_non_null(strstr(st.message, "GPU:0"));
+  st = (ct_status)CT_STATUS_INIT;
+  assert_int_equal(run_add(s, x, y, 1 << 20, &st), 0); /* the session goes on */
+  ct_session_memory_stats(s, gpu, &stats);
+  assert_true(stats.peak_bytes_in_use <= (size_t)64 << 20);
+  ct_session_free(s);
+  ct_graph_free(g);
+}
+
+static void test_two_sessions_at_fraction_0_4(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_graph_push_device(g, "/gpu:0");
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)-1));
+  ct_output y = ct_add(g, x, x);
+  ct_graph_pop_device(g);
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.gpu_options.per_process_gpu_memory_fraction = 0.4;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *a = ct_session_new(g, &so, &st);
+  assert_status_ok(&st);
+  ct_session *b = ct_session_new(g, &so, &st);
+  assert_status_ok(&st);
+  assert_int_equal(run_add(a, x, y, 1 << 20, &st), 0);
+  assert_int_equal(run_add(b, x, y, 1 << 20, &st), 0);
+  ct_session *c = ct_session_new(g, &so, &st);
+  printf("  a third session at 0.4: %s\n", st.message);
+  assert_null(c);
+  assert_int_equal(st.code, CT_RESOURCE_EXHAUSTED);
+  assert_non_null(strstr(st.message, "per_process_gpu_memory_fraction"));
+  ct_session_free(b);
+  ct_session_free(a);
+  ct_graph_free(g);
+}
+
+static void test_bad_visible_device_list(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  snprintf(so.gpu_options.visible_device_list, sizeof so.gpu_options.visible_device_list, "0,99");
+  ct_status st = CT_STATUS_INIT;
+  assert_null(ct_session_new(g, &so, &st));
+  printf("  %s\n", st.message);
+  assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "names GPU 99"));
+  ct_graph_free(g);
+}
+
+int main(void) {
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  if (ct_gpu_device_count(&so) == 0) {
+    printf("no GPU (or a build without CUDA): the GPU tests are skipped\n");
+    return 77;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_op_matches_the_cpu),
+      cmocka_unit_test(test_training_steps_match_the_cpu),
+      cmocka_unit_test(test_towers_on_two_virtual_gpus),
+      cmocka_unit_test(test_gpu_memory_limit_and_recovery),
+      cmocka_unit_test(test_two_sessions_at_fraction_0_4),
+      cmocka_unit_test(test_bad_visible_device_list),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,165 @@
+/* The shared op cases (op_cases.h). */
+#include "op_cases.h"
+
+#include <math.h>
+
+static ct_output b_add(ct_graph *g, const ct_output *x) { return ct_add(g, x[0], x[1]); }
+static ct_output b_sub(ct_graph *g, const ct_output *x) { return ct_sub(g, x[0], x[1]); }
+static ct_output b_mul(ct_graph *g, const ct_output *x) { return ct_mul(g, x[0], x[1]); }
+static ct_output b_div(ct_graph *g, const ct_output *x) { return ct_div(g, x[0], x[1]); }
+static ct_output b_neg(ct_graph *g, const ct_output *x) { return ct_neg(g, x[0]); }
+static ct_output b_identity(ct_graph *g, const ct_output *x) { return ct_identity(g, x[0]); }
+static ct_output b_relu(ct_graph *g, const ct_output *x) { return ct_relu(g, x[0]); }
+static ct_output b_sigmoid(ct_graph *g, const ct_output *x) { return ct_sigmoid(g, x[0]); }
+static ct_output b_tanh(ct_graph *g, const ct_output *x) { return ct_tanh(g, x[0]); }
+static ct_output b_add_n(ct_graph *g, const ct_output *x) { return ct_add_n(g, 3, x); }
+/* every output of the all-reduce carries a gradient: L weighs their sum */
+static ct_output b_all_reduce(ct_graph *g, const ct_output *x) {
+  ct_output sums[3];
+  ct_all_reduce(g, 3, x, sums);
+  return ct_add_n(g, 3, (ct_output[]){ct_mul(g, sums[0], ct_scalar(g, 0.5f)), sums[1],
+                                      ct_mul(g, sums[2], ct_scalar(g, 2.0f))});
+}
+static ct_output b_broadcast_like(ct_graph *g, const ct_output *x) {
+  return ct_broadcast_like(g, x[0], x[1]);
+}
+static ct_output b_sum_like(ct_graph *g, const ct_output *x) { return ct_sum_like(g, x[0], x[1]); }
+static ct_output b_matmul_nn(ct_graph *g, const ct_output *x) { return ct_matmul(g, x[0], x[1], 0, 0); }
+static ct_output b_matmul_nt(ct_graph *g, const ct_output *x) { return ct_matmul(g, x[0], x[1], 0, 1); }
+static ct_output b_matmul_tn(ct_graph *g, const ct_output *x) { return ct_matmul(g, x[0], x[1], 1, 0); }
+static ct_output b_matmul_tt(ct_graph *g, const ct_output *x) { return ct_matmul(g, x[0], x[1], 1, 1); }
+static ct_output b_conv_same(ct_graph *g, const ct_output *x) {
+  return ct_conv2d(g, x[0], x[1], 1, 1, CT_PADDING_SAME);
+}
+static ct_output b_conv_valid_s2(ct_graph *g, const ct_output *x) {
+  return ct_conv2d(g, x[0], x[1], 2, 2, CT_PADDING_VALID);
+}
+static ct_output b_max_pool(ct_graph *g, const ct_output *x) {
+  return ct_max_pool(g, x[0], 2, 2, CT_PADDING_VALID);
+}
+static ct_output b_max_pool_same(ct_graph *g, const ct_output *x) {
+  return ct_max_pool(g, x[0], 3, 2, CT_PADDING_SAME);
+}
+static ct_output b_avg_pool(ct_graph *g, const ct_output *x) {
+  return ct_avg_pool(g, x[0], 3, 2, CT_PADDING_SAME);
+}
+static ct_output b_lrn(ct_graph *g, const ct_output *x) {
+  return ct_lrn(g, x[0], 2, 1.0f, 0.1f, 0.75f);
+}
+static ct_output b_bn_training(ct_graph *g, const ct_output *x) {
+  ct_output none = {NULL, 0};
+  return ct_batch_norm(g, x[0], x[1], x[2], none, none, 1, 0.9f, 1e-3f);
+}
+static ct_output b_bn_inference(ct_graph *g, const ct_output *x) {
+  ct_initializer half = {CT_INIT_CONSTANT, 0.5f}, two = {CT_INIT_CONSTANT, 2.0f};
+  ct_output mean = ct_variable(g, "mean", ct_shape_of(1, (int64_t)3), half, 0);
+  ct_output var = ct_variable(g, "var", ct_shape_of(1, (int64_t)3), two, 0);
+  return ct_batch_norm(g, x[0], x[1], x[2], mean, var, 0, 0.9f, 1e-3f);
+}
+static ct_output b_dropout(ct_graph *g, const ct_output *x) { return ct_dropout(g, x[0], 0.3f); }
+static ct_output b_reshape(ct_graph *g, const ct_output *x) {
+  return ct_reshape(g, x[0], ct_shape_of(2, (int64_t)-1, (int64_t)6));
+}
+static ct_output b_concat(ct_graph *g, const ct_output *x) { return ct_concat(g, 2, x, 1); }
+static ct_output b_split(ct_graph *g, const ct_output *x) {
+  ct_output parts[3];
+  ct_split(g, x[0], 1, 3, parts);
+  /* use two of the three parts, so the third gets a zero gradient */
+  return ct_sub(g, parts[0], ct_mul(g, parts[2], parts[2]));
+}
+static ct_output b_sum(ct_graph *g, const ct_output *x) { return ct_reduce_sum(g, x[0], 0x2, 0); }
+static ct_output b_mean(ct_graph *g, const ct_output *x) { return ct_reduce_mean(g, x[0], 0x5, 1); }
+static ct_output b_mean_all(ct_graph *g, const ct_output *x) { return ct_reduce_mean(g, x[0], 0, 0); }
+static ct_output b_xent(ct_graph *g, const ct_output *x) {
+  int32_t labels[4] = {0, 3, 1, 4};
+  ct_tensor t = {CT_I32, ct_shape_of(1, (int64_t)4), labels, 0};
+  return ct_sparse_softmax_cross_entropy(g, x[0], ct_constant(g, "labels", &t));
+}
+static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
+  return ct_tanh(g, ct_add(g, ct_matmul(g, x[0], x[1], 0, 0), x[2]));
+}
+
+#define S1(a) ct_shape_of(1, (int64_t)(a))
+#define S2(a, b) ct_shape_of(2, (int64_t)(a), (int64_t)(b))
+#define S3(a, b, c) ct_shape_of(3, (int64_t)(a), (int64_t)(b), (int64_t)(c))
+#define S4(a, b, c, d) ct_shape_of(4, (int64_t)(a), (int64_t)(b), (int64_t)(c), (int64_t)(d))
+
+static op_case cases[64];
+static int n_cases;
+
+static void add_case(const char *name, int n, ct_shape s0, ct_shape s1, ct_shape s2,
+                     value_kind values, ct_output (*build)(ct_graph *, const ct_output *)) {
+  op_case *c = &cases[n_cases++];
+  c->name = name;
+  c->n_inputs = n;
+  c->shapes[0] = s0;
+  c->shapes[1] = s1;
+  c->shapes[2] = s2;
+  c->values = values;
+  c->build = build;
+}
+
+void ct_op_case_fill(float *v, int64_t n, value_kind kind, uint64_t seed) {
+  ct_test_fill_uniform(v, n, seed, -1.0f, 1.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    if (kind == VALUES_AWAY_FROM_ZERO) v[i] = v[i] >= 0 ? v[i] + 0.2f : v[i] - 0.2f;
+    if (kind == VALUES_POSITIVE) v[i] = 0.5f + fabsf(v[i]);
+  }
+  if (kind == VALUES_DISTINCT) { /* a shuffled ladder: no two values within 0.05 */
+    for (int64_t i = 0; i < n; ++i) v[i] = 0.05f * (float)i - 0.025f * (float)n;
+    uint64_t s = seed | 1;
+    for (int64_t i = n - 1; i > 0; --i) {
+      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+      int64_t j = (int64_t)(s % (uint64_t)(i + 1));
+      float t = v[i];
+      v[i] = v[j];
+      v[j] = t;
+    }
+  }
+}
+
+static void build_table(void) {
+  ct_shape none = ct_shape_of(0);
+  add_case("Add broadcast", 2, S3(2, 3, 4), S1(4), none, VALUES_UNIFORM, b_add);
+  add_case("Add same", 2, S2(3, 4), S2(3, 4), none, VALUES_UNIFORM, b_add);
+  add_case("Sub broadcast", 2, S2(3, 1), S2(1, 4), none, VALUES_UNIFORM, b_sub);
+  add_case("Mul broadcast", 2, S3(2, 3, 4), S3(2, 1, 4), none, VALUES_UNIFORM, b_mul);
+  add_case("RealDiv", 2, S2(3, 4), S1(4), none, VALUES_POSITIVE, b_div);
+  add_case("Neg", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_neg);
+  add_case("Identity", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_identity);
+  add_case("Relu", 1, S2(5, 6), none, none, VALUES_AWAY_FROM_ZERO, b_relu);
+  add_case("Sigmoid", 1, S2(5, 6), none, none, VALUES_UNIFORM, b_sigmoid);
+  add_case("Tanh", 1, S2(5, 6), none, none, VALUES_UNIFORM, b_tanh);
+  add_case("AddN", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_add_n);
+  add_case("AllReduce", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_all_reduce);
+  add_case("BroadcastLike", 2, S1(4), S3(2, 3, 4), none, VALUES_UNIFORM, b_broadcast_like);
+  add_case("SumLike", 2, S3(2, 3, 4), S2(1, 4), none, VALUES_UNIFORM, b_sum_like);
+  add_case("MatMul", 2, S2(3, 5), S2(5, 4), none, VALUES_UNIFORM, b_matmul_nn);
+  add_case("MatMul b^T", 2, S2(3, 5), S2(4, 5), none, VALUES_UNIFORM, b_matmul_nt);
+  add_case("MatMul a^T", 2, S2(5, 3), S2(5, 4), none, VALUES_UNIFORM, b_matmul_tn);
+  add_case("MatMul a^T b^T", 2, S2(5, 3), S2(4, 5), none, VALUES_UNIFORM, b_matmul_tt);
+  add_case("Conv2D SAME", 2, S4(2, 5, 5, 3), S4(3, 3, 3, 4), none, VALUES_UNIFORM, b_conv_same);
+  add_case("Conv2D VALID s2", 2, S4(2, 7, 6, 2), S4(3, 2, 2, 3), none, VALUES_UNIFORM,
+           b_conv_valid_s2);
+  add_case("MaxPool", 1, S4(2, 4, 4, 3), none, none, VALUES_DISTINCT, b_max_pool);
+  add_case("MaxPool SAME 3x3/2", 1, S4(1, 5, 5, 2), none, none, VALUES_DISTINCT, b_max_pool_same);
+  add_case("AvgPool SAME 3x3/2", 1, S4(2, 5, 5, 3), none, none, VALUES_UNIFORM, b_avg_pool);
+  add_case("LRN", 1, S4(2, 3, 3, 7), none, none, VALUES_UNIFORM, b_lrn);
+  add_case("BatchNorm training", 3, S4(2, 3, 3, 3), S1(3), S1(3), VALUES_UNIFORM, b_bn_training);
+  add_case("BatchNorm inference", 3, S2(4, 3), S1(3), S1(3), VALUES_UNIFORM, b_bn_inference);
+  add_case("Dropout", 1, S2(6, 8), none, none, VALUES_UNIFORM, b_dropout);
+  add_case("Reshape", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_reshape);
+  add_case("Concat", 2, S2(3, 2), S2(3, 4), none, VALUES_UNIFORM, b_concat);
+  add_case("Split", 1, S2(3, 6), none, none, VALUES_UNIFORM, b_split);
+  add_case("Sum", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_sum);
+  add_case("Mean keep_dims", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_mean);
+  add_case("Mean all", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_mean_all);
+  add_case("SoftmaxCrossEntropy", 1, S2(4, 5), none, none, VALUES_UNIFORM, b_xent);
+  add_case("dense chain", 3, S2(3, 4), S2(4, 2), S1(2), VALUES_UNIFORM, b_dense_chain);
+}
+
+const op_case *ct_op_cases(int *n) {
+  if (n_cases == 0) build_table();
+  *n = n_cases;
+  return cases;
+}

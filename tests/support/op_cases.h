@@ -1,0 +1,32 @@
+/* The op cases the gradient check and the GPU test share: each builds one
+ * op (or a short chain) from placeholders x[0..n_inputs-1] with inputs of
+ * fixed shapes and values of a chosen kind. Every differentiable op has at
+ * least one case. */
+#ifndef CTOWER_OP_CASES_H
+#define CTOWER_OP_CASES_H
+
+#include "test_support.h"
+
+enum { CT_CASE_MAX_INPUTS = 4 };
+
+typedef enum {
+  VALUES_UNIFORM,        /* U(-1, 1) */
+  VALUES_AWAY_FROM_ZERO, /* |v| >= 0.2: no kink of ReLU within a finite difference */
+  VALUES_DISTINCT,       /* no two values within 0.05: a unique max per pooling window */
+  VALUES_POSITIVE        /* >= 0.5: safe divisors */
+} value_kind;
+
+typedef struct op_case {
+  const char *name;
+  int n_inputs;
+  ct_shape shapes[CT_CASE_MAX_INPUTS];
+  value_kind values;
+  ct_output (*build)(ct_graph *g, const ct_output *x);
+} op_case;
+
+/* The table, filled on first call. */
+const op_case *ct_op_cases(int *n_cases);
+/* Input values of the given kind, deterministic in seed. */
+void ct_op_case_fill(float *v, int64_t n, value_kind kind, uint64_t seed);
+
+#endif

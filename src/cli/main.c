@@ -317,8 +317,9 @@ static int print_devices(const ct_config *config) {
     if (info.first_core >= 0)
       snprintf(cores, sizeof cores, " (pinned to %d-%d)", info.first_core,
                info.first_core + info.threads - 1);
-    printf("%s  kind: %s  %s: %d%s  memory limit: %s\n", info.name, info.kind,
-           strcmp(info.kind, "GPU") == 0 ? "SMs" : "cores", info.threads, cores, limit);
+    printf("%s  kind: %s  %s: %d%s  memory limit: %s%s%s\n", info.name, info.kind,
+           strcmp(info.kind, "GPU") == 0 ? "SMs" : "cores", info.threads, cores, limit,
+           info.description[0] ? "  " : "", info.description);
   }
   ct_session_free(session);
   ct_graph_free(graph);

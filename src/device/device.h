@@ -25,6 +25,7 @@ typedef struct ct_device_task {
 typedef struct ct_device ct_device;
 struct ct_device {
   char name[128];           /* canonical: /job:localhost/replica:0/task:0/device:CPU:0 */
+  char description[320];    /* GPU: "NVIDIA H100 80GB HBM3, CUDA device 0"; CPU: "" */
   ct_device_type type;
   int index;                /* N in /cpu:N */
   int threads;              /* the worker's OpenMP team size */

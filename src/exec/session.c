@@ -240,6 +240,7 @@ int ct_session_device_info(const ct_session *s, int index, ct_device_info *info)
   info->threads = d->threads;
   info->first_core = d->first_core;
   info->memory_limit = ct_allocator_get_stats(d->allocator).limit;
+  info->description = d->description;
   return 0;
 }
 

@@ -44,7 +44,7 @@ void ct_log_device_mapping(ct_device *const *devices, int n_devices, FILE *log) 
     if (d->type == CT_DEVICE_CPU)
       fprintf(log, "%s -> device: %d, name: cpu, cores: %d\n", d->name, d->index, d->threads);
     else
-      fprintf(log, "%s -> device: %d, name: gpu\n", d->name, d->index);
+      fprintf(log, "%s -> device: %d, name: %s\n", d->name, d->index, d->description);
   }
 }
 

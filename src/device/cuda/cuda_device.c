@@ -111,6 +111,9 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
   gpu->sm_count = prop.multiProcessorCount;
   gpu->total_memory = prop.totalGlobalMem;
   snprintf(gpu->product, sizeof gpu->product, "%s", prop.name);
+  snprintf(d->description, sizeof d->description, "%s, CUDA device %d, %zu MiB", gpu->product,
+           ordinal, gpu->total_memory >> 20);
+  d->threads = gpu->sm_count; /* what `ctower devices` shows: SMs */
   return 0;
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds ctower and runs its tests: the whole suite on a release build, then
-# the unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
-# Installs missing Debian packages first (scripts/install-deps.sh).
+# Builds ctower and runs its tests: the whole suite on a release build (with
+# the CUDA device whenever nvcc is there; the GPU tests report themselves
+# skipped without a GPU), then the unit tests again under AddressSanitizer and
+# UndefinedBehaviorSanitizer (host code only: the sanitizers do not see into
+# CUDA). Installs missing Debian packages first (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -12,7 +14,7 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCTOWER_SANITIZE=ON
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCTOWER_SANITIZE=ON -DCTOWER_CUDA=off
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit

@@ -18,7 +18,19 @@ Models (the same as ctower's zoo)
     fmnist_cnn  conv 5x5x32 SAME + ReLU, maxpool 2x2/2, conv 5x5x64 SAME +
                 ReLU, maxpool 2x2/2, flatten, dense 1024 + ReLU, dropout 0.4,
                 dense 10
+    resnet20    the CIFAR ResNet-20 on 32x32x3: conv-BN-ReLU 16, three stages
+                of three basic blocks (16/32/64, stride 2 at the start of
+                stages 2 and 3, 1x1 conv-BN projection shortcuts), global
+                average pooling, dense 10 (272,474 parameters, as ctower's)
     Input is NCHW (PyTorch's native layout); ctower uses NHWC.
+
+GPU (--device cuda)
+    The model, data and optimizer live on the GPU; each step ends with
+    torch.cuda.synchronize() before its time is taken (ctower's session run
+    also waits for the GPU). --precision bf16 runs forward and loss under
+    torch.autocast(dtype=torch.bfloat16) with fp32 weights; tf32 sets
+    torch.backends.{cuda.matmul,cudnn}.allow_tf32; fp32 clears both.
+    peak_gpu_mb is torch.cuda.max_memory_allocated() in MiB.
 
 How to run (Debian's python3-torch lives under /usr/bin/python3)
     /usr/bin/python3 bench/torch_step.py --model fmnist_cnn --batch 128 \
@@ -32,6 +44,7 @@ Thread count is set with torch.set_num_threads(T); the environment
 bench/bench_train.py.
 """
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -68,12 +81,53 @@ def make_model(name):
             nn.Dropout(0.4),
             nn.Linear(1024, 10),
         )
+    if name == "resnet20":
+        return ResNet20()
     raise ValueError("unknown model: " + name)
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + self.shortcut(x))
+
+
+class ResNet20(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv0 = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+        self.bn0 = nn.BatchNorm2d(16)
+        blocks, cin = [], 16
+        for stage, cout in enumerate([16, 32, 64]):
+            for block in range(3):
+                blocks.append(BasicBlock(cin, cout, 2 if stage > 0 and block == 0 else 1))
+                cin = cout
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(64, classes)
+
+    def forward(self, x):
+        x = torch.relu(self.bn0(self.conv0(x)))
+        x = self.blocks(x)
+        return self.fc(x.mean(dim=(2, 3)))
 
 
 def main():
     p = argparse.ArgumentParser(description="Time PyTorch training steps on random data.")
-    p.add_argument("--model", default="fmnist_cnn", choices=["fmnist_cnn", "mlp"])
+    p.add_argument("--model", default="fmnist_cnn", choices=["fmnist_cnn", "mlp", "resnet20"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16"])
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=30)
@@ -84,21 +138,33 @@ def main():
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(12345)
-    model = make_model(a.model)
+    cuda = a.device == "cuda"
+    if cuda:
+        tf32 = a.precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cudnn.benchmark = True
+    model = make_model(a.model).to(a.device)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()  # mean over the batch
-    images = torch.rand(a.batch, 1, 28, 28)
-    labels = torch.arange(a.batch, dtype=torch.long) % 10
+    shape = (3, 32, 32) if a.model == "resnet20" else (1, 28, 28)
+    images = torch.rand(a.batch, *shape, device=a.device)
+    labels = torch.arange(a.batch, dtype=torch.long, device=a.device) % 10
+    autocast = (torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+                if cuda and a.precision == "bf16" else contextlib.nullcontext())
 
     times = []
     rss_before = peak_rss_mb()
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(images), labels)
+        with autocast:
+            loss = loss_fn(model(images), labels)
         loss.backward()
         opt.step()
+        if cuda:
+            torch.cuda.synchronize()
         dt = time.perf_counter() - t0
         if i >= a.warmup:
             times.append(dt)
@@ -114,9 +180,12 @@ def main():
         "model": a.model,
         "batch": a.batch,
         "threads": a.threads,
+        "device": a.device,
+        "precision": a.precision,
         "images_per_sec": round(a.batch / median, 1),
         "step_ms_median": round(median * 1e3, 3),
         "peak_rss_growth_mb": round(rss_growth, 1),
+        "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if cuda else 0.0,
     }, separators=(",", ":")))
     return 0
 

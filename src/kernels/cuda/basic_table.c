@@ -1,6 +1,45 @@
 /* The GPU kernel table of the basic ops (see cuda_kernels.h). */
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/basic_kernels.h"
+
+#define K(op, fn) {op, CT_DEVICE_GPU, fn}
 
 const ct_kernel_def ct_cuda_basic_kernels[] = {
+    K("Placeholder", ct_gpu_nothing),
+    K("Const", ct_gpu_nothing),
+    K("Variable", ct_gpu_nothing),
+    K("Identity", ct_gpu_nothing),
+    K("Reshape", ct_gpu_nothing),
+    K("ReshapeLike", ct_gpu_nothing),
+    K("ZerosLike", ct_gpu_zeros_like),
+    K("OnesLike", ct_gpu_ones_like),
+    K("ConcatV2", ct_gpu_concat),
+    K("ConcatGrad", ct_gpu_concat_grad),
+    K("Split", ct_gpu_split),
+    K("Neg", ct_gpu_neg),
+    K("Add", ct_gpu_add),
+    K("Sub", ct_gpu_sub),
+    K("Mul", ct_gpu_mul),
+    K("RealDiv", ct_gpu_div),
+    K("BroadcastLike", ct_gpu_broadcast_like),
+    K("SumLike", ct_gpu_sum_like),
+    K("AddN", ct_gpu_add_n),
+    K("Relu", ct_gpu_relu),
+    K("ReluGrad", ct_gpu_relu_grad),
+    K("Sigmoid", ct_gpu_sigmoid),
+    K("SigmoidGrad", ct_gpu_sigmoid_grad),
+    K("Tanh", ct_gpu_tanh),
+    K("TanhGrad", ct_gpu_tanh_grad),
+    K("Sum", ct_gpu_sum),
+    K("Mean", ct_gpu_mean),
+    K("ReduceGrad", ct_gpu_reduce_grad),
+    K("AssignMovingAvg", ct_gpu_assign_moving_average),
+    K("Dropout", ct_gpu_dropout),
+    K("DropoutGrad", ct_gpu_dropout_grad),
+    K("SparseSoftmaxCrossEntropyWithLogits", ct_gpu_sparse_softmax_xent),
+    K("ArgMax", ct_gpu_argmax),
+    K("Accuracy", ct_gpu_accuracy),
+    K("ApplyGradientDescent", ct_gpu_apply_gradient_descent),
+    K("ApplyMomentum", ct_gpu_apply_momentum),
+    K("ApplyAdam", ct_gpu_apply_adam),
     {0, CT_DEVICE_GPU, 0},
 };

@@ -1,0 +1,57 @@
+/* The basic GPU kernels, listed in ct_cuda_basic_kernels (basic_table.c).
+ * Each computes what the op's CPU kernel computes, with the same attributes,
+ * shapes and broadcasting, queued on the device's stream (cuda_kernels.h). */
+#ifndef CTOWER_BASIC_KERNELS_H
+#define CTOWER_BASIC_KERNELS_H
+
+#include "kernels/cuda/cuda_kernels.h"
+
+#define CT_GPU_KERNEL(name) void name(ct_kernel_ctx *ctx)
+
+/* gpu_basic.c */
+CT_GPU_KERNEL(ct_gpu_nothing);
+CT_GPU_KERNEL(ct_gpu_zeros_like);
+CT_GPU_KERNEL(ct_gpu_ones_like);
+CT_GPU_KERNEL(ct_gpu_concat);
+CT_GPU_KERNEL(ct_gpu_concat_grad);
+CT_GPU_KERNEL(ct_gpu_split);
+/* gpu_elementwise.c */
+CT_GPU_KERNEL(ct_gpu_neg);
+CT_GPU_KERNEL(ct_gpu_add);
+CT_GPU_KERNEL(ct_gpu_sub);
+CT_GPU_KERNEL(ct_gpu_mul);
+CT_GPU_KERNEL(ct_gpu_div);
+CT_GPU_KERNEL(ct_gpu_broadcast_like);
+CT_GPU_KERNEL(ct_gpu_sum_like);
+CT_GPU_KERNEL(ct_gpu_add_n);
+CT_GPU_KERNEL(ct_gpu_relu);
+CT_GPU_KERNEL(ct_gpu_relu_grad);
+CT_GPU_KERNEL(ct_gpu_sigmoid);
+CT_GPU_KERNEL(ct_gpu_sigmoid_grad);
+CT_GPU_KERNEL(ct_gpu_tanh);
+CT_GPU_KERNEL(ct_gpu_tanh_grad);
+CT_GPU_KERNEL(ct_gpu_dropout);
+CT_GPU_KERNEL(ct_gpu_dropout_grad);
+/* gpu_reduce.c */
+CT_GPU_KERNEL(ct_gpu_sum);
+CT_GPU_KERNEL(ct_gpu_mean);
+CT_GPU_KERNEL(ct_gpu_reduce_grad);
+/* gpu_classification.c */
+CT_GPU_KERNEL(ct_gpu_sparse_softmax_xent);
+CT_GPU_KERNEL(ct_gpu_argmax);
+CT_GPU_KERNEL(ct_gpu_accuracy);
+/* gpu_train.c */
+CT_GPU_KERNEL(ct_gpu_assign_moving_average);
+CT_GPU_KERNEL(ct_gpu_apply_gradient_descent);
+CT_GPU_KERNEL(ct_gpu_apply_momentum);
+CT_GPU_KERNEL(ct_gpu_apply_adam);
+
+/* Y (shape out) = X (shape in) summed down to out as NumPy broadcasting
+ * undoes, times scale: the CPU's ct_cpu_sum_to. (gpu_elementwise.c) */
+void ct_gpu_sum_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float *Y,
+                   const ct_shape *out, float scale);
+/* Y = X (shape in) broadcast to out, times scale: ct_cpu_broadcast_to. */
+void ct_gpu_broadcast_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float *Y,
+                         const ct_shape *out, float scale);
+
+#endif

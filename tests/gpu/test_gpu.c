@@ -31,27 +31,11 @@ static void run_case(const op_case *c, const char *device, case_values *out) {
   ct_status st = CT_STATUS_INIT;
   ct_graph *g = ct_graph_new();
   ct_graph_push_device(g, device);
-  ct_output x[CT_CASE_MAX_INPUTS];
-  ct_tensor *values[CT_CASE_MAX_INPUTS];
-  ct_feed feeds[CT_CASE_MAX_INPUTS];
-  for (int i = 0; i < c->n_inputs; ++i) {
-    char name[16];
-    snprintf(name, sizeof name, "x%d", i);
-    x[i] = ct_placeholder(g, name, CT_F32, c->shapes[i]);
-    values[i] = ct_tensor_new(CT_F32, &c->shapes[i], &st);
-    assert_status_ok(&st);
-    ct_op_case_fill(ct_tensor_f32(values[i]), ct_tensor_elements(values[i]), c->values,
-                    17u + (uint64_t)i);
-    feeds[i] = (ct_feed){x[i], values[i]};
-  }
-  ct_output y = c->build(g, x);
-  ct_shape ys = ct_output_shape(y);
-  ct_tensor *r = ct_tensor_new(CT_F32, &ys, &st);
-  assert_status_ok(&st);
-  ct_test_fill_uniform(ct_tensor_f32(r), ct_tensor_elements(r), 99, -1.0f, 1.0f);
-  ct_output loss = ct_reduce_sum(g, ct_mul(g, y, ct_constant(g, "R", r)), 0, 0);
+  op_case_graph built;
+  ct_op_case_build(c, g, &built);
+  ct_output y = built.y;
   ct_output grads[CT_CASE_MAX_INPUTS];
-  assert_int_equal(ct_gradients(g, loss, c->n_inputs, x, grads), 0);
+  assert_int_equal(ct_gradients(g, built.loss, c->n_inputs, built.x, grads), 0);
   ct_graph_pop_device(g);
   assert_status_ok(ct_graph_status(g));
 
@@ -66,12 +50,11 @@ static void run_case(const op_case *c, const char *device, case_values *out) {
   for (int i = 0; i < c->n_inputs; ++i)
     if (grads[i].node) fetches[n_fetches++] = grads[i];
   ct_tensor *results[1 + CT_CASE_MAX_INPUTS] = {NULL};
-  ct_session_run(s, feeds, c->n_inputs, fetches, n_fetches, NULL, 0, results, &st);
+  ct_session_run(s, built.feeds, c->n_inputs, fetches, n_fetches, NULL, 0, results, &st);
   if (st.code != CT_OK) fail_msg("%s on %s: %s", c->name, device, st.message);
   out->y = results[0];
   for (int i = 0, f = 1; i < c->n_inputs; ++i) out->grads[i] = grads[i].node ? results[f++] : NULL;
-  for (int i = 0; i < c->n_inputs; ++i) ct_tensor_free(values[i]);
-  ct_tensor_free(r);
+  ct_op_case_graph_free(&built, c->n_inputs);
   ct_session_free(s);
   ct_graph_free(g);
 }

@@ -21,27 +21,11 @@ static double run_loss(ct_session *s, ct_feed *feeds, int n, ct_output loss) {
 static void check_case(const op_case *c) {
   ct_status st = CT_STATUS_INIT;
   ct_graph *g = ct_graph_new();
-  ct_output x[CT_CASE_MAX_INPUTS];
-  ct_tensor *values[CT_CASE_MAX_INPUTS];
-  ct_feed feeds[CT_CASE_MAX_INPUTS];
-  for (int i = 0; i < c->n_inputs; ++i) {
-    char name[16];
-    snprintf(name, sizeof name, "x%d", i);
-    x[i] = ct_placeholder(g, name, CT_F32, c->shapes[i]);
-    values[i] = ct_tensor_new(CT_F32, &c->shapes[i], &st);
-    assert_status_ok(&st);
-    ct_op_case_fill(ct_tensor_f32(values[i]), ct_tensor_elements(values[i]), c->values, 17u + (uint64_t)i);
-    feeds[i].output = x[i];
-    feeds[i].value = values[i];
-  }
-  ct_output y = c->build(g, x);
-  assert_status_ok(ct_graph_status(g));
-  /* L = sum(y * R) with R fixed. */
-  ct_shape ys = ct_output_shape(y);
-  ct_tensor *r = ct_tensor_new(CT_F32, &ys, &st);
-  assert_status_ok(&st);
-  ct_test_fill_uniform(ct_tensor_f32(r), ct_tensor_elements(r), 99, -1.0f, 1.0f);
-  ct_output loss = ct_reduce_sum(g, ct_mul(g, y, ct_constant(g, "R", r)), 0, 0);
+  op_case_graph built; /* L = sum(y * R) with R fixed */
+  ct_op_case_build(c, g, &built);
+  ct_output *x = built.x, loss = built.loss;
+  ct_tensor **values = built.values;
+  ct_feed *feeds = built.feeds;
   ct_output grads[CT_CASE_MAX_INPUTS];
   assert_int_equal(ct_gradients(g, loss, c->n_inputs, x, grads), 0);
   assert_status_ok(ct_graph_status(g));
@@ -84,11 +68,8 @@ static void check_case(const op_case *c) {
     }
   }
   printf("  %-22s max relative error %.2e\n", c->name, worst);
-  for (int i = 0; i < c->n_inputs; ++i) {
-    ct_tensor_free(values[i]);
-    ct_tensor_free(analytic[i]);
-  }
-  ct_tensor_free(r);
+  for (int i = 0; i < c->n_inputs; ++i) ct_tensor_free(analytic[i]);
+  ct_op_case_graph_free(&built, c->n_inputs);
   ct_session_free(s);
   ct_graph_free(g);
 }

@@ -2,6 +2,7 @@
 #include "op_cases.h"
 
 #include <math.h>
+#include <stdio.h>
 
 static ct_output b_add(ct_graph *g, const ct_output *x) { return ct_add(g, x[0], x[1]); }
 static ct_output b_sub(ct_graph *g, const ct_output *x) { return ct_sub(g, x[0], x[1]); }
@@ -162,4 +163,30 @@ const op_case *ct_op_cases(int *n) {
   if (n_cases == 0) build_table();
   *n = n_cases;
   return cases;
+}
+
+void ct_op_case_build(const op_case *c, ct_graph *g, op_case_graph *out) {
+  ct_status st = CT_STATUS_INIT;
+  for (int i = 0; i < c->n_inputs; ++i) {
+    char name[16];
+    snprintf(name, sizeof name, "x%d", i);
+    out->x[i] = ct_placeholder(g, name, CT_F32, c->shapes[i]);
+    out->values[i] = ct_tensor_new(CT_F32, &c->shapes[i], &st);
+    assert_status_ok(&st);
+    ct_op_case_fill(ct_tensor_f32(out->values[i]), ct_tensor_elements(out->values[i]), c->values,
+                    17u + (uint64_t)i);
+    out->feeds[i] = (ct_feed){out->x[i], out->values[i]};
+  }
+  out->y = c->build(g, out->x);
+  assert_status_ok(ct_graph_status(g));
+  ct_shape ys = ct_output_shape(out->y);
+  ct_tensor *r = ct_tensor_new(CT_F32, &ys, &st);
+  assert_status_ok(&st);
+  ct_test_fill_uniform(ct_tensor_f32(r), ct_tensor_elements(r), 99, -1.0f, 1.0f);
+  out->loss = ct_reduce_sum(g, ct_mul(g, out->y, ct_constant(g, "R", r)), 0, 0);
+  ct_tensor_free(r); /* the constant holds its own copy */
+}
+
+void ct_op_case_graph_free(op_case_graph *built, int n_inputs) {
+  for (int i = 0; i < n_inputs; ++i) ct_tensor_free(built->values[i]);
 }

@@ -29,4 +29,16 @@ const op_case *ct_op_cases(int *n_cases);
 /* Input values of the given kind, deterministic in seed. */
 void ct_op_case_fill(float *v, int64_t n, value_kind kind, uint64_t seed);
 
+/* A case built into a graph: placeholders x[i] and the feeds of their
+ * values, the op's output y, and the loss sum(y * R) for a fixed random R. */
+typedef struct op_case_graph {
+  ct_output x[CT_CASE_MAX_INPUTS];
+  ct_tensor *values[CT_CASE_MAX_INPUTS];
+  ct_feed feeds[CT_CASE_MAX_INPUTS];
+  ct_output y, loss;
+} op_case_graph;
+/* Builds case c into g (under whatever device scope is open). */
+void ct_op_case_build(const op_case *c, ct_graph *g, op_case_graph *out);
+void ct_op_case_graph_free(op_case_graph *built, int n_inputs);
+
 #endif

@@ -11,8 +11,8 @@
 #include "device/device.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/conv_geometry.h"
+#include "kernels/kernel_shapes.h"
 
-typedef enum { CONV_FORWARD, CONV_BACKWARD_DATA, CONV_BACKWARD_FILTER } conv_kind;
 
 typedef struct conv_state {
   int64_t key[11];              /* x dims, filter dims, strides and padding */
@@ -33,25 +33,10 @@ static void conv_state_free(void *data) {
   free(s);
 }
 
-/* Shapes of x [N, H, W, C], filter [R, S, C, K] and y [N, P, Q, K] for each kind. */
-static void conv_shapes(const ct_kernel_ctx *ctx, conv_kind kind, const ct_shape **x,
-                        const ct_shape **filter, const ct_shape **y) {
-  switch (kind) {
-    case CONV_FORWARD:
-      *x = &ctx->inputs[0].shape, *filter = &ctx->inputs[1].shape, *y = &ctx->outputs[0].shape;
-      break;
-    case CONV_BACKWARD_DATA:
-      *filter = &ctx->inputs[0].shape, *y = &ctx->inputs[1].shape, *x = &ctx->outputs[0].shape;
-      break;
-    case CONV_BACKWARD_FILTER:
-      *x = &ctx->inputs[0].shape, *y = &ctx->inputs[1].shape, *filter = &ctx->outputs[0].shape;
-      break;
-  }
-}
 
 static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int64_t *key) {
   const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
-  conv_shapes(ctx, kind, &xs, &fs, &ys);
+  ct_conv_shapes(ctx, kind, &xs, &fs, &ys);
   const ct_attrs *a = ctx->attrs;
   const int same = (int)a->i[2];
   ct_window wh = ct_window_of(xs->dims[1], fs->dims[0], a->i[0], same);
@@ -137,7 +122,7 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
 
 static conv_state *conv_state_get(ct_kernel_ctx *ctx, conv_kind kind) {
   const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
-  conv_shapes(ctx, kind, &xs, &fs, &ys);
+  ct_conv_shapes(ctx, kind, &xs, &fs, &ys);
   int64_t key[11] = {xs->dims[0], xs->dims[1], xs->dims[2], xs->dims[3], fs->dims[0],
                      fs->dims[1], fs->dims[2], fs->dims[3], ctx->attrs->i[0], ctx->attrs->i[1],
                      ctx->attrs->i[2]};

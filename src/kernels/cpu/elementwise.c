@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernel_shapes.h"
 
 /* Output-shaped strides of `in` (0 where broadcast), right-aligned to rank. */
 static void broadcast_strides(const ct_shape *in, const ct_shape *out, int64_t *strides) {
@@ -34,23 +35,6 @@ static void offsets_of(int64_t index, const ct_shape *out, const int64_t *sa, co
   *ob = b;
 }
 
-/* How b relates to the output: same shape, a single value, or a block of
- * the output's trailing dims repeated (bias). */
-typedef enum { SAME, SCALAR, TRAILING, GENERAL } broadcast_kind;
-
-static broadcast_kind kind_of(const ct_shape *in, const ct_shape *out, int64_t *block) {
-  int64_t n = ct_shape_elements(in);
-  if (ct_shape_elements(out) == n) return SAME;
-  if (n == 1) return SCALAR;
-  /* in == trailing dims of out (leading 1s ignored) */
-  int lead = 0;
-  while (lead < in->rank && in->dims[lead] == 1) ++lead;
-  int k = in->rank - lead;
-  for (int d = 0; d < k; ++d)
-    if (in->dims[lead + d] != out->dims[out->rank - k + d]) return GENERAL;
-  *block = n;
-  return TRAILING;
-}
 
 #define BINARY_KERNEL(fn_name, EXPR)                                                     \
   void fn_name(ct_kernel_ctx *ctx) {                                                     \
@@ -59,8 +43,8 @@ static broadcast_kind kind_of(const ct_shape *in, const ct_shape *out, int64_t *
     float *Y = ct_out_f32(ctx, 0);                                                       \
     const int64_t n = ct_shape_elements(out);                                            \
     int64_t block_a = 0, block_b = 0;                                                    \
-    broadcast_kind ka = kind_of(&ctx->inputs[0].shape, out, &block_a);                   \
-    broadcast_kind kb = kind_of(&ctx->inputs[1].shape, out, &block_b);                   \
+    broadcast_kind ka = ct_broadcast_kind_of(&ctx->inputs[0].shape, out, &block_a);                   \
+    broadcast_kind kb = ct_broadcast_kind_of(&ctx->inputs[1].shape, out, &block_b);                   \
     const int threads = ctx->threads;                                                    \
     if (ka == SAME && kb == SAME) {                                                      \
       _Pragma("omp parallel for num_threads(threads) if(n > CT_PARALLEL_GRAIN)")         \
@@ -164,7 +148,7 @@ void ct_cpu_sum_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float
                    const ct_shape *out) {
   const int64_t n_in = ct_shape_elements(in), n_out = ct_shape_elements(out);
   int64_t block = 0;
-  broadcast_kind kind = kind_of(out, in, &block);
+  broadcast_kind kind = ct_broadcast_kind_of(out, in, &block);
   if (kind == SAME) {
     memcpy(Y, X, (size_t)n_out * sizeof *Y);
     return;

@@ -2,23 +2,12 @@
  * to (or a broadcast from) the "kept" shape: x's shape with each reduced
  * axis set to 1. */
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernel_shapes.h"
 
-/* x's shape with reduced axes set to 1; also returns how many elements each
- * output element sums. */
-static ct_shape kept_shape(const ct_shape *x, unsigned mask, int64_t *count) {
-  ct_shape kept = *x;
-  *count = 1;
-  for (int d = 0; d < x->rank; ++d)
-    if (mask & (1u << d)) {
-      *count *= x->dims[d];
-      kept.dims[d] = 1;
-    }
-  return kept;
-}
 
 static void reduce(ct_kernel_ctx *ctx, int mean) {
   int64_t count;
-  ct_shape kept = kept_shape(&ctx->inputs[0].shape, (unsigned)ctx->attrs->i[0], &count);
+  ct_shape kept = ct_reduce_kept_shape(&ctx->inputs[0].shape, (unsigned)ctx->attrs->i[0], &count);
   float *Y = ct_out_f32(ctx, 0);
   ct_cpu_sum_to(ctx, ct_in_f32(ctx, 0), &ctx->inputs[0].shape, Y, &kept);
   if (mean && count > 0) {
@@ -34,7 +23,7 @@ void ct_cpu_mean(ct_kernel_ctx *ctx) { reduce(ctx, 1); }
 /* ReduceGrad(dy, x): attrs as the reduction's; i[2] is 1 for a mean. */
 void ct_cpu_reduce_grad(ct_kernel_ctx *ctx) {
   int64_t count;
-  ct_shape kept = kept_shape(&ctx->inputs[1].shape, (unsigned)ctx->attrs->i[0], &count);
+  ct_shape kept = ct_reduce_kept_shape(&ctx->inputs[1].shape, (unsigned)ctx->attrs->i[0], &count);
   float scale = ctx->attrs->i[2] && count > 0 ? 1.0f / (float)count : 1.0f;
   ct_cpu_broadcast_to(ctx, ct_in_f32(ctx, 0), &kept, ct_out_f32(ctx, 0), &ctx->outputs[0].shape,
                       scale);

@@ -2,6 +2,7 @@
  * no work: the executor binds their outputs to existing storage. */
 #include "kernels/cuda/basic_kernels.h"
 #include "kernels/cuda/launch_basic.h"
+#include "kernels/kernel_shapes.h"
 
 void ct_gpu_nothing(ct_kernel_ctx *ctx) { (void)ctx; }
 
@@ -21,33 +22,18 @@ static void fill(ct_kernel_ctx *ctx, float value) {
 void ct_gpu_zeros_like(ct_kernel_ctx *ctx) { fill(ctx, 0.0f); }
 void ct_gpu_ones_like(ct_kernel_ctx *ctx) { fill(ctx, 1.0f); }
 
-/* Bytes of one "row" along `axis`: dims[axis] * (product of later dims). */
-static size_t inner_bytes(const ct_tensor *t, int axis) {
-  size_t n = ct_dtype_size(t->dtype);
-  for (int d = axis; d < t->shape.rank; ++d) n *= (size_t)t->shape.dims[d];
-  return n;
-}
-static int64_t outer_count(const ct_shape *s, int axis) {
-  int64_t n = 1;
-  for (int d = 0; d < axis; ++d) n *= s->dims[d];
-  return n;
-}
-static int resolve_axis(const ct_kernel_ctx *ctx, int rank) {
-  int64_t axis = ctx->attrs->i[0];
-  return (int)(axis < 0 ? axis + rank : axis);
-}
 
 /* Copies whole parts side by side along an axis (concat) or back (split),
  * one strided copy per part. `whole` is the joined tensor, parts[k] its
  * pieces in order. */
 static void join_or_split(ct_kernel_ctx *ctx, ct_tensor *whole, ct_tensor *parts, int n_parts,
                           int axis, int join) {
-  const int64_t outer = outer_count(&whole->shape, axis);
-  const size_t whole_row = inner_bytes(whole, axis);
+  const int64_t outer = ct_outer_count(&whole->shape, axis);
+  const size_t whole_row = ct_row_bytes(whole, axis);
   cudaStream_t stream = ct_kernel_gpu(ctx)->stream;
   size_t offset = 0;
   for (int k = 0; k < n_parts && outer > 0; ++k) {
-    const size_t row = inner_bytes(&parts[k], axis);
+    const size_t row = ct_row_bytes(&parts[k], axis);
     if (row == 0) continue;
     char *w = (char *)whole->data + offset;
     char *p = (char *)parts[k].data;
@@ -60,15 +46,15 @@ static void join_or_split(ct_kernel_ctx *ctx, ct_tensor *whole, ct_tensor *parts
 
 void ct_gpu_concat(ct_kernel_ctx *ctx) {
   join_or_split(ctx, &ctx->outputs[0], ctx->inputs, ctx->n_inputs,
-                resolve_axis(ctx, ctx->outputs[0].shape.rank), 1);
+                ct_kernel_axis(ctx, ctx->outputs[0].shape.rank), 1);
 }
 
 void ct_gpu_concat_grad(ct_kernel_ctx *ctx) {
   join_or_split(ctx, &ctx->inputs[0], ctx->outputs, ctx->n_outputs,
-                resolve_axis(ctx, ctx->inputs[0].shape.rank), 0);
+                ct_kernel_axis(ctx, ctx->inputs[0].shape.rank), 0);
 }
 
 void ct_gpu_split(ct_kernel_ctx *ctx) {
   join_or_split(ctx, &ctx->inputs[0], ctx->outputs, ctx->n_outputs,
-                resolve_axis(ctx, ctx->inputs[0].shape.rank), 0);
+                ct_kernel_axis(ctx, ctx->inputs[0].shape.rank), 0);
 }

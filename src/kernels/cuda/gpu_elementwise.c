@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/basic_kernels.h"
 #include "kernels/cuda/launch_basic.h"
+#include "kernels/kernel_shapes.h"
 
 static_assert((int)CT_LAUNCH_MAX_RANK == (int)CT_MAX_RANK, "launch_basic.h's rank limit");
 
@@ -67,23 +68,6 @@ static void make_maps(int rank, const int64_t *dims, int n_sets, int64_t (*strid
   for (int s = 0; s < n_sets; ++s) maps[s].rank = kept;
 }
 
-/* How an operand relates to the output: same shape, a single value, or a
- * block of the output's trailing dims repeated (bias). */
-typedef enum { SAME, SCALAR, TRAILING, GENERAL } broadcast_kind;
-
-static broadcast_kind kind_of(const ct_shape *in, const ct_shape *out, int64_t *block) {
-  int64_t n = ct_shape_elements(in);
-  if (ct_shape_elements(out) == n) return SAME;
-  if (n == 1) return SCALAR;
-  /* in == trailing dims of out (leading 1s ignored) */
-  int lead = 0;
-  while (lead < in->rank && in->dims[lead] == 1) ++lead;
-  int k = in->rank - lead;
-  for (int d = 0; d < k; ++d)
-    if (in->dims[lead + d] != out->dims[out->rank - k + d]) return GENERAL;
-  *block = n;
-  return TRAILING;
-}
 
 static void binary(ct_kernel_ctx *ctx, ct_binary_op op) {
   const ct_shape *out = &ctx->outputs[0].shape, *a = &ctx->inputs[0].shape;
@@ -91,8 +75,8 @@ static void binary(ct_kernel_ctx *ctx, ct_binary_op op) {
   const int64_t n = ct_shape_elements(out);
   if (n == 0) return;
   int64_t block_a = 0, block_b = 0;
-  broadcast_kind ka = kind_of(a, out, &block_a);
-  broadcast_kind kb = kind_of(b, out, &block_b);
+  broadcast_kind ka = ct_broadcast_kind_of(a, out, &block_a);
+  broadcast_kind kb = ct_broadcast_kind_of(b, out, &block_b);
   ct_binary_layout layout;
   memset(&layout, 0, sizeof layout);
   if (ka == SAME && kb == SAME) {

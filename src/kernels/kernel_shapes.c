@@ -1,0 +1,59 @@
+/* Shape arithmetic shared by CPU and GPU kernels (kernel_shapes.h). */
+#include "kernels/kernel_shapes.h"
+
+broadcast_kind ct_broadcast_kind_of(const ct_shape *in, const ct_shape *out, int64_t *block) {
+  int64_t n = ct_shape_elements(in);
+  if (ct_shape_elements(out) == n) return SAME;
+  if (n == 1) return SCALAR;
+  /* in == trailing dims of out (leading 1s ignored) */
+  int lead = 0;
+  while (lead < in->rank && in->dims[lead] == 1) ++lead;
+  int k = in->rank - lead;
+  for (int d = 0; d < k; ++d)
+    if (in->dims[lead + d] != out->dims[out->rank - k + d]) return GENERAL;
+  *block = n;
+  return TRAILING;
+}
+
+size_t ct_row_bytes(const ct_tensor *t, int axis) {
+  size_t n = ct_dtype_size(t->dtype);
+  for (int d = axis; d < t->shape.rank; ++d) n *= (size_t)t->shape.dims[d];
+  return n;
+}
+
+int64_t ct_outer_count(const ct_shape *s, int axis) {
+  int64_t n = 1;
+  for (int d = 0; d < axis; ++d) n *= s->dims[d];
+  return n;
+}
+
+int ct_kernel_axis(const ct_kernel_ctx *ctx, int rank) {
+  int64_t axis = ctx->attrs->i[0];
+  return (int)(axis < 0 ? axis + rank : axis);
+}
+
+void ct_conv_shapes(const ct_kernel_ctx *ctx, conv_kind kind, const ct_shape **x,
+                    const ct_shape **filter, const ct_shape **y) {
+  switch (kind) {
+    case CONV_FORWARD:
+      *x = &ctx->inputs[0].shape, *filter = &ctx->inputs[1].shape, *y = &ctx->outputs[0].shape;
+      break;
+    case CONV_BACKWARD_DATA:
+      *filter = &ctx->inputs[0].shape, *y = &ctx->inputs[1].shape, *x = &ctx->outputs[0].shape;
+      break;
+    case CONV_BACKWARD_FILTER:
+      *x = &ctx->inputs[0].shape, *y = &ctx->inputs[1].shape, *filter = &ctx->outputs[0].shape;
+      break;
+  }
+}
+
+ct_shape ct_reduce_kept_shape(const ct_shape *x, unsigned mask, int64_t *count) {
+  ct_shape kept = *x;
+  *count = 1;
+  for (int d = 0; d < x->rank; ++d)
+    if (mask & (1u << d)) {
+      *count *= x->dims[d];
+      kept.dims[d] = 1;
+    }
+  return kept;
+}

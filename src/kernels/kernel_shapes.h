@@ -1,0 +1,33 @@
+/* Host-side shape arithmetic that CPU and GPU kernels share: how a binary
+ * op's operand broadcasts, the rows of a concat or split, the tensors of a
+ * convolution and its gradients, the kept shape of a reduction. */
+#ifndef CTOWER_KERNEL_SHAPES_H
+#define CTOWER_KERNEL_SHAPES_H
+
+#include "kernels/kernel.h"
+
+/* How an operand relates to the output: same shape, a single value, a block
+ * of the output's trailing dims repeated (a bias), or anything else. */
+typedef enum { SAME, SCALAR, TRAILING, GENERAL } broadcast_kind;
+/* *block is set to the operand's size for TRAILING. */
+broadcast_kind ct_broadcast_kind_of(const ct_shape *in, const ct_shape *out, int64_t *block);
+
+/* Bytes of one "row" along `axis`: dims[axis] * (product of later dims). */
+size_t ct_row_bytes(const ct_tensor *t, int axis);
+/* The product of the dims before `axis`. */
+int64_t ct_outer_count(const ct_shape *s, int axis);
+/* attrs->i[0] as an axis of a tensor of this rank (negative counts back). */
+int ct_kernel_axis(const ct_kernel_ctx *ctx, int rank);
+
+/* Conv2D (x, filter -> y), Conv2DBackpropInput (filter, dy -> dx) and
+ * Conv2DBackpropFilter (x, dy -> dfilter): where each tensor is. */
+typedef enum { CONV_FORWARD, CONV_BACKWARD_DATA, CONV_BACKWARD_FILTER } conv_kind;
+/* Shapes of x [N, H, W, C], filter [R, S, C, K] and y [N, P, Q, K] for each kind. */
+void ct_conv_shapes(const ct_kernel_ctx *ctx, conv_kind kind, const ct_shape **x,
+                    const ct_shape **filter, const ct_shape **y);
+
+/* x's shape with the axes in `mask` set to 1; *count: how many elements
+ * each output element of the reduction sums. */
+ct_shape ct_reduce_kept_shape(const ct_shape *x, unsigned mask, int64_t *count);
+
+#endif

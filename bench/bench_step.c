@@ -169,10 +169,10 @@ int main(int argc, char **argv) {
   for (int64_t i = 0; i < batch; ++i) ct_tensor_i32(labels)[i] = (int32_t)(i % 10);
   float lr = 0.01f;
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
-  ct_feed feeds[3 * 16 + 1];
-  ct_tensor views[3 * 16];
+  static ct_tower_feeds step_feeds;
   float *weights = calloc((size_t)(batch + n_towers), sizeof *weights);
-  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, batch, NULL, feeds, views, weights);
+  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, batch, NULL, &step_feeds, weights);
+  ct_feed *feeds = step_feeds.feeds;
   feeds[n_feeds++] = (ct_feed){tg.towers.train.learning_rate, &lr_tensor};
   double *times = calloc((size_t)steps, sizeof *times);
   double rss_before = peak_rss_mb();

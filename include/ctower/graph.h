@@ -52,6 +52,14 @@ void ct_graph_set_error(ct_graph *graph, ct_code code, const char *fmt, ...)
 void ct_graph_set_seed(ct_graph *graph, uint64_t seed);
 uint64_t ct_graph_seed(const ct_graph *graph);
 
+/* While a replica of the model is built under name scope `name_prefix`
+ * (towers: "tower_1"), random ops draw what the original draws for the same
+ * example: their streams leave the prefix out of their names, and they
+ * count elements from example `first_example` (an i64 scalar, fed each step
+ * with the index of the replica's first example in the global batch). So
+ * dropout masks do not depend on how a batch is split. NULL ends it. */
+void ct_graph_set_replica(ct_graph *graph, const char *name_prefix, ct_output first_example);
+
 /* Name scopes prefix node names: "tower_0" + "conv1" -> "tower_0/conv1/Conv2D".
  * A scope may itself contain '/'. Pops must match pushes. */
 void ct_graph_push_name_scope(ct_graph *graph, const char *scope);

@@ -55,6 +55,7 @@ typedef struct ct_tower {
   ct_output images;   /* [n_k, H, W, C] f32 placeholder */
   ct_output labels;   /* [n_k] i32 */
   ct_output weights;  /* [n_k] f32: 1/N for real examples, 0 for padding */
+  ct_output first_example; /* [] i64: the index of its first example in the batch */
   ct_output logits;   /* [n_k, classes] */
 } ct_tower;
 
@@ -78,16 +79,27 @@ int ct_towers_build(ct_graph *graph, const ct_model_def *model, int64_t height, 
  * example when n >= N. */
 void ct_towers_split(int n_towers, int64_t n, const double *speeds, int64_t *sizes);
 
+/* One step's feeds and the headers and values they point to: the caller
+ * keeps it (it is large: keep it off small stacks) and may reuse it. */
+enum { CT_TOWER_FEEDS = 4 }; /* per tower: images, labels, weights, first_example */
+typedef struct ct_tower_feeds {
+  ct_feed feeds[CT_TOWER_FEEDS * CT_MAX_DEVICES + 4]; /* room for a few of the caller's */
+  int n_feeds;
+  ct_tensor views[CT_TOWER_FEEDS * CT_MAX_DEVICES];
+  int64_t first_example[CT_MAX_DEVICES];
+} ct_tower_feeds;
+
 /* Feeds for one step: the first n examples of `images` [capacity, H, W, C]
  * and `labels` [capacity] split into contiguous shards, in order, of
- * `sizes` (NULL: even), each example weighted 1/n. A tower left without
- * examples gets one padding example (weight 0), so it computes but adds
- * nothing. Writes 3 feeds per tower into `feeds` over headers in `views`
- * (3 per tower); `weights` must hold n + N floats. Returns the feed count.
- * The feeds borrow images, labels, views and weights. */
+ * `sizes` (NULL: even), each example weighted 1/n, and each tower's index
+ * of its first example. A tower left without examples gets one padding
+ * example (weight 0), so it computes but adds nothing. Fills out->feeds
+ * (CT_TOWER_FEEDS per tower; append more after out->n_feeds); `weights`
+ * must hold n + N floats. Returns the feed count. The feeds borrow images,
+ * labels, weights and *out. */
 int ct_towers_make_feeds(const ct_tower_graph *towers, const ct_tensor *images,
                          const ct_tensor *labels, int64_t n, const int64_t *sizes,
-                         ct_feed *feeds, ct_tensor *views, float *weights);
+                         ct_tower_feeds *out, float *weights);
 
 /* Joins per-example outputs fetched from each tower (parts[k] from tower
  * k, e.g. its logits) into one tensor in input order, leaving out padding:

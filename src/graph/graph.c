@@ -53,6 +53,7 @@ void ct_graph_free(ct_graph *g) {
   }
   free(g->variables);
   free(g->update_ops);
+  free(g->replica_prefix);
   free(g->nodes);
   free(g->name_table);
   free(g);
@@ -83,6 +84,21 @@ void ct_graph_prefix_error(ct_graph *g, const char *fmt, ...) {
   memmove(message + head, message, tail);
   memcpy(message, prefix, head);
   message[head + tail] = '\0';
+}
+
+void ct_graph_set_replica(ct_graph *g, const char *name_prefix, ct_output first_example) {
+  free(g->replica_prefix);
+  g->replica_prefix = NULL;
+  g->replica_first_example = ct_out(NULL, 0);
+  if (name_prefix == NULL) return;
+  size_t len = strlen(name_prefix);
+  g->replica_prefix = malloc(len + 2);
+  if (g->replica_prefix == NULL) {
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the graph");
+    return;
+  }
+  snprintf(g->replica_prefix, len + 2, "%s/", name_prefix);
+  g->replica_first_example = first_example;
 }
 
 void ct_graph_set_seed(ct_graph *g, uint64_t seed) { g->seed = seed; }
@@ -257,7 +273,11 @@ ct_node *ct_graph_add_node(ct_graph *g, const ct_op_def *op, const char *base_na
     ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the graph");
     return NULL;
   }
-  n->seed = ct_hash_string(g->seed, n->name);
+  /* a replica's random streams are its original's */
+  size_t skip = g->replica_prefix ? strlen(g->replica_prefix) : 0;
+  n->seed = ct_hash_string(g->seed, skip && strncmp(n->name, g->replica_prefix, skip) == 0
+                                        ? n->name + skip
+                                        : n->name);
   if (n_inputs) memcpy(n->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
 
   ct_shape in_shapes[64];

@@ -61,6 +61,10 @@ struct ct_graph {
   int n_variables, variables_cap;
   ct_node **update_ops;
   int n_update_ops, update_ops_cap;
+  /* the replica being built (ct_graph_set_replica): its name prefix, which
+   * node seeds leave out, and the index of its first example */
+  char *replica_prefix;
+  ct_output replica_first_example;
   /* name -> node, open addressing; capacity is a power of two */
   ct_node **name_table;
   size_t name_table_cap;

@@ -57,3 +57,15 @@ ct_shape ct_reduce_kept_shape(const ct_shape *x, unsigned mask, int64_t *count) 
     }
   return kept;
 }
+
+int64_t ct_example_elements(const ct_kernel_ctx *ctx) {
+  const ct_shape *x = &ctx->inputs[0].shape;
+  int64_t per = 1;
+  for (int d = 1; d < x->rank; ++d) per *= x->dims[d];
+  return per;
+}
+
+int64_t ct_dropout_first_element(const ct_kernel_ctx *ctx) {
+  if (ctx->n_inputs < 2) return 0;
+  return *(const int64_t *)ctx->inputs[1].data * ct_example_elements(ctx);
+}

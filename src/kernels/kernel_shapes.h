@@ -26,6 +26,13 @@ typedef enum { CONV_FORWARD, CONV_BACKWARD_DATA, CONV_BACKWARD_FILTER } conv_kin
 void ct_conv_shapes(const ct_kernel_ctx *ctx, conv_kind kind, const ct_shape **x,
                     const ct_shape **filter, const ct_shape **y);
 
+/* Dropout and DropoutGrad on a CPU device: the global index of element 0,
+ * first_example (input 1, in host memory; 0 when absent) times the size
+ * of one example. */
+int64_t ct_dropout_first_element(const ct_kernel_ctx *ctx);
+/* The size of one example of input 0 (elements after the batch dim). */
+int64_t ct_example_elements(const ct_kernel_ctx *ctx);
+
 /* x's shape with the axes in `mask` set to 1; *count: how many elements
  * each output element of the reduction sums. */
 ct_shape ct_reduce_kept_shape(const ct_shape *x, unsigned mask, int64_t *count);

@@ -257,17 +257,25 @@ ct_output ct_batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output bet
 }
 
 /* ---- dropout ------------------------------------------------------------------------
+ * Dropout(x [, first_example]) and DropoutGrad(dy [, first_example]).
  * attrs.f[0]: rate; i[0]: the random stream (the forward node's seed), shared
- * with DropoutGrad so that both see the same mask. */
+ * with DropoutGrad so that both see the same mask. Element i of example e
+ * of the batch keeps or drops by a hash of (stream, step, e * example size +
+ * i); e counts from first_example, an i64 scalar (0 when absent), so that a
+ * replica computing examples 40.. of a batch draws their masks as one
+ * computing the whole batch would (ct_graph_set_replica). */
 static void grad_dropout(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
-  gx[0] = ct_out(add_with(g, &ct_op_dropout_grad, 1, gy, 1, &n->attrs), 0);
+  ct_output in[2] = {gy[0], n->n_inputs > 1 ? n->inputs[1] : ct_out(NULL, 0)};
+  gx[0] = ct_out(add_with(g, &ct_op_dropout_grad, n->n_inputs, in, 1, &n->attrs), 0);
 }
 static int infer_dropout(ct_infer_ctx *ctx) {
   if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
+  if (ctx->n_inputs > 1 && (ct_require_dtype(ctx, 1, CT_I64) || ct_require_rank(ctx, 1, 0)))
+    return 1;
   return ct_infer_same_as_input0(ctx);
 }
 const ct_op_def ct_op_dropout = {"Dropout", infer_dropout, grad_dropout, CT_OP_INPLACE};
-const ct_op_def ct_op_dropout_grad = {"DropoutGrad", ct_infer_same_as_input0, NULL, CT_OP_INPLACE};
+const ct_op_def ct_op_dropout_grad = {"DropoutGrad", infer_dropout, NULL, CT_OP_INPLACE};
 
 ct_output ct_dropout(ct_graph *g, ct_output x, float rate) {
   if (!(rate >= 0.0f && rate < 1.0f)) {
@@ -277,7 +285,8 @@ ct_output ct_dropout(ct_graph *g, ct_output x, float rate) {
   }
   ct_attrs a = no_attrs();
   a.f[0] = rate;
-  ct_node *n = add_with(g, &ct_op_dropout, 1, &x, 1, &a);
+  ct_output in[2] = {x, g->replica_first_example};
+  ct_node *n = add_with(g, &ct_op_dropout, in[1].node ? 2 : 1, in, 1, &a);
   if (n) n->attrs.i[0] = (int64_t)(n->seed >> 1);
   return ct_out(n, 0);
 }

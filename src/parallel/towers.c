@@ -214,7 +214,10 @@ int ct_towers_build(ct_graph *g, const ct_model_def *model, int64_t height, int6
     t->images = ct_placeholder(g, "images", CT_F32, ct_shape_of(4, (int64_t)-1, height, width, channels));
     t->labels = ct_placeholder(g, "labels", CT_I32, ct_shape_of(1, (int64_t)-1));
     t->weights = ct_placeholder(g, "weights", CT_F32, ct_shape_of(1, (int64_t)-1));
+    t->first_example = ct_placeholder(g, "first_example", CT_I64, ct_shape_of(0));
+    ct_graph_set_replica(g, scope, t->first_example); /* the same dropout masks on any split */
     t->logits = model->build(g, t->images, num_classes, 1);
+    ct_graph_set_replica(g, NULL, ct_out(NULL, 0));
     ct_output xent = ct_sparse_softmax_cross_entropy(g, t->logits, t->labels);
     losses[k] = ct_reduce_sum(g, ct_mul(g, xent, t->weights), 0, 0);
     if (replicated && k > 0) {
@@ -285,7 +288,7 @@ void ct_towers_split(int n_towers, int64_t n, const double *speeds, int64_t *siz
 
 int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *images,
                          const ct_tensor *labels, int64_t n, const int64_t *sizes,
-                         ct_feed *feeds, ct_tensor *views, float *weights) {
+                         ct_tower_feeds *out, float *weights) {
   const int towers = t->n_towers;
   int64_t even[CT_MAX_DEVICES];
   if (sizes == NULL) {
@@ -306,7 +309,7 @@ int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *images,
       for (int64_t i = 0; i < size; ++i) w[i] = weight;
     }
     int64_t rows = size ? size : 1;
-    ct_tensor *v = &views[3 * k];
+    ct_tensor *v = &out->views[CT_TOWER_FEEDS * k];
     v[0] = *images;
     v[0].data = (char *)images->data + (size_t)first * image_bytes;
     v[0].shape.dims[0] = rows;
@@ -316,12 +319,17 @@ int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *images,
     v[1].shape.dims[0] = rows;
     v[1].owns_data = 0;
     v[2] = (ct_tensor){CT_F32, ct_shape_of(1, rows), w, 0};
-    feeds[3 * k] = (ct_feed){t->towers[k].images, &v[0]};
-    feeds[3 * k + 1] = (ct_feed){t->towers[k].labels, &v[1]};
-    feeds[3 * k + 2] = (ct_feed){t->towers[k].weights, &v[2]};
+    out->first_example[k] = first;
+    v[3] = (ct_tensor){CT_I64, ct_shape_of(0), &out->first_example[k], 0};
+    ct_feed *f = &out->feeds[CT_TOWER_FEEDS * k];
+    f[0] = (ct_feed){t->towers[k].images, &v[0]};
+    f[1] = (ct_feed){t->towers[k].labels, &v[1]};
+    f[2] = (ct_feed){t->towers[k].weights, &v[2]};
+    f[3] = (ct_feed){t->towers[k].first_example, &v[3]};
     start += size;
   }
-  return 3 * towers;
+  out->n_feeds = CT_TOWER_FEEDS * towers;
+  return out->n_feeds;
 }
 
 ct_tensor *ct_towers_concat(int n_towers, ct_tensor *const *parts, const int64_t *sizes,

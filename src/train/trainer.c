@@ -308,8 +308,7 @@ typedef struct train_run {
   ct_optimizer_config optimizer;
   ct_schedule schedule;
   ct_tower_options towers;
-  ct_feed *feeds;         /* 3 per tower and the learning rate */
-  ct_tensor *views;       /* 3 per tower */
+  ct_tower_feeds *feeds;  /* per tower, then the learning rate */
   float *weights;         /* batch + towers */
   ct_output *fetches;     /* loss, then each tower's logits */
   int64_t sizes[CT_MAX_DEVICES];  /* the last step's shard sizes */
@@ -321,7 +320,6 @@ typedef struct train_run {
 static void train_run_free(train_run *r) {
   ct_run_metadata_free(r->timeline);
   free(r->feeds);
-  free(r->views);
   free(r->weights);
   free(r->fetches);
   ct_batcher_free(r->batcher);
@@ -458,11 +456,10 @@ static int train_run_setup(train_run *r, ct_status *status) {
                               (uint64_t)c->train.seed, status);
   if (r->batcher == NULL) return 1;
   const int towers = r->towers.n_towers;
-  r->feeds = calloc((size_t)(3 * towers + 1), sizeof *r->feeds);
-  r->views = calloc((size_t)(3 * towers), sizeof *r->views);
+  r->feeds = calloc(1, sizeof *r->feeds);
   r->weights = calloc((size_t)(c->dataset.batch_size + towers), sizeof *r->weights);
   r->fetches = calloc((size_t)(towers + 1), sizeof *r->fetches);
-  if (!r->feeds || !r->views || !r->weights || !r->fetches) {
+  if (!r->feeds || !r->weights || !r->fetches) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
@@ -526,14 +523,14 @@ static int train_step(train_run *r, int64_t n, int64_t global_step, double epoch
   for (int k = 0; k < towers; ++k) measured = measured && r->speeds[k] > 0;
   ct_towers_split(towers, n, measured ? r->speeds : NULL, r->sizes);
   int n_feeds = ct_towers_make_feeds(&r->tg.towers, r->buf.images, r->buf.labels, n, r->sizes,
-                                     r->feeds, r->views, r->weights);
+                                     r->feeds, r->weights);
   float lr = ct_optimizer_learning_rate(&r->optimizer, ct_schedule_rate(&r->schedule, epochs_done),
                                         global_step + 1);
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
-  r->feeds[n_feeds++] = (ct_feed){r->tg.towers.train.learning_rate, &lr_tensor};
+  r->feeds->feeds[n_feeds++] = (ct_feed){r->tg.towers.train.learning_rate, &lr_tensor};
   ct_tensor *out[CT_MAX_DEVICES + 1];
   ct_session_set_step(r->session, (uint64_t)global_step);
-  if (ct_session_run_traced(r->session, r->feeds, n_feeds, r->fetches, towers + 1,
+  if (ct_session_run_traced(r->session, r->feeds->feeds, n_feeds, r->fetches, towers + 1,
                             &r->tg.towers.step, 1, out, r->timeline, status))
     return 1;
   if (r->auto_split) update_speeds(r);

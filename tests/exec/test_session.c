@@ -67,10 +67,10 @@ static void test_buffers_are_reused_between_steps(void **state) {
   ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 1, 0, 1);
   float lr = 0.01f;
   ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
-  ct_feed feeds[4];
-  ct_tensor views[3];
+  static ct_tower_feeds step_feeds;
   float weights[17];
-  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, 16, NULL, feeds, views, weights);
+  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, 16, NULL, &step_feeds, weights);
+  ct_feed *feeds = step_feeds.feeds;
   feeds[n_feeds++] = (ct_feed){tg.towers.train.learning_rate, &lrt};
   ct_allocator_stats after_first = {0};
   for (int step = 0; step < 4; ++step) {

@@ -136,14 +136,14 @@ static float *train(const train_setup *t, int64_t *n_out) {
   ct_shape is = ct_shape_of(4, (int64_t)BATCH, (int64_t)28, (int64_t)28, (int64_t)1);
   ct_shape ls = ct_shape_of(1, (int64_t)BATCH);
   ct_tensor *images = ct_tensor_new(CT_F32, &is, &st), *labels = ct_tensor_new(CT_I32, &ls, &st);
-  ct_feed feeds[3 * 4 + 1];
-  ct_tensor views[3 * 4];
+  static ct_tower_feeds step_feeds;
+  ct_feed *feeds = step_feeds.feeds;
   float weights[BATCH + 4];
   for (int step = 0; step < STEPS; ++step) {
     ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 300 + (uint64_t)step,
                          0, 1);
     for (int i = 0; i < BATCH; ++i) ct_tensor_i32(labels)[i] = (i * 3 + step) % 10;
-    int n = ct_towers_make_feeds(&towers, images, labels, BATCH, NULL, feeds, views, weights);
+    int n = ct_towers_make_feeds(&towers, images, labels, BATCH, NULL, &step_feeds, weights);
     float lr = 0.01f;
     ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
     feeds[n++] = (ct_feed){towers.train.learning_rate, &lrt};

@@ -16,11 +16,22 @@ static int64_t batch_size(int step) { return step == STEPS - 1 ? 3 : BATCH; }
 
 typedef struct run_result {
   float weights[MAX_WEIGHTS];
+  int64_t n_weights;
   double max_replica_diff; /* largest |copy - original| seen after any step */
 } run_result;
 
-static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce_algorithm reduce,
-                       const double *speeds, run_result *result) {
+/* An MLP with dropout between its layers: its masks must not depend on the
+ * split either. */
+static ct_output build_mlp_dropout(ct_graph *g, ct_output images, int num_classes, int training) {
+  ct_output x = ct_layer_dense(g, images, 64, CT_ACTIVATION_RELU, "fc1");
+  x = ct_layer_dropout(g, x, 0.5f, training, "dropout");
+  return ct_layer_dense(g, x, num_classes, CT_ACTIVATION_NONE, "logits");
+}
+static const ct_model_def mlp_dropout = {"mlp_dropout", "784-64-10 with dropout 0.5",
+                                         build_mlp_dropout};
+
+static void run_model(const ct_model_def *model, int n_towers, ct_variable_update update,
+                      ct_all_reduce_algorithm reduce, const double *speeds, run_result *result) {
   ct_graph *g = ct_graph_new();
   ct_graph_set_seed(g, 11);
   ct_tower_options o;
@@ -33,10 +44,10 @@ static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce_al
   ct_optimizer_config oc;
   ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_MOMENTUM);
   ct_tower_graph towers;
-  ct_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers);
+  ct_towers_build(g, model, 28, 28, 1, 10, &o, &oc, &towers);
   assert_status_ok(ct_graph_status(g));
   /* the MLP's six gradients (235k floats) travel in one packed bucket */
-  if (update == CT_VARIABLE_UPDATE_REPLICATED && n_towers > 1)
+  if (update == CT_VARIABLE_UPDATE_REPLICATED && n_towers > 1 && model == ct_model_find("mlp"))
     assert_non_null(ct_graph_find(g, "all_reduce/bucket_0/Unpack"));
   ct_session_options so;
   ct_session_options_defaults(&so);
@@ -49,8 +60,8 @@ static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce_al
   ct_shape is = ct_shape_of(4, (int64_t)BATCH, (int64_t)28, (int64_t)28, (int64_t)1);
   ct_shape ls = ct_shape_of(1, (int64_t)BATCH);
   ct_tensor *images = ct_tensor_new(CT_F32, &is, &st), *labels = ct_tensor_new(CT_I32, &ls, &st);
-  ct_feed feeds[3 * 4 + 1];
-  ct_tensor views[3 * 4];
+  static ct_tower_feeds step_feeds;
+  ct_feed *feeds = step_feeds.feeds;
   float weights[BATCH + 4];
   result->max_replica_diff = 0;
   for (int step = 0; step < STEPS; ++step) {
@@ -58,8 +69,7 @@ static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce_al
     for (int i = 0; i < BATCH; ++i) ct_tensor_i32(labels)[i] = (i * 7 + step) % 10;
     int64_t sizes[4];
     ct_towers_split(n_towers, batch_size(step), speeds, sizes);
-    int n = ct_towers_make_feeds(&towers, images, labels, batch_size(step), sizes, feeds, views,
-                                 weights);
+    int n = ct_towers_make_feeds(&towers, images, labels, batch_size(step), sizes, &step_feeds, weights);
     float lr = 0.05f;
     ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
     feeds[n++] = (ct_feed){towers.train.learning_rate, &lrt};
@@ -88,11 +98,17 @@ static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce_al
     memcpy(result->weights + offset, t->data, (size_t)n * sizeof(float));
     offset += (int)n;
   }
-  assert_int_equal(offset, MAX_WEIGHTS);
+  result->n_weights = offset;
   ct_tensor_free(images);
   ct_tensor_free(labels);
   ct_session_free(s);
   ct_graph_free(g);
+}
+
+static void run_towers(int n_towers, ct_variable_update update, ct_all_reduce_algorithm reduce,
+                       const double *speeds, run_result *result) {
+  run_model(ct_model_find("mlp"), n_towers, update, reduce, speeds, result);
+  assert_int_equal(result->n_weights, MAX_WEIGHTS);
 }
 
 static void test_towers_give_the_result_of_one(void **state) {
@@ -122,6 +138,26 @@ static void test_towers_give_the_result_of_one(void **state) {
   }
 }
 
+/* Dropout masks follow the example, not the tower: a model with dropout
+ * trains to the same weights on any split, both updates. */
+static void test_dropout_does_not_depend_on_the_split(void **state) {
+  (void)state;
+  static run_result reference, other;
+  static const double skew[4] = {9.0, 1.0, 0.5, 3.0};
+  run_model(&mlp_dropout, 1, CT_VARIABLE_UPDATE_REPLICATED, CT_ALL_REDUCE_RING, NULL, &reference);
+  for (int ps = 0; ps < 2; ++ps)
+    for (int n = 2; n <= 4; ++n) {
+      run_model(&mlp_dropout, n,
+                ps ? CT_VARIABLE_UPDATE_PARAMETER_SERVER : CT_VARIABLE_UPDATE_REPLICATED,
+                CT_ALL_REDUCE_RING, skew, &other);
+      assert_int_equal(other.n_weights, reference.n_weights);
+      double diff = ct_test_max_rel_diff(other.weights, reference.weights, reference.n_weights);
+      printf("  dropout, %s, %d towers, skewed split: max relative difference to 1 tower %.2e\n",
+             ps ? "parameter_server" : "replicated", n, diff);
+      assert_true(diff <= 1e-5);
+    }
+}
+
 /* Logits of one batch fetched from each tower come back, joined, in input
  * order and equal to one tower's, padding left out. */
 static void logits_of(int n_towers, const double *speeds, int64_t n, float *out) {
@@ -149,10 +185,10 @@ static void logits_of(int n_towers, const double *speeds, int64_t n, float *out)
   ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 5, 0, 1);
   int64_t sizes[3];
   ct_towers_split(n_towers, n, speeds, sizes);
-  ct_feed feeds[9];
-  ct_tensor views[9];
+  static ct_tower_feeds step_feeds;
+  ct_feed *feeds = step_feeds.feeds;
   float weights[16];
-  int n_feeds = ct_towers_make_feeds(&towers, images, labels, n, sizes, feeds, views, weights);
+  int n_feeds = ct_towers_make_feeds(&towers, images, labels, n, sizes, &step_feeds, weights);
   ct_output fetches[3];
   for (int k = 0; k < n_towers; ++k) fetches[k] = towers.towers[k].logits;
   ct_tensor *parts[3];
@@ -223,6 +259,7 @@ static void test_bad_tower_configurations(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_towers_give_the_result_of_one),
+      cmocka_unit_test(test_dropout_does_not_depend_on_the_split),
       cmocka_unit_test(test_splits),
       cmocka_unit_test(test_outputs_come_back_in_input_order),
       cmocka_unit_test(test_bad_tower_configurations),

@@ -1,7 +1,10 @@
 /* Inverted dropout. The keep decision of element i is a hash of (the node's
- * stream, the session step, i): the gradient recomputes the same mask, and
- * the result does not depend on threads or on what ran before. */
+ * stream, the session step, the element's index in the global batch: i plus
+ * first_example times the example size): the gradient recomputes the same
+ * mask, and the result does not depend on threads, on what ran before, or
+ * on how the batch is split across towers (src/ops/ops_nn.c). */
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernel_shapes.h"
 
 static inline int keep(uint64_t stream, uint64_t step, int64_t i, uint32_t threshold) {
   uint64_t h = ct_mix64(stream ^ ct_mix64(step ^ ct_mix64((uint64_t)i)));
@@ -16,9 +19,11 @@ static void dropout(ct_kernel_ctx *ctx) {
   const float *x = ct_in_f32(ctx, 0);
   float *y = ct_out_f32(ctx, 0);
   const int64_t n = ct_in_elements(ctx, 0);
+  const int64_t first = ct_dropout_first_element(ctx);
   const int threads = ctx->threads;
 #pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
-  for (int64_t i = 0; i < n; ++i) y[i] = keep(stream, step, i, threshold) ? x[i] * scale : 0.0f;
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = keep(stream, step, first + i, threshold) ? x[i] * scale : 0.0f;
 }
 
 void ct_cpu_dropout(ct_kernel_ctx *ctx) { dropout(ctx); }

@@ -290,19 +290,22 @@ static __device__ __forceinline__ uint64_t mix64(uint64_t x) {
 }
 
 __global__ static void dropout_kernel(const float *x, float *y, int64_t n, uint64_t seed_stream,
-                                      uint64_t step, uint32_t threshold, float scale) {
+                                      uint64_t step, const int64_t *first_example,
+                                      int64_t example_size, uint32_t threshold, float scale) {
+  const int64_t first = first_example ? *first_example * example_size : 0;
   FOR_EACH(i, n) {
-    const uint64_t h = mix64(seed_stream ^ mix64(step ^ mix64((uint64_t)i)));
+    const uint64_t h = mix64(seed_stream ^ mix64(step ^ mix64((uint64_t)(first + i))));
     const float v = x[i];
     y[i] = (uint32_t)(h >> 32) >= threshold ? v * scale : 0.0f;
   }
 }
 
 extern "C" cudaError_t ct_launch_dropout(const float *x, float *y, int64_t n, uint64_t seed_stream,
-                                         uint64_t step, uint32_t threshold, float scale,
+                                         uint64_t step, const int64_t *first_example,
+                                         int64_t example_size, uint32_t threshold, float scale,
                                          cudaStream_t stream) {
-  dropout_kernel<<<blocks_for(n), THREADS, 0, stream>>>(x, y, n, seed_stream, step, threshold,
-                                                        scale);
+  dropout_kernel<<<blocks_for(n), THREADS, 0, stream>>>(x, y, n, seed_stream, step, first_example,
+                                                        example_size, threshold, scale);
   return cudaGetLastError();
 }
 

@@ -216,7 +216,8 @@ void ct_gpu_sum_like(ct_kernel_ctx *ctx) {
 }
 
 /* Inverted dropout with the CPU kernel's mask (dropout.c): the gradient
- * recomputes the same mask from (stream, step, index). */
+ * recomputes the same mask from (stream, step, global index); the first
+ * example's index (input 1) is read on the GPU. */
 static void dropout(ct_kernel_ctx *ctx) {
   const float rate = ctx->attrs->f[0];
   const float scale = 1.0f / (1.0f - rate);
@@ -225,7 +226,8 @@ static void dropout(ct_kernel_ctx *ctx) {
   if (n == 0) return;
   cudaError_t err =
       ct_launch_dropout(ct_in_f32(ctx, 0), ct_out_f32(ctx, 0), n, (uint64_t)ctx->attrs->i[0],
-                        ctx->step, threshold, scale, ct_kernel_gpu(ctx)->stream);
+                        ctx->step, ctx->n_inputs > 1 ? (const int64_t *)ctx->inputs[1].data : NULL,
+                        ct_example_elements(ctx), threshold, scale, ct_kernel_gpu(ctx)->stream);
   ct_kernel_launch_failed(ctx, err);
 }
 

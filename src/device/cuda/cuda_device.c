@@ -22,21 +22,30 @@ int ct_cuda_device_count(void) {
 
 /* ---- regions from cudaMalloc ------------------------------------------------ */
 
+/* Regions are allocated on whatever thread asks (an AllReduce binds outputs
+ * on other GPUs), so the caller's current device is put back afterwards:
+ * its later launches go to its own stream. */
 static void *gpu_region_alloc(size_t bytes, void *context) {
   const ct_gpu *gpu = context;
   void *p = NULL;
+  int current = -1;
+  cudaGetDevice(&current);
   if (cudaSetDevice(gpu->ordinal) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) {
     cudaGetLastError();
-    return NULL;
+    p = NULL;
   }
+  if (current >= 0) cudaSetDevice(current);
   return p;
 }
 
 static void gpu_region_free(void *ptr, size_t bytes, void *context) {
   (void)bytes;
   const ct_gpu *gpu = context;
+  int current = -1;
+  cudaGetDevice(&current);
   cudaSetDevice(gpu->ordinal);
   cudaFree(ptr);
+  if (current >= 0) cudaSetDevice(current);
 }
 
 /* ---- the worker --------------------------------------------------------------- */
@@ -209,14 +218,27 @@ int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int
 
 static cudaStream_t stream_of(const ct_device *d) { return d ? d->gpu->stream : NULL; }
 
+pthread_mutex_t ct_cuda_order_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *status) {
   if (waiter == signaller) return 0;
-  cudaEvent_t event;
-  if (ct_cuda_check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "an event", status))
+  /* cudaEventRecord fails unless the event belongs to the signaller's device
+   * (another physical GPU than the current one in a copy between GPUs);
+   * cudaStreamWaitEvent takes an event of any device. */
+  int current = -1, device = -1;
+  if (ct_cuda_check(cudaGetDevice(&current), "an event", status) ||
+      ct_cuda_check(cudaStreamGetDevice(signaller, &device), "an event", status))
     return 1;
-  int failed = ct_cuda_check(cudaEventRecord(event, signaller), "recording an event", status) ||
-               ct_cuda_check(cudaStreamWaitEvent(waiter, event, 0), "waiting on an event", status);
-  cudaEventDestroy(event); /* safe: destruction waits for the event to complete */
+  if (device != current && ct_cuda_check(cudaSetDevice(device), "an event", status)) return 1;
+  cudaEvent_t event;
+  int created =
+      !ct_cuda_check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "an event", status);
+  int failed = !created || ct_cuda_check(cudaEventRecord(event, signaller), "recording an event",
+                                         status);
+  if (device != current) cudaSetDevice(current);
+  if (!failed)
+    failed = ct_cuda_check(cudaStreamWaitEvent(waiter, event, 0), "waiting on an event", status);
+  if (created) cudaEventDestroy(event); /* safe: destruction waits for the event to complete */
   return failed;
 }
 
@@ -247,13 +269,18 @@ int ct_cuda_copy(ct_device *to, void *dst, ct_device *from, const void *src, siz
   }
   /* Between GPUs: the copy runs on the destination's stream after the
    * source's queued work, and the source's later work (which may reuse the
-   * source buffer) waits for the copy. */
+   * source buffer) waits for the copy. The two waits go in under
+   * ct_cuda_order_lock: queued between the ranks of an NCCL all-reduce
+   * they could make each rank wait for the other (cuda_device.h). */
   cudaSetDevice(gpu_to->gpu->ordinal);
   cudaStream_t s_to = stream_of(gpu_to), s_from = stream_of(gpu_from);
-  return ct_cuda_stream_wait(s_to, s_from, status) ||
-         ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, s_to),
-                       "copying between GPUs", status) ||
-         ct_cuda_stream_wait(s_from, s_to, status);
+  pthread_mutex_lock(&ct_cuda_order_lock);
+  int failed = ct_cuda_stream_wait(s_to, s_from, status) ||
+               ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, s_to),
+                             "copying between GPUs", status) ||
+               ct_cuda_stream_wait(s_from, s_to, status);
+  pthread_mutex_unlock(&ct_cuda_order_lock);
+  return failed;
 }
 
 int ct_cuda_synchronize(ct_device *d, ct_status *status) {

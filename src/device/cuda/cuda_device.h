@@ -16,6 +16,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+#include <pthread.h>
 
 #include "ctower/session.h"
 #include "ctower/status.h"
@@ -54,8 +55,15 @@ int ct_cuda_copy(struct ct_device *to, void *dst, struct ct_device *from, const 
                  size_t nbytes, ct_status *status);
 
 /* Makes `waiter` wait (on the GPU, not the host) for the work queued on
- * `signaller` so far. Returns 0 or fills status. */
+ * `signaller` so far; the streams may be on different GPUs. Returns 0 or
+ * fills status. */
 int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *status);
+
+/* Held while queueing work that makes one device's stream wait for
+ * another's: copies between GPUs and the stages of an AllReduce. The ranks
+ * of an NCCL collective wait for each other on the GPU, so a wait queued
+ * between them (one rank before it, the other after) could deadlock. */
+extern pthread_mutex_t ct_cuda_order_lock;
 
 /* Waits until the device's queued work is done (for fetches and tests). */
 int ct_cuda_synchronize(struct ct_device *device, ct_status *status);

@@ -16,11 +16,6 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch_collective.h"
 
-/* Collectives launched from different worker threads must reach every
- * GPU's stream in one order, or two all-reduces could each wait for a rank
- * queued behind the other: launches take this lock. */
-static pthread_mutex_t launch_order = PTHREAD_MUTEX_INITIALIZER;
-
 typedef struct nccl_state {
   int n_ranks;
   int ordinals[CT_MAX_DEVICES];
@@ -147,13 +142,17 @@ void ct_gpu_all_reduce(ct_kernel_ctx *ctx) {
       }
     if (leader_of[k] == k) leaders[n_leaders++] = k;
   }
-  pthread_mutex_lock(&launch_order);
+  /* Collectives launched from different worker threads must reach every
+   * GPU's stream in one order, or two all-reduces could each wait for a rank
+   * queued behind the other; cross-stream waits of copies between GPUs must
+   * not come between the ranks either (cuda_device.h). */
+  pthread_mutex_lock(&ct_cuda_order_lock);
   int failed = 0;
   for (int r = 0; r < n_leaders && !failed; ++r) failed = sum_on_leader(ctx, leaders[r], leader_of);
   if (!failed && n_leaders > 1) failed = join_leaders(ctx, n_leaders, leaders);
   for (int k = 0; k < n && !failed; ++k)
     if (leader_of[k] != k) failed = copy_from_leader(ctx, k, leader_of[k]);
-  pthread_mutex_unlock(&launch_order);
+  pthread_mutex_unlock(&ct_cuda_order_lock);
   /* the worker's current device is its own again */
   cudaSetDevice(ct_kernel_gpu(ctx)->ordinal);
 }

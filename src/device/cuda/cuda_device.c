@@ -110,8 +110,6 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
       ct_cuda_check(cudaGetDeviceProperties(&prop, ordinal), d->name, status) ||
       ct_cuda_check(cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking), d->name,
                     status) ||
-      ct_cuda_check(cudaStreamCreateWithFlags(&gpu->copy_stream, cudaStreamNonBlocking), d->name,
-                    status) ||
       ct_cublas_check(cublasCreate(&gpu->cublas), d->name, status) ||
       ct_cublas_check(cublasSetStream(gpu->cublas, gpu->stream), d->name, status) ||
       ct_cudnn_check(cudnnCreate(&gpu->cudnn), d->name, status) ||
@@ -133,9 +131,8 @@ void ct_cuda_device_release(ct_device *d) {
   if (gpu->stream) cudaStreamSynchronize(gpu->stream);
   if (gpu->cudnn) cudnnDestroy(gpu->cudnn);
   if (gpu->cublas) cublasDestroy(gpu->cublas);
-  if (gpu->copy_stream) cudaStreamDestroy(gpu->copy_stream);
   if (gpu->stream) cudaStreamDestroy(gpu->stream);
-  if (gpu->pinned) cudaFreeHost(gpu->pinned);
+  if (gpu->collectives) gpu->collectives_free(gpu->collectives);
   free(gpu);
   d->gpu = NULL;
 }

@@ -32,13 +32,12 @@ typedef struct ct_gpu {
   int sm_count;
   size_t total_memory;        /* of the physical GPU */
   char product[256];          /* "NVIDIA H100 80GB HBM3" */
-  cudaStream_t stream;        /* compute: every kernel of this device */
-  cudaStream_t copy_stream;   /* host <-> device staging copies */
+  cudaStream_t stream;        /* compute: every kernel and copy into this device */
   cublasHandle_t cublas;      /* bound to `stream` */
   cudnnHandle_t cudnn;        /* bound to `stream` */
   ct_precision precision;     /* CT_PRECISION_FP32, _TF32 or _BF16 (ctower/session.h) */
-  void *pinned;               /* page-locked staging buffer for host copies */
-  size_t pinned_bytes;
+  void *collectives;          /* NCCL communicators this device keeps (collective.c) */
+  void (*collectives_free)(void *collectives);
 } ct_gpu;
 
 /* The GPUs a session's options ask for, as devices /gpu:first_index ..;

@@ -5,8 +5,8 @@
  * GPUs' streams with events between them, no host waits:
  *   1. on each physical GPU, the first part's device (its leader) adds that
  *      GPU's parts in input order;
- *   2. the leaders all-reduce their sums through NCCL (one communicator per
- *      node, made when it first runs);
+ *   2. the leaders all-reduce their sums through NCCL (communicators made
+ *      when first needed, shared by the session's AllReduce nodes);
  *   3. every other part's device copies its leader's sum.
  * Every output thus holds bitwise the same values. */
 #include <nccl.h>
@@ -16,17 +16,23 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch_collective.h"
 
+/* Communicators between one set of GPUs. Each takes NCCL buffers on every
+ * GPU, so all AllReduce nodes between the same GPUs share one set, kept in a
+ * list on the first GPU's device until the session ends. */
 typedef struct nccl_state {
   int n_ranks;
   int ordinals[CT_MAX_DEVICES];
   ncclComm_t comms[CT_MAX_DEVICES];
+  struct nccl_state *next;
 } nccl_state;
 
-static void nccl_state_free(void *data) {
-  nccl_state *st = data;
-  for (int r = 0; r < st->n_ranks; ++r)
-    if (st->comms[r]) ncclCommDestroy(st->comms[r]);
-  free(st);
+static void nccl_states_free(void *data) {
+  for (nccl_state *st = data, *next; st; st = next) {
+    next = st->next;
+    for (int r = 0; r < st->n_ranks; ++r)
+      if (st->comms[r]) ncclCommDestroy(st->comms[r]);
+    free(st);
+  }
 }
 
 static int nccl_check(ncclResult_t result, ct_kernel_ctx *ctx) {
@@ -36,15 +42,17 @@ static int nccl_check(ncclResult_t result, ct_kernel_ctx *ctx) {
   return 1;
 }
 
-/* The node's communicators between these GPUs, made on first use. */
-static nccl_state *communicators(ct_kernel_ctx *ctx, int n_ranks, const int *ordinals) {
-  nccl_state *st = ctx->state->data;
-  int same = st && st->n_ranks == n_ranks;
-  for (int r = 0; same && r < n_ranks; ++r) same = st->ordinals[r] == ordinals[r];
-  if (same) return st;
-  if (st) nccl_state_free(st);
-  ctx->state->data = NULL;
-  st = calloc(1, sizeof *st);
+/* The communicators between these GPUs (in rank order), made on first use
+ * and kept by `owner`, the first rank's device. Called under
+ * ct_cuda_order_lock, like every use of them. */
+static nccl_state *communicators(ct_kernel_ctx *ctx, ct_gpu *owner, int n_ranks,
+                                 const int *ordinals) {
+  for (nccl_state *st = owner->collectives; st; st = st->next) {
+    int same = st->n_ranks == n_ranks;
+    for (int r = 0; same && r < n_ranks; ++r) same = st->ordinals[r] == ordinals[r];
+    if (same) return st;
+  }
+  nccl_state *st = calloc(1, sizeof *st);
   if (st == NULL) {
     ct_status_set(ctx->status, CT_RESOURCE_EXHAUSTED, "out of host memory for NCCL");
     return NULL;
@@ -52,11 +60,12 @@ static nccl_state *communicators(ct_kernel_ctx *ctx, int n_ranks, const int *ord
   st->n_ranks = n_ranks;
   for (int r = 0; r < n_ranks; ++r) st->ordinals[r] = ordinals[r];
   if (nccl_check(ncclCommInitAll(st->comms, n_ranks, st->ordinals), ctx)) {
-    nccl_state_free(st);
+    nccl_states_free(st);
     return NULL;
   }
-  ctx->state->data = st;
-  ctx->state->free_fn = nccl_state_free;
+  st->next = owner->collectives;
+  owner->collectives = st;
+  owner->collectives_free = nccl_states_free;
   return st;
 }
 
@@ -92,7 +101,7 @@ static int sum_on_leader(ct_kernel_ctx *ctx, int leader, const int *leader_of) {
 static int join_leaders(ct_kernel_ctx *ctx, int n_leaders, const int *leaders) {
   int ordinals[CT_MAX_DEVICES];
   for (int r = 0; r < n_leaders; ++r) ordinals[r] = ordinal_of(ctx, leaders[r]);
-  nccl_state *st = communicators(ctx, n_leaders, ordinals);
+  nccl_state *st = communicators(ctx, ctx->input_devices[leaders[0]]->gpu, n_leaders, ordinals);
   if (st == NULL) return 1;
   const size_t count = (size_t)ct_in_elements(ctx, 0);
   if (nccl_check(ncclGroupStart(), ctx)) return 1;

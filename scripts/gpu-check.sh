@@ -51,5 +51,5 @@ build/ctower train examples/fmnist_cnn.yaml train.epochs=2 dataset.path="$kit/fa
   train.checkpoint="$out/model.safetensors" >"$out/main-job.txt" 2>&1
 python3 bench/gpu_bench.py --repeats "$repeats" >"$out/bench.md" 2>"$out/bench-progress.txt"
 rm -f "$out/model.safetensors"
-tail -3 "$out/gpu-tests.txt" "$out/unit.txt" "$out/main-job.txt"
+tail -n 3 "$out/gpu-tests.txt" "$out/unit.txt" "$out/main-job.txt"
 cat "$out/bench.md"

@@ -15,6 +15,15 @@ broadcast_kind ct_broadcast_kind_of(const ct_shape *in, const ct_shape *out, int
   return TRAILING;
 }
 
+void ct_broadcast_strides(const ct_shape *in, const ct_shape *out, int64_t *strides) {
+  int64_t stride = 1;
+  for (int d = out->rank - 1; d >= 0; --d) {
+    int di = d - (out->rank - in->rank);
+    strides[d] = di < 0 || in->dims[di] == 1 ? 0 : stride;
+    if (di >= 0) stride *= in->dims[di];
+  }
+}
+
 size_t ct_row_bytes(const ct_tensor *t, int axis) {
   size_t n = ct_dtype_size(t->dtype);
   for (int d = axis; d < t->shape.rank; ++d) n *= (size_t)t->shape.dims[d];

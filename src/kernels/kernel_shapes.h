@@ -12,6 +12,10 @@ typedef enum { SAME, SCALAR, TRAILING, GENERAL } broadcast_kind;
 /* *block is set to the operand's size for TRAILING. */
 broadcast_kind ct_broadcast_kind_of(const ct_shape *in, const ct_shape *out, int64_t *block);
 
+/* Output-shaped strides of `in` (0 where broadcast), right-aligned to the
+ * output's rank. */
+void ct_broadcast_strides(const ct_shape *in, const ct_shape *out, int64_t *strides);
+
 /* Bytes of one "row" along `axis`: dims[axis] * (product of later dims). */
 size_t ct_row_bytes(const ct_tensor *t, int axis);
 /* The product of the dims before `axis`. */

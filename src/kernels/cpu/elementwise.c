@@ -7,19 +7,6 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernel_shapes.h"
 
-/* Output-shaped strides of `in` (0 where broadcast), right-aligned to rank. */
-static void broadcast_strides(const ct_shape *in, const ct_shape *out, int64_t *strides) {
-  int64_t stride = 1;
-  for (int d = out->rank - 1; d >= 0; --d) {
-    int di = d - (out->rank - in->rank);
-    if (di < 0 || in->dims[di] == 1) {
-      strides[d] = 0;
-    } else {
-      strides[d] = stride;
-    }
-    if (di >= 0) stride *= in->dims[di];
-  }
-}
 
 /* Offsets of element `index` of `out` in inputs a and b. */
 static void offsets_of(int64_t index, const ct_shape *out, const int64_t *sa, const int64_t *sb,
@@ -70,8 +57,8 @@ static void offsets_of(int64_t index, const ct_shape *out, const int64_t *sa, co
         }                                                                                \
     } else {                                                                             \
       int64_t sa[CT_MAX_RANK], sb[CT_MAX_RANK];                                          \
-      broadcast_strides(&ctx->inputs[0].shape, out, sa);                                 \
-      broadcast_strides(&ctx->inputs[1].shape, out, sb);                                 \
+      ct_broadcast_strides(&ctx->inputs[0].shape, out, sa);                                 \
+      ct_broadcast_strides(&ctx->inputs[1].shape, out, sb);                                 \
       _Pragma("omp parallel for num_threads(threads) if(n > CT_PARALLEL_GRAIN)")         \
       for (int64_t i = 0; i < n; ++i) {                                                  \
         int64_t oa, ob;                                                                  \
@@ -126,7 +113,7 @@ void ct_cpu_broadcast_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in,
                          const ct_shape *out, float scale) {
   const int64_t n = ct_shape_elements(out);
   int64_t sx[CT_MAX_RANK], none[CT_MAX_RANK] = {0};
-  broadcast_strides(in, out, sx);
+  ct_broadcast_strides(in, out, sx);
   const int threads = ctx->threads;
 #pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
   for (int64_t i = 0; i < n; ++i) {
@@ -175,7 +162,7 @@ void ct_cpu_sum_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float
     return;
   }
   int64_t sy[CT_MAX_RANK], none[CT_MAX_RANK] = {0};
-  broadcast_strides(out, in, sy);
+  ct_broadcast_strides(out, in, sy);
   memset(Y, 0, (size_t)n_out * sizeof *Y);
   for (int64_t i = 0; i < n_in; ++i) {
     int64_t oy, unused;

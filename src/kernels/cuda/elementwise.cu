@@ -4,18 +4,9 @@
 #include <limits.h>
 #include <math.h>
 
+#include "grid_stride.cuh"
 #include "launch_basic.h"
 
-enum { THREADS = 256, MAX_BLOCKS = 8192, WARP = 32 };
-
-static unsigned blocks_for(int64_t threads) {
-  int64_t blocks = (threads + THREADS - 1) / THREADS;
-  return (unsigned)(blocks < MAX_BLOCKS ? blocks : (int64_t)MAX_BLOCKS);
-}
-
-#define FOR_EACH(i, n)                                                      \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); \
-       i += (int64_t)gridDim.x * blockDim.x)
 
 /* i / d, with the remainder in *rem (i >= 0, d > 0); in 32 bits when both
  * fit, which is much cheaper than a 64-bit division. */

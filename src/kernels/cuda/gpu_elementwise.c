@@ -12,19 +12,6 @@
 
 static_assert((int)CT_LAUNCH_MAX_RANK == (int)CT_MAX_RANK, "launch_basic.h's rank limit");
 
-/* Output-shaped strides of `in` (0 where broadcast), right-aligned to rank. */
-static void broadcast_strides(const ct_shape *in, const ct_shape *out, int64_t *strides) {
-  int64_t stride = 1;
-  for (int d = out->rank - 1; d >= 0; --d) {
-    int di = d - (out->rank - in->rank);
-    if (di < 0 || in->dims[di] == 1) {
-      strides[d] = 0;
-    } else {
-      strides[d] = stride;
-    }
-    if (di >= 0) stride *= in->dims[di];
-  }
-}
 
 static void contiguous_strides(const ct_shape *s, int64_t *strides) {
   int64_t stride = 1;
@@ -90,8 +77,8 @@ static void binary(ct_kernel_ctx *ctx, ct_binary_op op) {
   } else {
     layout.kind = CT_OPERANDS_STRIDED;
     int64_t strides[2][CT_MAX_RANK];
-    broadcast_strides(a, out, strides[0]);
-    broadcast_strides(b, out, strides[1]);
+    ct_broadcast_strides(a, out, strides[0]);
+    ct_broadcast_strides(b, out, strides[1]);
     ct_strided maps[2];
     make_maps(out->rank, out->dims, 2, strides, maps);
     layout.a_map = maps[0];
@@ -146,7 +133,7 @@ void ct_gpu_broadcast_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in,
   const int64_t n = ct_shape_elements(out);
   if (n == 0) return;
   int64_t strides[1][CT_MAX_RANK];
-  broadcast_strides(in, out, strides[0]);
+  ct_broadcast_strides(in, out, strides[0]);
   ct_strided map;
   make_maps(out->rank, out->dims, 1, strides, &map);
   cudaError_t err = ct_launch_broadcast(X, Y, n, &map, scale, ct_kernel_gpu(ctx)->stream);
@@ -174,7 +161,7 @@ void ct_gpu_sum_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float
   }
   int64_t x_strides[CT_MAX_RANK], y_strides[CT_MAX_RANK];
   contiguous_strides(in, x_strides);
-  broadcast_strides(out, in, y_strides);
+  ct_broadcast_strides(out, in, y_strides);
   int kept_rank = 0, reduced_rank = 0;
   int64_t kept_dims[CT_MAX_RANK], kept_strides[2][CT_MAX_RANK];
   int64_t reduced_dims[CT_MAX_RANK], reduced_strides[1][CT_MAX_RANK];

@@ -3,18 +3,9 @@
  * the kernel. */
 #include <math.h>
 
+#include "grid_stride.cuh"
 #include "launch_basic.h"
 
-enum { THREADS = 256, MAX_BLOCKS = 8192 };
-
-static unsigned blocks_for(int64_t threads) {
-  int64_t blocks = (threads + THREADS - 1) / THREADS;
-  return (unsigned)(blocks < MAX_BLOCKS ? blocks : (int64_t)MAX_BLOCKS);
-}
-
-#define FOR_EACH(i, n)                                                      \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); \
-       i += (int64_t)gridDim.x * blockDim.x)
 
 __global__ static void assign_moving_avg_kernel(float *v, const float *value, float momentum,
                                                 int64_t n) {

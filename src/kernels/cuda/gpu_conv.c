@@ -132,7 +132,7 @@ static int use_algo(ct_kernel_ctx *ctx, conv_kind kind, conv_state *s, const alg
 }
 
 /* The first deterministic algorithm in cuDNN's order whose workspace fits;
- * in fp32 only those rated under FMA math (no TF32), and never one that
+ * in fp32 those rated under FMA math (no TF32) first, and never one that
  * converts fp32 inputs to fp16. */
 static int choose_algo(ct_kernel_ctx *ctx, conv_kind kind, conv_state *s) {
   algo_rating ratings[MAX_ALGOS];
@@ -142,14 +142,18 @@ static int choose_algo(ct_kernel_ctx *ctx, conv_kind kind, conv_state *s) {
   const size_t available = scratch_available(ctx);
   const size_t fits = available > others ? available - others : 0;
   const int fp32 = ct_kernel_gpu(ctx)->precision == CT_PRECISION_FP32;
-  for (int i = 0; i < count; ++i) {
-    const algo_rating *r = &ratings[i];
-    if (r->status != CUDNN_STATUS_SUCCESS || r->determinism != CUDNN_DETERMINISTIC ||
-        r->memory > fits || r->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
-        (fp32 && r->math != CUDNN_FMA_MATH))
-      continue;
-    return use_algo(ctx, kind, s, r);
-  }
+  /* pass 0 asks for the FMA rating in fp32; pass 1 (fp32 only) takes an
+   * algorithm rated otherwise and runs it under FMA math all the same */
+  for (int pass = 0; pass < (fp32 ? 2 : 1); ++pass)
+    for (int i = 0; i < count; ++i) {
+      algo_rating r = ratings[i];
+      if (r.status != CUDNN_STATUS_SUCCESS || r.determinism != CUDNN_DETERMINISTIC ||
+          r.memory > fits || r.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
+          (fp32 && pass == 0 && r.math != CUDNN_FMA_MATH))
+        continue;
+      if (fp32) r.math = CUDNN_FMA_MATH;
+      return use_algo(ctx, kind, s, &r);
+    }
   static const char *const kinds[] = {"forward", "backward-data", "backward-filter"};
   ct_status_set(ctx->status, CT_UNIMPLEMENTED,
                 "%s: cuDNN offers no deterministic %s convolution algorithm%s for these shapes "

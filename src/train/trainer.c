@@ -147,19 +147,40 @@ static int evaluate(ct_session *s, const ct_training_graph *tg, const ct_dataset
   double loss_sum = 0, correct = 0;
   int64_t seen = 0, n;
   int failed = 0;
+  /* each batch is split evenly over the evaluation copies, one per device;
+   * a batch smaller than their count uses the first n */
   while (!failed && (n = ct_batcher_next(batcher, ct_tensor_f32(buf.images), ct_tensor_i32(buf.labels))) > 0) {
-    ct_tensor images, labels;
+    const int copies = n < tg->n_eval ? (int)n : tg->n_eval;
+    int64_t sizes[CT_MAX_DEVICES];
+    ct_towers_split(copies, n, NULL, sizes);
+    ct_tensor images, labels, shard_images[CT_MAX_DEVICES], shard_labels[CT_MAX_DEVICES];
     batch_views(&buf, n, &images, &labels);
-    ct_feed feeds[2] = {{tg->images, &images}, {tg->labels, &labels}};
-    ct_output fetches[2] = {tg->eval_loss_sum, tg->eval_accuracy};
-    ct_tensor *out[2];
-    failed = ct_session_run(s, feeds, 2, fetches, 2, NULL, 0, out, status);
+    ct_feed feeds[2 * CT_MAX_DEVICES];
+    ct_output fetches[2 * CT_MAX_DEVICES];
+    size_t image_bytes = ct_tensor_nbytes(&images) / (size_t)n;
+    for (int k = 0, first = 0; k < copies; first += (int)sizes[k], ++k) {
+      shard_images[k] = images;
+      shard_images[k].data = (char *)images.data + (size_t)first * image_bytes;
+      shard_images[k].shape.dims[0] = sizes[k];
+      shard_labels[k] = labels;
+      shard_labels[k].data = (int32_t *)labels.data + first;
+      shard_labels[k].shape.dims[0] = sizes[k];
+      feeds[2 * k] = (ct_feed){tg->eval[k].images, &shard_images[k]};
+      feeds[2 * k + 1] = (ct_feed){tg->eval[k].labels, &shard_labels[k]};
+      fetches[2 * k] = tg->eval[k].loss_sum;
+      fetches[2 * k + 1] = tg->eval[k].accuracy;
+    }
+    ct_tensor *out[2 * CT_MAX_DEVICES];
+    failed = ct_session_run(s, feeds, 2 * copies, fetches, 2 * copies, NULL, 0, out, status);
     if (failed) break;
-    loss_sum += ct_tensor_f32(out[0])[0];
-    correct += ct_tensor_f32(out[1])[0] * (double)n;
+    for (int k = 0; k < copies; ++k) {
+      loss_sum += ct_tensor_f32(out[2 * k])[0];
+      /* the count right, exactly: the fraction is an f32 */
+      correct += round(ct_tensor_f32(out[2 * k + 1])[0] * (double)sizes[k]);
+      ct_tensor_free(out[2 * k]);
+      ct_tensor_free(out[2 * k + 1]);
+    }
     seen += n;
-    ct_tensor_free(out[0]);
-    ct_tensor_free(out[1]);
   }
   ct_batcher_free(batcher);
   batch_buffers_free(&buf);

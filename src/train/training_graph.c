@@ -28,20 +28,29 @@ int ct_training_graph_build(ct_training_graph *tg, const ct_model_def *model, in
   if (optimizer)
     ct_towers_build(g, model, height, width, channels, num_classes, towers, optimizer,
                     &tg->towers);
-  /* The evaluation copy reads the variables where they live: the parameter
-   * server's, or tower 0's copies (the plain names). */
+  /* The evaluation copies read the original variables where they live: the
+   * parameter server's, or tower 0's (the plain names), which every replica
+   * equals; tower k's copy computes on tower k's device. Without training
+   * towers (`ctower eval`) there is one copy. */
   const int ps = towers->variable_update == CT_VARIABLE_UPDATE_PARAMETER_SERVER;
-  ct_graph_push_device(g, towers->devices[0]);
-  if (ps) ct_graph_push_variable_device(g, towers->ps_device);
-  tg->images = ct_placeholder(g, "images", CT_F32, ct_shape_of(4, (int64_t)-1, height, width, channels));
-  tg->labels = ct_placeholder(g, "labels", CT_I32, ct_shape_of(1, (int64_t)-1));
-  ct_graph_push_name_scope(g, "eval");
-  ct_output logits = model->build(g, tg->images, num_classes, 0);
-  tg->eval_loss_sum = ct_reduce_sum(g, ct_sparse_softmax_cross_entropy(g, logits, tg->labels), 0, 0);
-  tg->eval_accuracy = ct_accuracy(g, logits, tg->labels);
-  ct_graph_pop_name_scope(g);
-  if (ps) ct_graph_pop_variable_device(g);
-  ct_graph_pop_device(g);
+  tg->n_eval = optimizer ? towers->n_towers : 1;
+  for (int k = 0; k < tg->n_eval; ++k) {
+    struct ct_eval_tower *e = &tg->eval[k];
+    char scope[32];
+    snprintf(scope, sizeof scope, k ? "eval_%d" : "eval", k);
+    ct_graph_push_device(g, towers->devices[k]);
+    ct_graph_push_variable_device(g, ps ? towers->ps_device : towers->devices[0]);
+    ct_graph_push_name_scope(g, scope);
+    e->images = ct_placeholder(g, "images", CT_F32,
+                               ct_shape_of(4, (int64_t)-1, height, width, channels));
+    e->labels = ct_placeholder(g, "labels", CT_I32, ct_shape_of(1, (int64_t)-1));
+    ct_output logits = model->build(g, e->images, num_classes, 0);
+    e->loss_sum = ct_reduce_sum(g, ct_sparse_softmax_cross_entropy(g, logits, e->labels), 0, 0);
+    e->accuracy = ct_accuracy(g, logits, e->labels);
+    ct_graph_pop_name_scope(g);
+    ct_graph_pop_variable_device(g);
+    ct_graph_pop_device(g);
+  }
   const ct_status *gs = ct_graph_status(g);
   if (gs->code != CT_OK) {
     ct_status_set(status, gs->code, "building model '%s': %s", model->name, gs->message);

@@ -1,8 +1,9 @@
 /* The graph a training run needs, built once from a zoo model: the training
  * towers (ct_towers_build: one or more replicas, their loss and update) and
- * an evaluation copy that reads the same variables (name scope eval, on the
- * first tower's device; no dropout, batch norm with moving statistics).
- * Shared by the trainer, `ctower eval` and the benchmarks. */
+ * evaluation copies, one on each tower's device (name scopes eval, eval_1,
+ * ...; no dropout, batch norm with moving statistics), all reading the
+ * original variables, so any tower count evaluates alike. Shared by the
+ * trainer, `ctower eval` and the benchmarks. */
 #ifndef CTOWER_TRAINING_GRAPH_H
 #define CTOWER_TRAINING_GRAPH_H
 
@@ -13,11 +14,14 @@
 typedef struct ct_training_graph {
   ct_graph *graph;
   ct_tower_graph towers;    /* training; n_towers 0 when built without training */
-  /* evaluation copy */
-  ct_output images;         /* [-1, H, W, C] f32 placeholder */
-  ct_output labels;         /* [-1] i32 placeholder */
-  ct_output eval_loss_sum;  /* summed cross-entropy of the batch */
-  ct_output eval_accuracy;
+  /* evaluation copies, one per tower device */
+  int n_eval;
+  struct ct_eval_tower {
+    ct_output images;       /* [-1, H, W, C] f32 placeholder */
+    ct_output labels;       /* [-1] i32 placeholder */
+    ct_output loss_sum;     /* summed cross-entropy of its shard */
+    ct_output accuracy;     /* fraction of its shard classified right */
+  } eval[CT_MAX_DEVICES];
 } ct_training_graph;
 
 /* Builds into a new graph. towers NULL means one tower on /cpu:0;

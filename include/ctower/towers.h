@@ -13,7 +13,8 @@
  *     their gradients are summed there and applied there once;
  *   replicated: each tower has its own copy (tower 0's keep the plain names,
  *     tower k's are "tower_k/<name>", starting from the same values); the
- *     gradients are all-reduced (ring or tree, a fixed order of additions)
+ *     gradients are all-reduced (ring, tree or one collective AllReduce op:
+ *     a fixed order of additions; NCCL between physical GPUs)
  *     and the same update is applied to every copy, so the copies stay
  *     bitwise equal. */
 #ifndef CTOWER_TOWERS_H

@@ -121,6 +121,36 @@ int ct_device_synchronize(ct_device *d, ct_status *status) {
 #endif
 }
 
+void *ct_device_mark_new(ct_device *d) {
+#ifdef CTOWER_HAVE_CUDA
+  if (d->type == CT_DEVICE_GPU) return ct_cuda_mark_new(d);
+#endif
+  (void)d;
+  return NULL;
+}
+
+void ct_device_mark_record(ct_device *d, void *mark) {
+#ifdef CTOWER_HAVE_CUDA
+  if (mark) ct_cuda_mark_record(d, mark);
+#endif
+  (void)d, (void)mark;
+}
+
+double ct_device_mark_elapsed_us(void *from, void *to) {
+#ifdef CTOWER_HAVE_CUDA
+  if (from && to) return ct_cuda_mark_elapsed_us(from, to);
+#endif
+  (void)from, (void)to;
+  return 0;
+}
+
+void ct_device_mark_free(void *mark) {
+#ifdef CTOWER_HAVE_CUDA
+  if (mark) ct_cuda_mark_free(mark);
+#endif
+  (void)mark;
+}
+
 /* ---- the registry ------------------------------------------------------- */
 
 int ct_gpu_device_count(const ct_session_options *o) {

@@ -72,6 +72,17 @@ int ct_device_copy(ct_device *to, void *dst, ct_device *from, const void *src, s
 /* Waits for the device's queued work (GPUs; CPU devices have none). */
 int ct_device_synchronize(ct_device *device, ct_status *status);
 
+/* Marks in a GPU's queue, to time its work for run metadata: a recorded
+ * mark is reached when the work queued before it is done. CPU devices run a
+ * step's work before it returns and need none: ct_device_mark_new gives
+ * NULL for them (and when the device cannot make one). */
+void *ct_device_mark_new(ct_device *device);
+void ct_device_mark_record(ct_device *device, void *mark);
+/* Microseconds from one recorded mark to another of the same device, once
+ * the device has reached both (after ct_device_synchronize). */
+double ct_device_mark_elapsed_us(void *from, void *to);
+void ct_device_mark_free(void *mark);
+
 /* Cores this process may run on (sched_getaffinity), at least 1. */
 int ct_available_cores(void);
 

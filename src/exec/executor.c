@@ -39,6 +39,10 @@ typedef struct plan_step {
   int n_consumers;
   int n_deps;              /* steps this one waits for */
   ct_kernel_state state;
+  /* traced runs on a GPU: marks around the step's queued work, made on
+   * first use; timed: whether this run recorded them */
+  void *mark_begin, *mark_end;
+  int timed;
 } plan_step;
 
 struct ct_plan {
@@ -61,6 +65,10 @@ struct ct_plan {
   ct_buffer *buffers;      /* one per slot at most */
   atomic_int *remaining;   /* per slot: consumers still to run */
   atomic_int *pending;     /* per step: producers still to run */
+  /* traced runs: a mark per device where the run began on it (GPUs), and
+   * the run's clock then */
+  void *device_marks[CT_MAX_DEVICES];
+  double device_mark_us[CT_MAX_DEVICES];
 };
 
 void ct_plan_free(ct_plan *p) {
@@ -70,7 +78,10 @@ void ct_plan_free(ct_plan *p) {
     free(p->steps[i].consumers);
     free(p->steps[i].copy_name);
     if (p->steps[i].state.free_fn) p->steps[i].state.free_fn(p->steps[i].state.data);
+    ct_device_mark_free(p->steps[i].mark_begin);
+    ct_device_mark_free(p->steps[i].mark_end);
   }
+  for (int d = 0; d < CT_MAX_DEVICES; ++d) ct_device_mark_free(p->device_marks[d]);
   free(p->steps);
   free(p->feed_outputs);
   free(p->fetch_outputs);
@@ -563,12 +574,22 @@ static void execute_step(void *context, int index) {
   if (!atomic_load(&run->failed)) {
     ct_status status = CT_STATUS_INIT;
     double start = run->metadata ? micros_since(&run->start) : 0;
-    if (run_step(run->session, p, step, &status)) {
+    ct_device *device = run->session->devices[step->device];
+    /* on a GPU the step's time is its queued work's, read after the run */
+    const int on_gpu = run->metadata && step->n_outputs > 0 && device->type == CT_DEVICE_GPU &&
+                       p->device_marks[step->device];
+    if (on_gpu && !step->mark_begin) step->mark_begin = ct_device_mark_new(device);
+    if (on_gpu && !step->mark_end) step->mark_end = ct_device_mark_new(device);
+    if (on_gpu) ct_device_mark_record(device, step->mark_begin);
+    int failed = run_step(run->session, p, step, &status);
+    if (on_gpu) ct_device_mark_record(device, step->mark_end);
+    step->timed = on_gpu && !failed && step->mark_begin && step->mark_end;
+    if (failed) {
       pthread_mutex_lock(&run->mutex);
       ct_status_propagate(&run->status, &status);
       pthread_mutex_unlock(&run->mutex);
       atomic_store(&run->failed, 1);
-    } else if (run->metadata && step->n_outputs > 0) {
+    } else if (run->metadata && step->n_outputs > 0 && !step->timed) {
       ct_run_metadata_add(run->metadata, step->node ? step->node->name : step->copy_name,
                           step->node ? step->node->op->name : "_Copy", step->device, start,
                           micros_since(&run->start));
@@ -615,6 +636,13 @@ static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
   pthread_mutex_init(&run.mutex, NULL);
   pthread_cond_init(&run.done, NULL);
   clock_gettime(CLOCK_MONOTONIC, &run.start);
+  for (int d = 0; metadata && d < s->n_devices && d < CT_MAX_DEVICES; ++d) {
+    /* a GPU is idle when a run starts (the last one waited for it): its
+     * mark is reached at once, at the run's clock now */
+    if (!p->device_marks[d]) p->device_marks[d] = ct_device_mark_new(s->devices[d]);
+    ct_device_mark_record(s->devices[d], p->device_marks[d]);
+    p->device_mark_us[d] = micros_since(&run.start);
+  }
   for (int i = 0; i < p->n_steps; ++i) atomic_store(&p->pending[i], p->steps[i].n_deps);
   for (int i = 0; i < p->n_steps; ++i)
     if (p->steps[i].n_deps == 0) schedule(&run, i);
@@ -625,6 +653,22 @@ static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
   pthread_cond_destroy(&run.done);
   ct_status_propagate(status, &run.status);
   return atomic_load(&run.failed);
+}
+
+/* The timeline events of steps timed on GPUs, now that their work is done:
+ * from the device's mark at the start of the run. */
+static void add_device_timings(ct_plan *p, ct_run_metadata *metadata) {
+  for (int i = 0; i < p->n_steps; ++i) {
+    plan_step *step = &p->steps[i];
+    if (!step->timed) continue;
+    step->timed = 0;
+    void *origin = p->device_marks[step->device];
+    double base = p->device_mark_us[step->device];
+    ct_run_metadata_add(metadata, step->node ? step->node->name : step->copy_name,
+                        step->node ? step->node->op->name : "_Copy", step->device,
+                        base + ct_device_mark_elapsed_us(origin, step->mark_begin),
+                        base + ct_device_mark_elapsed_us(origin, step->mark_end));
+  }
 }
 
 /* A host copy of a fetched value, wherever it lives. */
@@ -671,6 +715,7 @@ int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,
    * for, until here (its errors surface here too). */
   for (int d = 0; d < s->n_devices && p; ++d)
     if (ct_device_synchronize(s->devices[d], status)) failed = 1;
+  if (p && metadata) add_device_timings(p, metadata);
   if (p) release_all(p);
   pthread_mutex_unlock(&s->run_mutex);
   if (failed)

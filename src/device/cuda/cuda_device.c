@@ -285,3 +285,32 @@ int ct_cuda_synchronize(ct_device *d, ct_status *status) {
   cudaSetDevice(d->gpu->ordinal);
   return ct_cuda_check(cudaStreamSynchronize(d->gpu->stream), d->name, status);
 }
+
+/* ---- timing marks ------------------------------------------------------------ */
+
+void *ct_cuda_mark_new(ct_device *d) {
+  int current = -1;
+  cudaGetDevice(&current);
+  cudaEvent_t event = NULL;
+  if (cudaSetDevice(d->gpu->ordinal) != cudaSuccess || cudaEventCreate(&event) != cudaSuccess) {
+    cudaGetLastError();
+    event = NULL;
+  }
+  if (current >= 0) cudaSetDevice(current);
+  return event;
+}
+
+void ct_cuda_mark_record(ct_device *d, void *mark) {
+  if (cudaEventRecord((cudaEvent_t)mark, d->gpu->stream) != cudaSuccess) cudaGetLastError();
+}
+
+double ct_cuda_mark_elapsed_us(void *from, void *to) {
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, (cudaEvent_t)from, (cudaEvent_t)to) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return (double)ms * 1e3;
+}
+
+void ct_cuda_mark_free(void *mark) { cudaEventDestroy((cudaEvent_t)mark); }

@@ -64,6 +64,12 @@ int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *
  * between them (one rank before it, the other after) could deadlock. */
 extern pthread_mutex_t ct_cuda_order_lock;
 
+/* Timing marks (device.h's ct_device_mark_*): CUDA events with timing. */
+void *ct_cuda_mark_new(struct ct_device *device);
+void ct_cuda_mark_record(struct ct_device *device, void *mark);
+double ct_cuda_mark_elapsed_us(void *from, void *to);
+void ct_cuda_mark_free(void *mark);
+
 /* Waits until the device's queued work is done (for fetches and tests). */
 int ct_cuda_synchronize(struct ct_device *device, ct_status *status);
 

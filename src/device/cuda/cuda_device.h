@@ -9,7 +9,10 @@
  * allocator and handed out again is only touched by later work on the same
  * stream, in order. Work that crosses devices is ordered with events
  * (cudaStreamWaitEvent), never with a host wait; only a value that goes to
- * host memory (a CPU device's input, a fetch) waits for its stream. */
+ * host memory (a CPU device's input, a fetch) waits for its stream. Copies
+ * into a device run on its compute stream too: the buffer they fill may
+ * have just been freed by work still queued there, so a separate copy
+ * stream would have to wait for the compute stream first anyway. */
 #ifndef CTOWER_CUDA_DEVICE_H
 #define CTOWER_CUDA_DEVICE_H
 

@@ -47,6 +47,12 @@ static ct_output b_avg_pool(ct_graph *g, const ct_output *x) {
 static ct_output b_lrn(ct_graph *g, const ct_output *x) {
   return ct_lrn(g, x[0], 2, 1.0f, 0.1f, 0.75f);
 }
+static ct_output b_lrn_radius0(ct_graph *g, const ct_output *x) {
+  return ct_lrn(g, x[0], 0, 1.0f, 0.1f, 0.75f);
+}
+static ct_output b_lrn_radius3(ct_graph *g, const ct_output *x) {
+  return ct_lrn(g, x[0], 3, 2.0f, 0.05f, 0.75f);
+}
 static ct_output b_bn_training(ct_graph *g, const ct_output *x) {
   ct_output none = {NULL, 0};
   return ct_batch_norm(g, x[0], x[1], x[2], none, none, 1, 0.9f, 1e-3f);
@@ -146,6 +152,8 @@ static void build_table(void) {
   add_case("MaxPool SAME 3x3/2", 1, S4(1, 5, 5, 2), none, none, VALUES_DISTINCT, b_max_pool_same);
   add_case("AvgPool SAME 3x3/2", 1, S4(2, 5, 5, 3), none, none, VALUES_UNIFORM, b_avg_pool);
   add_case("LRN", 1, S4(2, 3, 3, 7), none, none, VALUES_UNIFORM, b_lrn);
+  add_case("LRN radius 0", 1, S4(1, 2, 2, 5), none, none, VALUES_UNIFORM, b_lrn_radius0);
+  add_case("LRN radius 3, 20 ch", 1, S4(1, 2, 2, 20), none, none, VALUES_UNIFORM, b_lrn_radius3);
   add_case("BatchNorm training", 3, S4(2, 3, 3, 3), S1(3), S1(3), VALUES_UNIFORM, b_bn_training);
   add_case("BatchNorm inference", 3, S2(4, 3), S1(3), S1(3), VALUES_UNIFORM, b_bn_inference);
   add_case("Dropout", 1, S2(6, 8), none, none, VALUES_UNIFORM, b_dropout);

@@ -51,6 +51,7 @@ CT_CPU_KERNEL(ct_cpu_max_pool);
 CT_CPU_KERNEL(ct_cpu_max_pool_grad);
 CT_CPU_KERNEL(ct_cpu_avg_pool);
 CT_CPU_KERNEL(ct_cpu_avg_pool_grad);
+/* lrn.c */
 CT_CPU_KERNEL(ct_cpu_lrn);
 CT_CPU_KERNEL(ct_cpu_lrn_grad);
 /* batch_norm.c */

@@ -1,8 +1,8 @@
-/* Max and average pooling and LRN through oneDNN, with their gradients.
+/* Max and average pooling through oneDNN, with their gradients.
  *
  * Forward kernels run oneDNN's inference primitives. The gradient kernels
  * recompute the forward pass (training mode) into scratch memory when the
- * backward primitive needs its workspace (max pooling, some LRNs), then run
+ * backward primitive needs its workspace (max pooling), then run
  * the backward primitive: cheaper than keeping workspaces alive between the
  * forward and backward passes, and it keeps the graph free of opaque
  * tensors. */
@@ -13,7 +13,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/conv_geometry.h"
 
-typedef enum { WINDOW_MAX, WINDOW_AVG, WINDOW_LRN } window_alg;
+typedef enum { WINDOW_MAX, WINDOW_AVG } window_alg;
 
 typedef struct window_state {
   int64_t key[5];            /* x dims and whether this is a gradient kernel */
@@ -34,19 +34,7 @@ static void window_state_free(void *data) {
   free(s);
 }
 
-typedef union window_desc {
-  dnnl_pooling_desc_t pool;
-  dnnl_lrn_desc_t lrn;
-} window_desc;
-
-/* LRN as TensorFlow defines it, in oneDNN's terms: oneDNN divides alpha by
- * the window size, TensorFlow does not. */
-static void lrn_params(const ct_attrs *a, int64_t *size, float *alpha, float *beta, float *k) {
-  *size = 2 * a->i[0] + 1;
-  *alpha = a->f[1] * (float)*size;
-  *beta = a->f[2];
-  *k = a->f[0];
-}
+typedef dnnl_pooling_desc_t window_desc;
 
 /* A pooling window's strides, size and padding in oneDNN's terms. */
 typedef struct pool_geometry {
@@ -64,36 +52,22 @@ static pool_geometry pool_geometry_of(const ct_attrs *a, const ct_shape *x) {
 static dnnl_status_t forward_desc(window_desc *d, window_alg alg, dnnl_prop_kind_t prop,
                                   const ct_attrs *a, const dnnl_memory_desc_t *x_md,
                                   const dnnl_memory_desc_t *y_md, const ct_shape *x) {
-  if (alg == WINDOW_LRN) {
-    int64_t size;
-    float alpha, beta, k;
-    lrn_params(a, &size, &alpha, &beta, &k);
-    return dnnl_lrn_forward_desc_init(&d->lrn, prop, dnnl_lrn_across_channels, x_md, size, alpha,
-                                      beta, k);
-  }
   pool_geometry g = pool_geometry_of(a, x);
   return dnnl_pooling_forward_desc_init(
-      &d->pool, prop, alg == WINDOW_MAX ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding,
+      d, prop, alg == WINDOW_MAX ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding,
       x_md, y_md, g.strides, g.kernel, g.pad_l, g.pad_r);
 }
 
 static dnnl_status_t backward_desc(window_desc *d, window_alg alg, const ct_attrs *a,
                                    const dnnl_memory_desc_t *x_md,
                                    const dnnl_memory_desc_t *y_md, const ct_shape *x) {
-  if (alg == WINDOW_LRN) {
-    int64_t size;
-    float alpha, beta, k;
-    lrn_params(a, &size, &alpha, &beta, &k);
-    return dnnl_lrn_backward_desc_init(&d->lrn, dnnl_lrn_across_channels, x_md, x_md, size, alpha,
-                                       beta, k);
-  }
   pool_geometry g = pool_geometry_of(a, x);
   return dnnl_pooling_backward_desc_init(
-      &d->pool, alg == WINDOW_MAX ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding, x_md,
+      d, alg == WINDOW_MAX ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding, x_md,
       y_md, g.strides, g.kernel, g.pad_l, g.pad_r);
 }
 
-/* Shapes of x and y; for LRN y is shaped like x. */
+/* Shapes of x and y. */
 static void window_shapes(const ct_kernel_ctx *ctx, window_alg alg, int grad, ct_shape *x,
                           ct_shape *y) {
   if (!grad) {
@@ -102,10 +76,6 @@ static void window_shapes(const ct_kernel_ctx *ctx, window_alg alg, int grad, ct
     return;
   }
   *x = ctx->outputs[0].shape;
-  if (alg == WINDOW_LRN) {
-    *y = *x;
-    return;
-  }
   *y = alg == WINDOW_MAX ? ctx->inputs[1].shape : ctx->inputs[0].shape;
 }
 
@@ -205,15 +175,12 @@ static void window_backward(ct_kernel_ctx *ctx, window_alg alg, int x_input, int
   int n = 0;
   args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, s->dy};
   args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, s->dx};
-  if (alg == WINDOW_LRN) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, s->x};
   if (s->workspace_bytes) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WORKSPACE, s->workspace};
   ct_dnnl_execute(ctx, s->backward, n, args);
 }
 
 void ct_cpu_max_pool(ct_kernel_ctx *ctx) { window_forward(ctx, WINDOW_MAX); }
 void ct_cpu_avg_pool(ct_kernel_ctx *ctx) { window_forward(ctx, WINDOW_AVG); }
-void ct_cpu_lrn(ct_kernel_ctx *ctx) { window_forward(ctx, WINDOW_LRN); }
-/* MaxPoolGrad(x, dy), AvgPoolGrad(dy, x_like), LRNGrad(x, dy). */
+/* MaxPoolGrad(x, dy), AvgPoolGrad(dy, x_like). */
 void ct_cpu_max_pool_grad(ct_kernel_ctx *ctx) { window_backward(ctx, WINDOW_MAX, 0, 1); }
 void ct_cpu_avg_pool_grad(ct_kernel_ctx *ctx) { window_backward(ctx, WINDOW_AVG, -1, 0); }
-void ct_cpu_lrn_grad(ct_kernel_ctx *ctx) { window_backward(ctx, WINDOW_LRN, 0, 1); }

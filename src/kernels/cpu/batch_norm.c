@@ -15,7 +15,8 @@ static void rows_channels(const ct_shape *x, int64_t *rows, int64_t *channels) {
 }
 
 /* sums[c] = sum over rows of a[r, c] (b == NULL), or of a[r, c] * (b[r, c] -
- * center[c]) * scale[c] when b is given. Partial sums use `partial`
+ * center[c]) * scale[c] when b is given, a == NULL standing for (b[r, c] -
+ * center[c]) (a sum of squared deviations). Partial sums use `partial`
  * (CHUNKS * C floats). */
 static void column_sums(const ct_kernel_ctx *ctx, const float *a, const float *b,
                         const float *center, const float *scale, int64_t rows, int64_t C,
@@ -27,11 +28,17 @@ static void column_sums(const ct_kernel_ctx *ctx, const float *a, const float *b
     for (int64_t c = 0; c < C; ++c) p[c] = 0.0f;
     int64_t r0 = rows * k / CHUNKS, r1 = rows * (k + 1) / CHUNKS;
     for (int64_t r = r0; r < r1; ++r) {
-      const float *ar = a + r * C;
+      const float *br = b ? b + r * C : NULL;
       if (b == NULL) {
+        const float *ar = a + r * C;
         for (int64_t c = 0; c < C; ++c) p[c] += ar[c];
+      } else if (a == NULL) {
+        for (int64_t c = 0; c < C; ++c) {
+          const float d = br[c] - center[c];
+          p[c] += d * d * scale[c];
+        }
       } else {
-        const float *br = b + r * C;
+        const float *ar = a + r * C;
         for (int64_t c = 0; c < C; ++c) p[c] += ar[c] * (br[c] - center[c]) * scale[c];
       }
     }
@@ -66,7 +73,7 @@ void ct_cpu_batch_norm_training(ct_kernel_ctx *ctx) {
   for (int64_t c = 0; c < C; ++c) ones[c] = 1.0f;
   column_sums(ctx, x, NULL, NULL, NULL, rows, C, partial, mean);
   for (int64_t c = 0; c < C; ++c) mean[c] /= (float)(rows ? rows : 1);
-  column_sums(ctx, x, x, mean, ones, rows, C, partial, var); /* sum (x - mean) x = sum (x - mean)^2 */
+  column_sums(ctx, NULL, x, mean, ones, rows, C, partial, var); /* sum (x - mean)^2 */
   const float eps = ctx->attrs->f[0];
   for (int64_t c = 0; c < C; ++c) {
     float biased = var[c] / (float)(rows ? rows : 1);

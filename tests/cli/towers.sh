@@ -74,20 +74,8 @@ else
 fi
 
 # --- bad tower configurations ---------------------------------------------------------
-"$CTOWER" train mlp.yaml devices.n_towers=8 >bad.txt 2>&1
-rc=$?
-if [ "$rc" -eq 2 ] && grep -q "8 towers need 8 CPU devices but the session has 4" bad.txt; then
-  pass "more towers than devices is a clear error"
-else
-  fail "more towers than devices: rc $rc: $(cat bad.txt)"
-fi
-"$CTOWER" train mlp.yaml 'devices.towers=[/cpu:1, /cpu:1]' >bad.txt 2>&1
-rc=$?
-if [ "$rc" -eq 2 ] && grep -q "both on '/cpu:1'" bad.txt; then
-  pass "the same device twice is a clear error"
-else
-  fail "the same device twice: rc $rc: $(cat bad.txt)"
-fi
+expect_usage_error "more towers than devices" '8 towers need 8 CPU devices but the session has 4' train mlp.yaml devices.n_towers=8
+expect_usage_error "the same device twice" "both on '/cpu:1'" train mlp.yaml 'devices.towers=[/cpu:1, /cpu:1]'
 "$CTOWER" train mlp.yaml 'devices.towers=[/cpu:0, /cpu:7]' session.allow_soft_placement=false >bad.txt 2>&1
 rc=$?
 if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -q "Cannot assign a device for operation 'tower_1/" bad.txt; then
@@ -95,13 +83,7 @@ if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -q "Cannot assign a device for o
 else
   fail "missing tower device: rc $rc: $(cat bad.txt)"
 fi
-"$CTOWER" train mlp.yaml devices.n_towers=4 dataset.batch_size=3 >bad.txt 2>&1
-rc=$?
-if [ "$rc" -eq 2 ] && grep -q "smaller than the number of towers" bad.txt; then
-  pass "a batch smaller than the tower count is a clear error"
-else
-  fail "small batch: rc $rc: $(cat bad.txt)"
-fi
+expect_usage_error "a batch smaller than the tower count" 'smaller than the number of towers' train mlp.yaml devices.n_towers=4 dataset.batch_size=3
 
 # --- resnet20 on synthetic images, as 2 towers with the collective all-reduce ---------
 cat >resnet.yaml <<YAML
@@ -130,19 +112,7 @@ if "$CTOWER" train resnet.yaml --quiet >resnet.txt 2>&1 && grep -q '^2 towers (r
 else
   fail "resnet20 on synthetic images: $(cat resnet.txt resnet_eval.txt 2>/dev/null)"
 fi
-"$CTOWER" train resnet.yaml 'dataset.image_shape=[8, 8]' >bad.txt 2>&1
-rc=$?
-if [ "$rc" -eq 2 ] && grep -q "dataset.image_shape has 2 entries" bad.txt; then
-  pass "a synthetic image shape without channels is a clear error"
-else
-  fail "image_shape [8, 8]: rc $rc: $(cat bad.txt)"
-fi
-"$CTOWER" train resnet.yaml devices.all_reduce=nccl >bad.txt 2>&1
-rc=$?
-if [ "$rc" -eq 2 ] && grep -q "nccl needs every tower on a GPU" bad.txt; then
-  pass "all_reduce: nccl on CPU towers is a clear error"
-else
-  fail "nccl on CPU towers: rc $rc: $(cat bad.txt)"
-fi
+expect_usage_error "a synthetic image shape without channels" 'dataset.image_shape has 2 entries' train resnet.yaml 'dataset.image_shape=[8, 8]'
+expect_usage_error "all_reduce: nccl on CPU towers" 'nccl needs every tower on a GPU' train resnet.yaml devices.all_reduce=nccl
 
 finish

@@ -2,6 +2,8 @@
 # is removed on exit, no core dumps, and pass/fail bookkeeping.
 #   source common.sh NAME CTOWER   sets CTOWER, WORK (the current folder) and failures
 #   run ARGS...                    runs ctower; sets rc, out and err
+#   expect_usage_error WHAT TEXT ARGS...
+#                                  passes when ctower ARGS exits 2 with TEXT in its output
 #   finish                         prints the verdict and exits 0 or 1
 set -u
 
@@ -20,6 +22,17 @@ run() {
   rc=$?
   out=$(cat "$WORK/stdout")
   err=$(cat "$WORK/stderr")
+}
+
+expect_usage_error() {
+  local what=$1 text=$2
+  shift 2
+  run "$@"
+  if [ "$rc" -eq 2 ] && grep -qF -- "$text" "$WORK/stdout" "$WORK/stderr"; then
+    pass "$what is a clear error"
+  else
+    fail "$what: rc $rc: $out $err"
+  fi
 }
 
 finish() {

@@ -67,6 +67,11 @@ ct_shape ct_reduce_kept_shape(const ct_shape *x, unsigned mask, int64_t *count) 
   return kept;
 }
 
+void ct_rows_channels(const ct_shape *x, int64_t *rows, int64_t *channels) {
+  *channels = x->dims[x->rank - 1];
+  *rows = *channels ? ct_shape_elements(x) / *channels : 0;
+}
+
 int64_t ct_example_elements(const ct_kernel_ctx *ctx) {
   const ct_shape *x = &ctx->inputs[0].shape;
   int64_t per = 1;

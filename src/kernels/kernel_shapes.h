@@ -30,6 +30,10 @@ typedef enum { CONV_FORWARD, CONV_BACKWARD_DATA, CONV_BACKWARD_FILTER } conv_kin
 void ct_conv_shapes(const ct_kernel_ctx *ctx, conv_kind kind, const ct_shape **x,
                     const ct_shape **filter, const ct_shape **y);
 
+/* x viewed as [rows, channels], channels its last dim (0 rows when it has
+ * no channels). */
+void ct_rows_channels(const ct_shape *x, int64_t *rows, int64_t *channels);
+
 /* Dropout and DropoutGrad on a CPU device: the global index of element 0,
  * first_example (input 1, in host memory; 0 when absent) times the size
  * of one example. */

@@ -6,13 +6,9 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernel_shapes.h"
 
 enum { CHUNKS = 16 };
-
-static void rows_channels(const ct_shape *x, int64_t *rows, int64_t *channels) {
-  *channels = x->dims[x->rank - 1];
-  *rows = *channels ? ct_shape_elements(x) / *channels : 0;
-}
 
 /* sums[c] = sum over rows of a[r, c] (b == NULL), or of a[r, c] * (b[r, c] -
  * center[c]) * scale[c] when b is given, a == NULL standing for (b[r, c] -
@@ -64,7 +60,7 @@ static void normalize(const ct_kernel_ctx *ctx, const float *x, const float *gam
 /* BatchNormTraining(x, gamma, beta) -> y, mean, unbiased var, inv_std. */
 void ct_cpu_batch_norm_training(ct_kernel_ctx *ctx) {
   int64_t rows, C;
-  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
   const float *x = ct_in_f32(ctx, 0);
   float *mean = ct_out_f32(ctx, 1), *var = ct_out_f32(ctx, 2), *inv_std = ct_out_f32(ctx, 3);
   float *partial = ct_kernel_scratch(ctx, (size_t)(CHUNKS + 1) * (size_t)C * sizeof(float));
@@ -88,7 +84,7 @@ void ct_cpu_batch_norm_training(ct_kernel_ctx *ctx) {
 /* BatchNormInference(x, gamma, beta, mean, var) -> y. */
 void ct_cpu_batch_norm_inference(ct_kernel_ctx *ctx) {
   int64_t rows, C;
-  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
   float *inv_std = ct_kernel_scratch(ctx, (size_t)C * sizeof(float));
   if (inv_std == NULL) return;
   const float *var = ct_in_f32(ctx, 4);
@@ -110,7 +106,7 @@ static void param_grads(ct_kernel_ctx *ctx, const float *x, const float *dy, con
  * dx = gamma * inv_std / R * (R * dy - dbeta - xhat * dgamma). */
 void ct_cpu_batch_norm_grad(ct_kernel_ctx *ctx) {
   int64_t rows, C;
-  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
   const float *x = ct_in_f32(ctx, 0), *gamma = ct_in_f32(ctx, 1), *mean = ct_in_f32(ctx, 2);
   const float *inv_std = ct_in_f32(ctx, 3), *dy = ct_in_f32(ctx, 4);
   float *dx = ct_out_f32(ctx, 0), *dgamma = ct_out_f32(ctx, 1), *dbeta = ct_out_f32(ctx, 2);
@@ -131,7 +127,7 @@ void ct_cpu_batch_norm_grad(ct_kernel_ctx *ctx) {
  * the statistics are constants, so dx = dy * gamma * inv_std. */
 void ct_cpu_batch_norm_inference_grad(ct_kernel_ctx *ctx) {
   int64_t rows, C;
-  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
   const float *x = ct_in_f32(ctx, 0), *gamma = ct_in_f32(ctx, 1), *mean = ct_in_f32(ctx, 2);
   const float *var = ct_in_f32(ctx, 3), *dy = ct_in_f32(ctx, 4);
   float *dx = ct_out_f32(ctx, 0);

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernel_shapes.h"
 
 typedef struct lrn_params {
   int64_t rows, channels, radius;
@@ -20,9 +21,8 @@ typedef struct lrn_params {
 
 /* attrs: i[0] depth_radius, f[0] bias, f[1] alpha, f[2] beta; x is input 0. */
 static lrn_params lrn_params_of(const ct_kernel_ctx *ctx, const ct_shape *x) {
-  lrn_params p = {0, x->dims[x->rank - 1], ctx->attrs->i[0], ctx->attrs->f[0], ctx->attrs->f[1],
-                  ctx->attrs->f[2]};
-  p.rows = p.channels ? ct_shape_elements(x) / p.channels : 0;
+  lrn_params p = {0, 0, ctx->attrs->i[0], ctx->attrs->f[0], ctx->attrs->f[1], ctx->attrs->f[2]};
+  ct_rows_channels(x, &p.rows, &p.channels);
   return p;
 }
 

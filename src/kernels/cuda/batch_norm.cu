@@ -9,20 +9,15 @@
  * bits on every run, and a warp reads kCols neighbouring channels of a row. */
 #include <math.h>
 
+#include "kernels/cuda/grid_stride.cuh"
 #include "kernels/cuda/launch_nn.h"
 
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kCols = 32;
 constexpr int kRows = 8;
 constexpr int64_t kMaxChunks = 512;
 constexpr int64_t kMinChunkRows = 64;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
-}
 
 int64_t chunks_for(int64_t rows) {
   const int64_t chunks = (rows + kMinChunkRows - 1) / kMinChunkRows;
@@ -94,16 +89,14 @@ __device__ float chunk_sum(const float *__restrict__ partial, int64_t c, int64_t
 
 __global__ void mean_kernel(const float *__restrict__ partial, float *__restrict__ mean,
                             int64_t rows, int64_t channels, int64_t chunks) {
-  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < channels;
-       c += (int64_t)gridDim.x * blockDim.x)
+  FOR_EACH(c, channels)
     mean[c] = chunk_sum(partial, c, channels, chunks) / (float)(rows ? rows : 1);
 }
 
 __global__ void variance_kernel(const float *__restrict__ partial, float *__restrict__ var,
                                 float *__restrict__ inv_std, int64_t rows, int64_t channels,
                                 int64_t chunks, float epsilon) {
-  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < channels;
-       c += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(c, channels) {
     float biased = chunk_sum(partial, c, channels, chunks) / (float)(rows ? rows : 1);
     if (biased < 0.0f) biased = 0.0f;
     inv_std[c] = 1.0f / sqrtf(biased + epsilon);
@@ -114,8 +107,7 @@ __global__ void variance_kernel(const float *__restrict__ partial, float *__rest
 __global__ void param_grads_kernel(const float *__restrict__ partial1,
                                    const float *__restrict__ partial2, float *__restrict__ dbeta,
                                    float *__restrict__ dgamma, int64_t channels, int64_t chunks) {
-  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < channels;
-       c += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(c, channels) {
     dbeta[c] = chunk_sum(partial1, c, channels, chunks);
     dgamma[c] = chunk_sum(partial2, c, channels, chunks);
   }
@@ -123,8 +115,7 @@ __global__ void param_grads_kernel(const float *__restrict__ partial1,
 
 __global__ void inv_std_kernel(const float *__restrict__ var, float *__restrict__ inv_std,
                                int64_t channels, float epsilon) {
-  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < channels;
-       c += (int64_t)gridDim.x * blockDim.x)
+  FOR_EACH(c, channels)
     inv_std[c] = 1.0f / sqrtf(var[c] + epsilon);
 }
 
@@ -132,8 +123,7 @@ __global__ void normalize_kernel(const float *__restrict__ x, const float *__res
                                  const float *__restrict__ beta, const float *__restrict__ mean,
                                  const float *__restrict__ inv_std, float *__restrict__ y,
                                  int64_t total, int64_t channels) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(i, total) {
     const int64_t c = i % channels;
     y[i] = gamma[c] * (x[i] - mean[c]) * inv_std[c] + beta[c];
   }
@@ -144,8 +134,7 @@ __global__ void grad_x_kernel(const float *__restrict__ x, const float *__restri
                               const float *__restrict__ inv_std, const float *__restrict__ dgamma,
                               const float *__restrict__ dbeta, float *__restrict__ dx,
                               int64_t total, int64_t channels, float rows) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(i, total) {
     const int64_t c = i % channels;
     const float xhat = (x[i] - mean[c]) * inv_std[c];
     dx[i] = gamma[c] * inv_std[c] / rows * (rows * dy[i] - dbeta[c] - xhat * dgamma[c]);
@@ -156,8 +145,7 @@ __global__ void inference_grad_x_kernel(const float *__restrict__ dy,
                                         const float *__restrict__ gamma,
                                         const float *__restrict__ inv_std, float *__restrict__ dx,
                                         int64_t total, int64_t channels) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(i, total) {
     const int64_t c = i % channels;
     dx[i] = dy[i] * gamma[c] * inv_std[c];
   }
@@ -176,17 +164,17 @@ extern "C" cudaError_t ct_launch_bn_stats(const float *x, float *mean, float *va
   const unsigned blocks = blocks_for(channels);
   /* two passes: the mean, then the squared deviations from it */
   partial_sums<SUM_X>(x, nullptr, nullptr, nullptr, scratch, nullptr, rows, channels, stream);
-  mean_kernel<<<blocks, kThreads, 0, stream>>>(scratch, mean, rows, channels, chunks);
+  mean_kernel<<<blocks, THREADS, 0, stream>>>(scratch, mean, rows, channels, chunks);
   partial_sums<SUM_SQUARED_DEVIATION>(x, nullptr, mean, nullptr, scratch, nullptr, rows, channels,
                                       stream);
-  variance_kernel<<<blocks, kThreads, 0, stream>>>(scratch, var, inv_std, rows, channels, chunks,
+  variance_kernel<<<blocks, THREADS, 0, stream>>>(scratch, var, inv_std, rows, channels, chunks,
                                                    epsilon);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t ct_launch_bn_inv_std(const float *var, float *inv_std, int64_t channels,
                                             float epsilon, cudaStream_t stream) {
-  inv_std_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(var, inv_std, channels, epsilon);
+  inv_std_kernel<<<blocks_for(channels), THREADS, 0, stream>>>(var, inv_std, channels, epsilon);
   return cudaGetLastError();
 }
 
@@ -194,7 +182,7 @@ extern "C" cudaError_t ct_launch_bn_normalize(const float *x, const float *gamma
                                               const float *mean, const float *inv_std, float *y,
                                               int64_t rows, int64_t channels, cudaStream_t stream) {
   const int64_t total = rows * channels;
-  normalize_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, gamma, beta, mean, inv_std, y,
+  normalize_kernel<<<blocks_for(total), THREADS, 0, stream>>>(x, gamma, beta, mean, inv_std, y,
                                                                total, channels);
   return cudaGetLastError();
 }
@@ -206,7 +194,7 @@ extern "C" cudaError_t ct_launch_bn_param_grads(const float *x, const float *dy,
   const int64_t chunks = chunks_for(rows);
   float *partial1 = scratch, *partial2 = scratch + chunks * channels;
   partial_sums<SUM_GRADS>(dy, x, mean, inv_std, partial1, partial2, rows, channels, stream);
-  param_grads_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(partial1, partial2, dbeta,
+  param_grads_kernel<<<blocks_for(channels), THREADS, 0, stream>>>(partial1, partial2, dbeta,
                                                                     dgamma, channels, chunks);
   return cudaGetLastError();
 }
@@ -216,7 +204,7 @@ extern "C" cudaError_t ct_launch_bn_grad_x(const float *x, const float *dy, cons
                                            const float *dgamma, const float *dbeta, float *dx,
                                            int64_t rows, int64_t channels, cudaStream_t stream) {
   const int64_t total = rows * channels;
-  grad_x_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+  grad_x_kernel<<<blocks_for(total), THREADS, 0, stream>>>(
       x, dy, gamma, mean, inv_std, dgamma, dbeta, dx, total, channels, (float)rows);
   return cudaGetLastError();
 }
@@ -225,7 +213,7 @@ extern "C" cudaError_t ct_launch_bn_inference_grad_x(const float *dy, const floa
                                                      const float *inv_std, float *dx, int64_t rows,
                                                      int64_t channels, cudaStream_t stream) {
   const int64_t total = rows * channels;
-  inference_grad_x_kernel<<<blocks_for(total), kThreads, 0, stream>>>(dy, gamma, inv_std, dx, total,
+  inference_grad_x_kernel<<<blocks_for(total), THREADS, 0, stream>>>(dy, gamma, inv_std, dx, total,
                                                                       channels);
   return cudaGetLastError();
 }

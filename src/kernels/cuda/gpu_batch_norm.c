@@ -3,18 +3,14 @@
  * fixed-order reductions (batch_norm.cu). x is viewed as [rows, C]; rows
  * may be 0, and then the per-channel outputs still get their values. */
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/kernel_shapes.h"
 #include "kernels/cuda/launch_nn.h"
 #include "kernels/cuda/nn_kernels.h"
-
-static void rows_channels(const ct_shape *x, int64_t *rows, int64_t *channels) {
-  *channels = x->dims[x->rank - 1];
-  *rows = *channels ? ct_shape_elements(x) / *channels : 0;
-}
 
 /* BatchNormTraining(x, gamma, beta) -> y, mean, unbiased var, inv_std. */
 void ct_gpu_batch_norm_training(ct_kernel_ctx *ctx) {
   int64_t rows, C;
-  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
   if (C == 0) return;
   float *scratch = ct_kernel_scratch(ctx, (size_t)ct_bn_scratch_floats(rows, C) * sizeof(float));
   if (scratch == NULL) return;
@@ -33,7 +29,7 @@ void ct_gpu_batch_norm_training(ct_kernel_ctx *ctx) {
 /* BatchNormInference(x, gamma, beta, mean, var) -> y. */
 void ct_gpu_batch_norm_inference(ct_kernel_ctx *ctx) {
   int64_t rows, C;
-  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
   if (rows == 0 || C == 0) return;
   float *inv_std = ct_kernel_scratch(ctx, (size_t)C * sizeof(float));
   if (inv_std == NULL) return;
@@ -49,7 +45,7 @@ void ct_gpu_batch_norm_inference(ct_kernel_ctx *ctx) {
 /* BatchNormGrad(x, gamma, mean, inv_std, dy) -> dx, dgamma, dbeta. */
 void ct_gpu_batch_norm_grad(ct_kernel_ctx *ctx) {
   int64_t rows, C;
-  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
   if (C == 0) return;
   float *scratch = ct_kernel_scratch(ctx, (size_t)ct_bn_scratch_floats(rows, C) * sizeof(float));
   if (scratch == NULL) return;
@@ -68,7 +64,7 @@ void ct_gpu_batch_norm_grad(ct_kernel_ctx *ctx) {
 /* BatchNormInferenceGrad(x, gamma, mean, var, dy) -> dx, dgamma, dbeta. */
 void ct_gpu_batch_norm_inference_grad(ct_kernel_ctx *ctx) {
   int64_t rows, C;
-  rows_channels(&ctx->inputs[0].shape, &rows, &C);
+  ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
   if (C == 0) return;
   /* the partial sums, then inv_std */
   const int64_t partial = ct_bn_scratch_floats(rows, C);

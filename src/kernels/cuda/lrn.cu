@@ -9,16 +9,10 @@
  * One thread per element; sums run in channel order. */
 #include <math.h>
 
+#include "kernels/cuda/grid_stride.cuh"
 #include "kernels/cuda/launch_nn.h"
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
-}
 
 /* bias + alpha * the sum of squares in element i's window. */
 __device__ float lrn_norm(const float *__restrict__ x, int64_t i, int64_t channels, int64_t radius,
@@ -33,8 +27,7 @@ __device__ float lrn_norm(const float *__restrict__ x, int64_t i, int64_t channe
 
 __global__ void lrn_kernel(const float *__restrict__ x, float *__restrict__ y, int64_t total,
                            int64_t channels, int64_t radius, float bias, float alpha, float beta) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x)
+  FOR_EACH(i, total)
     y[i] = x[i] * powf(lrn_norm(x, i, channels, radius, bias, alpha), -beta);
 }
 
@@ -43,8 +36,7 @@ __global__ void lrn_grad_terms_kernel(const float *__restrict__ x, const float *
                                       float *__restrict__ scale, float *__restrict__ term,
                                       int64_t total, int64_t channels, int64_t radius, float bias,
                                       float alpha, float beta) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(i, total) {
     const float norm = lrn_norm(x, i, channels, radius, bias, alpha);
     const float s = powf(norm, -beta);
     scale[i] = s;
@@ -56,8 +48,7 @@ __global__ void lrn_grad_kernel(const float *__restrict__ x, const float *__rest
                                 const float *__restrict__ scale, const float *__restrict__ term,
                                 float *__restrict__ dx, int64_t total, int64_t channels,
                                 int64_t radius, float alpha, float beta) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(i, total) {
     const int64_t c = i % channels, row = i - c;
     const int64_t lo = c - radius > 0 ? c - radius : 0;
     const int64_t hi = c + radius < channels - 1 ? c + radius : channels - 1;
@@ -73,7 +64,7 @@ extern "C" cudaError_t ct_launch_lrn(const float *x, float *y, int64_t rows, int
                                      int64_t radius, float bias, float alpha, float beta,
                                      cudaStream_t stream) {
   const int64_t total = rows * channels;
-  lrn_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, y, total, channels, radius, bias, alpha,
+  lrn_kernel<<<blocks_for(total), THREADS, 0, stream>>>(x, y, total, channels, radius, bias, alpha,
                                                          beta);
   return cudaGetLastError();
 }
@@ -84,9 +75,9 @@ extern "C" cudaError_t ct_launch_lrn_grad(const float *x, const float *dy, float
                                           cudaStream_t stream) {
   const int64_t total = rows * channels;
   float *scale = scratch, *term = scratch + total;
-  lrn_grad_terms_kernel<<<blocks_for(total), kThreads, 0, stream>>>(
+  lrn_grad_terms_kernel<<<blocks_for(total), THREADS, 0, stream>>>(
       x, dy, scale, term, total, channels, radius, bias, alpha, beta);
-  lrn_grad_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, dy, scale, term, dx, total,
+  lrn_grad_kernel<<<blocks_for(total), THREADS, 0, stream>>>(x, dy, scale, term, dx, total,
                                                               channels, radius, alpha, beta);
   return cudaGetLastError();
 }

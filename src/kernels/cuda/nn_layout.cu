@@ -1,19 +1,13 @@
 /* Layout changes around cuDNN's convolutions (launch_nn.h): filter
  * transposes between HWIO and KRSC, and the extra zero rows and columns of
  * TensorFlow's asymmetric SAME padding. */
+#include "kernels/cuda/grid_stride.cuh"
 #include "kernels/cuda/launch_nn.h"
 
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kTile = 32;    /* transpose tile: kTile x kTile elements */
 constexpr int kTileRows = 8; /* threadIdx.y extent of a transpose block */
-
-/* Blocks for a grid-stride loop over n elements (n > 0). */
-unsigned blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
-}
 
 /* Through shared memory, so that both the reads and the writes are coalesced. */
 __global__ void transpose_kernel(const float *__restrict__ src, float *__restrict__ dst,
@@ -39,8 +33,7 @@ __global__ void transpose_kernel(const float *__restrict__ src, float *__restric
 /* dst [n, ph, pw, c] from x [n, h, w, c], zeros where row >= h or col >= w. */
 __global__ void pad_after_kernel(const float *__restrict__ x, float *__restrict__ dst, int64_t h,
                                  int64_t w, int64_t c, int64_t ph, int64_t pw, int64_t total) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(i, total) {
     const int64_t ch = i % c, t = i / c;
     const int64_t col = t % pw, t2 = t / pw;
     const int64_t row = t2 % ph, n = t2 / ph;
@@ -51,8 +44,7 @@ __global__ void pad_after_kernel(const float *__restrict__ x, float *__restrict_
 /* dst [n, h, w, c] from the top-left of src [n, ph, pw, c]. */
 __global__ void crop_after_kernel(const float *__restrict__ src, float *__restrict__ dst, int64_t h,
                                   int64_t w, int64_t c, int64_t ph, int64_t pw, int64_t total) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(i, total) {
     const int64_t ch = i % c, t = i / c;
     const int64_t col = t % w, t2 = t / w;
     const int64_t row = t2 % h, n = t2 / h;
@@ -75,7 +67,7 @@ extern "C" cudaError_t ct_launch_pad_after(const float *x, float *dst, int64_t n
                                            int64_t w, int64_t c, int64_t extra_h, int64_t extra_w,
                                            cudaStream_t stream) {
   const int64_t ph = h + extra_h, pw = w + extra_w, total = n * ph * pw * c;
-  pad_after_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, dst, h, w, c, ph, pw, total);
+  pad_after_kernel<<<blocks_for(total), THREADS, 0, stream>>>(x, dst, h, w, c, ph, pw, total);
   return cudaGetLastError();
 }
 
@@ -83,7 +75,7 @@ extern "C" cudaError_t ct_launch_crop_after(const float *src, float *dst, int64_
                                             int64_t w, int64_t c, int64_t extra_h, int64_t extra_w,
                                             cudaStream_t stream) {
   const int64_t total = n * h * w * c;
-  crop_after_kernel<<<blocks_for(total), kThreads, 0, stream>>>(src, dst, h, w, c, h + extra_h,
+  crop_after_kernel<<<blocks_for(total), THREADS, 0, stream>>>(src, dst, h, w, c, h + extra_h,
                                                                 w + extra_w, total);
   return cudaGetLastError();
 }

@@ -6,16 +6,10 @@
  * the windows that cover it, in a fixed order), so no atomics are needed and
  * every run gives the same bits. Channels are the fastest index: neighbouring
  * threads touch neighbouring addresses. */
+#include "kernels/cuda/grid_stride.cuh"
 #include "kernels/cuda/launch_nn.h"
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
-}
 
 __device__ int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 __device__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -43,8 +37,7 @@ __device__ span covering(int64_t pos, int64_t pad, int64_t window, int64_t strid
  * order on ties. Every window holds at least one pixel of the image. */
 __global__ void max_pool_kernel(const float *__restrict__ x, float *__restrict__ y,
                                 int32_t *__restrict__ argmax, ct_pool_geometry g, int64_t total) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(i, total) {
     const int64_t ch = i % g.c, t = i / g.c;
     const int64_t ox = t % g.out_w, t2 = t / g.out_w;
     const int64_t oy = t2 % g.out_h, n = t2 / g.out_h;
@@ -70,8 +63,7 @@ __global__ void max_pool_kernel(const float *__restrict__ x, float *__restrict__
 __global__ void max_pool_grad_kernel(const float *__restrict__ dy,
                                      const int32_t *__restrict__ argmax, float *__restrict__ dx,
                                      ct_pool_geometry g, int64_t total) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(i, total) {
     const int64_t ch = i % g.c, t = i / g.c;
     const int64_t col = t % g.w, t2 = t / g.w;
     const int64_t row = t2 % g.h, n = t2 / g.h;
@@ -98,8 +90,7 @@ __device__ int64_t window_count(const ct_pool_geometry &g, int64_t oy, int64_t o
 
 __global__ void avg_pool_kernel(const float *__restrict__ x, float *__restrict__ y,
                                 ct_pool_geometry g, int64_t total) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(i, total) {
     const int64_t ch = i % g.c, t = i / g.c;
     const int64_t ox = t % g.out_w, t2 = t / g.out_w;
     const int64_t oy = t2 % g.out_h, n = t2 / g.out_h;
@@ -115,8 +106,7 @@ __global__ void avg_pool_kernel(const float *__restrict__ x, float *__restrict__
 
 __global__ void avg_pool_grad_kernel(const float *__restrict__ dy, float *__restrict__ dx,
                                      ct_pool_geometry g, int64_t total) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  FOR_EACH(i, total) {
     const int64_t ch = i % g.c, t = i / g.c;
     const int64_t col = t % g.w, t2 = t / g.w;
     const int64_t row = t2 % g.h, n = t2 / g.h;
@@ -137,7 +127,7 @@ __global__ void avg_pool_grad_kernel(const float *__restrict__ dy, float *__rest
 extern "C" cudaError_t ct_launch_max_pool(const float *x, float *y, ct_pool_geometry g,
                                           cudaStream_t stream) {
   const int64_t total = g.n * g.out_h * g.out_w * g.c;
-  max_pool_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, y, nullptr, g, total);
+  max_pool_kernel<<<blocks_for(total), THREADS, 0, stream>>>(x, y, nullptr, g, total);
   return cudaGetLastError();
 }
 
@@ -145,21 +135,21 @@ extern "C" cudaError_t ct_launch_max_pool_grad(const float *x, const float *dy, 
                                                int32_t *argmax, ct_pool_geometry g,
                                                cudaStream_t stream) {
   const int64_t y_total = g.n * g.out_h * g.out_w * g.c, x_total = g.n * g.h * g.w * g.c;
-  max_pool_kernel<<<blocks_for(y_total), kThreads, 0, stream>>>(x, nullptr, argmax, g, y_total);
-  max_pool_grad_kernel<<<blocks_for(x_total), kThreads, 0, stream>>>(dy, argmax, dx, g, x_total);
+  max_pool_kernel<<<blocks_for(y_total), THREADS, 0, stream>>>(x, nullptr, argmax, g, y_total);
+  max_pool_grad_kernel<<<blocks_for(x_total), THREADS, 0, stream>>>(dy, argmax, dx, g, x_total);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t ct_launch_avg_pool(const float *x, float *y, ct_pool_geometry g,
                                           cudaStream_t stream) {
   const int64_t total = g.n * g.out_h * g.out_w * g.c;
-  avg_pool_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, y, g, total);
+  avg_pool_kernel<<<blocks_for(total), THREADS, 0, stream>>>(x, y, g, total);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t ct_launch_avg_pool_grad(const float *dy, float *dx, ct_pool_geometry g,
                                                cudaStream_t stream) {
   const int64_t total = g.n * g.h * g.w * g.c;
-  avg_pool_grad_kernel<<<blocks_for(total), kThreads, 0, stream>>>(dy, dx, g, total);
+  avg_pool_grad_kernel<<<blocks_for(total), THREADS, 0, stream>>>(dy, dx, g, total);
   return cudaGetLastError();
 }

@@ -137,6 +137,16 @@ ct_tensor *ct_tensor_wrap(ct_dtype dtype, const ct_shape *shape, void *data,
   return t;
 }
 
+ct_tensor ct_tensor_rows(const ct_tensor *tensor, int64_t first, int64_t rows) {
+  ct_tensor view = *tensor;
+  size_t row_bytes = ct_dtype_size(tensor->dtype);
+  for (int d = 1; d < tensor->shape.rank; ++d) row_bytes *= (size_t)tensor->shape.dims[d];
+  view.data = (char *)tensor->data + (size_t)first * row_bytes;
+  view.shape.dims[0] = rows;
+  view.owns_data = 0;
+  return view;
+}
+
 ct_tensor *ct_tensor_clone(const ct_tensor *tensor, ct_status *status) {
   ct_tensor *t = ct_tensor_new(tensor->dtype, &tensor->shape, status);
   if (t) memcpy(t->data, tensor->data, ct_tensor_nbytes(tensor));

@@ -86,9 +86,8 @@ void ct_device_free(ct_device *d) {
     pthread_mutex_unlock(&d->mutex);
     pthread_join(d->worker, NULL);
   }
-#ifdef CTOWER_HAVE_CUDA
-  if (d->gpu) ct_cuda_synchronize(d, &(ct_status)CT_STATUS_INIT);
-#endif
+  ct_status ignored = CT_STATUS_INIT;
+  ct_device_synchronize(d, &ignored); /* no queued work may use what is freed below */
   if (d->stream) dnnl_stream_destroy(d->stream);
   if (d->engine) dnnl_engine_destroy(d->engine);
   ct_allocator_free_all(d->allocator); /* GPU regions go back through the device */

@@ -28,7 +28,7 @@ struct ct_device {
   char description[320];    /* GPU: "NVIDIA H100 80GB HBM3, CUDA device 0"; CPU: "" */
   ct_device_type type;
   int index;                /* N in /cpu:N */
-  int threads;              /* the worker's OpenMP team size */
+  int threads;              /* CPU: the worker's OpenMP team size; GPU: its SMs */
   int first_core;           /* pinned to cores [first_core, first_core + threads), or -1 */
   ct_allocator *allocator;
   dnnl_engine_t engine;     /* CPU: the oneDNN engine */

@@ -28,7 +28,6 @@
 typedef struct plan_step {
   ct_node *node;           /* NULL for a copy between devices */
   char *copy_name;         /* copies: "_Copy/<source node>" */
-  int copy_from;           /* copies: the source's device; -1: host memory (a feed) */
   ct_kernel_fn kernel;
   int device;
   int n_inputs;
@@ -168,7 +167,6 @@ static int is_variable_storage(const ct_node *n, int index) {
 static int local_slot(ct_plan *p, int slot, int device, int n_devices, int shared,
                       int **copy_of, int *copy_of_cap, const char *source_name) {
   if (p->slot_device[slot] == device || shared) return slot;
-  const int from = p->slot_device[slot]; /* -1: a feed, in host memory */
   int key = slot * n_devices + device;
   int old = *copy_of_cap;
   if (grow((void **)copy_of, copy_of_cap, key + 1, sizeof **copy_of)) return -1;
@@ -177,7 +175,6 @@ static int local_slot(ct_plan *p, int slot, int device, int n_devices, int share
   plan_step *copy = add_step(p);
   int out = copy ? add_slots(p, 1, device) : -1;
   if (out < 0) return -1;
-  copy->copy_from = from;
   copy->device = device;
   copy->n_inputs = 1;
   copy->input_slots = malloc(sizeof *copy->input_slots);
@@ -499,6 +496,11 @@ static int bind_outputs(ct_session *s, ct_plan *p, plan_step *step, ct_status *s
   return 0;
 }
 
+/* Where a value lives: a device, or NULL for host memory (a feed). */
+static ct_device *device_of_slot(const ct_session *s, const ct_plan *p, int slot) {
+  return p->slot_device[slot] >= 0 ? s->devices[p->slot_device[slot]] : NULL;
+}
+
 static int run_step(ct_session *s, ct_plan *p, plan_step *step, ct_status *status) {
   ct_node *n = step->node;
   if (step->n_outputs == 0) return 0; /* NoOp */
@@ -529,19 +531,19 @@ static int run_step(ct_session *s, ct_plan *p, plan_step *step, ct_status *statu
   if (bind_outputs(s, p, step, status)) return 1;
   ct_device *device = s->devices[step->device];
   if (n == NULL) {
-    ct_device *from = step->copy_from >= 0 ? s->devices[step->copy_from] : NULL;
-    if (ct_device_copy(device, p->values[step->first_slot].data, from, inputs[0].data,
+    if (ct_device_copy(device, p->values[step->first_slot].data,
+                       device_of_slot(s, p, step->input_slots[0]), inputs[0].data,
                        ct_tensor_nbytes(&inputs[0]), status))
       return 1;
   } else {
+    /* only a multi-device op reads its inputs off its own device */
     ct_device *input_devices[64];
-    for (int j = 0; j < step->n_inputs; ++j) {
-      int where = p->slot_device[step->input_slots[j]];
-      input_devices[j] = where >= 0 ? s->devices[where] : NULL;
-    }
+    const int multi = (n->op->flags & CT_OP_MULTI_DEVICE) != 0;
+    for (int j = 0; multi && j < step->n_inputs; ++j)
+      input_devices[j] = device_of_slot(s, p, step->input_slots[j]);
     ct_kernel_ctx ctx = {n,      &n->attrs,     step->n_inputs, inputs, step->n_outputs,
                          &p->values[step->first_slot], device, device->threads, s->step,
-                         &step->state, status, {NULL}, 0, input_devices};
+                         &step->state, status, {NULL}, 0, multi ? input_devices : NULL};
     step->kernel(&ctx);
     for (int k = 0; k < ctx.n_scratch; ++k) ct_allocator_free(device->allocator, ctx.scratch[k]);
     if (status->code != CT_OK) return 1;
@@ -553,6 +555,14 @@ static int run_step(ct_session *s, ct_plan *p, plan_step *step, ct_status *statu
       slot_consumed(p, step->first_slot + o);
     }
   return 0;
+}
+
+/* A step's name and op in the timeline. */
+static const char *step_name(const plan_step *step) {
+  return step->node ? step->node->name : step->copy_name;
+}
+static const char *step_op(const plan_step *step) {
+  return step->node ? step->node->op->name : "_Copy";
 }
 
 static void execute_step(void *context, int index);
@@ -590,8 +600,7 @@ static void execute_step(void *context, int index) {
       pthread_mutex_unlock(&run->mutex);
       atomic_store(&run->failed, 1);
     } else if (run->metadata && step->n_outputs > 0 && !step->timed) {
-      ct_run_metadata_add(run->metadata, step->node ? step->node->name : step->copy_name,
-                          step->node ? step->node->op->name : "_Copy", step->device, start,
+      ct_run_metadata_add(run->metadata, step_name(step), step_op(step), step->device, start,
                           micros_since(&run->start));
     }
   }
@@ -664,8 +673,7 @@ static void add_device_timings(ct_plan *p, ct_run_metadata *metadata) {
     step->timed = 0;
     void *origin = p->device_marks[step->device];
     double base = p->device_mark_us[step->device];
-    ct_run_metadata_add(metadata, step->node ? step->node->name : step->copy_name,
-                        step->node ? step->node->op->name : "_Copy", step->device,
+    ct_run_metadata_add(metadata, step_name(step), step_op(step), step->device,
                         base + ct_device_mark_elapsed_us(origin, step->mark_begin),
                         base + ct_device_mark_elapsed_us(origin, step->mark_end));
   }
@@ -677,8 +685,8 @@ static int fetch_result(ct_session *s, ct_plan *p, int slot, ct_tensor **result,
   const ct_tensor *value = &p->values[slot];
   *result = ct_tensor_new(value->dtype, &value->shape, status);
   if (*result == NULL) return 1;
-  ct_device *from = p->slot_device[slot] >= 0 ? s->devices[p->slot_device[slot]] : NULL;
-  return ct_device_copy(NULL, (*result)->data, from, value->data, ct_tensor_nbytes(value), status);
+  return ct_device_copy(NULL, (*result)->data, device_of_slot(s, p, slot), value->data,
+                        ct_tensor_nbytes(value), status);
 }
 
 int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,

@@ -295,7 +295,6 @@ int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *images,
     ct_towers_split(towers, n, NULL, even);
     sizes = even;
   }
-  const size_t image_bytes = ct_tensor_nbytes(images) / (size_t)images->shape.dims[0];
   const float weight = n > 0 ? 1.0f / (float)n : 0.0f;
   int64_t start = 0;
   for (int k = 0; k < towers; ++k) {
@@ -310,14 +309,8 @@ int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *images,
     }
     int64_t rows = size ? size : 1;
     ct_tensor *v = &out->views[CT_TOWER_FEEDS * k];
-    v[0] = *images;
-    v[0].data = (char *)images->data + (size_t)first * image_bytes;
-    v[0].shape.dims[0] = rows;
-    v[0].owns_data = 0;
-    v[1] = *labels;
-    v[1].data = (int32_t *)labels->data + first;
-    v[1].shape.dims[0] = rows;
-    v[1].owns_data = 0;
+    v[0] = ct_tensor_rows(images, first, rows);
+    v[1] = ct_tensor_rows(labels, first, rows);
     v[2] = (ct_tensor){CT_F32, ct_shape_of(1, rows), w, 0};
     out->first_example[k] = first;
     v[3] = (ct_tensor){CT_I64, ct_shape_of(0), &out->first_example[k], 0};

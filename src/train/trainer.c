@@ -120,16 +120,6 @@ static void batch_buffers_free(batch_buffers *b) {
   ct_tensor_free(b->labels);
 }
 
-/* Views of the first n examples of the buffers. */
-static void batch_views(const batch_buffers *b, int64_t n, ct_tensor *images, ct_tensor *labels) {
-  *images = *b->images;
-  images->shape.dims[0] = n;
-  images->owns_data = 0;
-  *labels = *b->labels;
-  labels->shape.dims[0] = n;
-  labels->owns_data = 0;
-}
-
 typedef struct eval_result {
   double loss, accuracy;
 } eval_result;
@@ -153,18 +143,12 @@ static int evaluate(ct_session *s, const ct_training_graph *tg, const ct_dataset
     const int copies = n < tg->n_eval ? (int)n : tg->n_eval;
     int64_t sizes[CT_MAX_DEVICES];
     ct_towers_split(copies, n, NULL, sizes);
-    ct_tensor images, labels, shard_images[CT_MAX_DEVICES], shard_labels[CT_MAX_DEVICES];
-    batch_views(&buf, n, &images, &labels);
+    ct_tensor shard_images[CT_MAX_DEVICES], shard_labels[CT_MAX_DEVICES];
     ct_feed feeds[2 * CT_MAX_DEVICES];
     ct_output fetches[2 * CT_MAX_DEVICES];
-    size_t image_bytes = ct_tensor_nbytes(&images) / (size_t)n;
     for (int k = 0, first = 0; k < copies; first += (int)sizes[k], ++k) {
-      shard_images[k] = images;
-      shard_images[k].data = (char *)images.data + (size_t)first * image_bytes;
-      shard_images[k].shape.dims[0] = sizes[k];
-      shard_labels[k] = labels;
-      shard_labels[k].data = (int32_t *)labels.data + first;
-      shard_labels[k].shape.dims[0] = sizes[k];
+      shard_images[k] = ct_tensor_rows(buf.images, first, sizes[k]);
+      shard_labels[k] = ct_tensor_rows(buf.labels, first, sizes[k]);
       feeds[2 * k] = (ct_feed){tg->eval[k].images, &shard_images[k]};
       feeds[2 * k + 1] = (ct_feed){tg->eval[k].labels, &shard_labels[k]};
       fetches[2 * k] = tg->eval[k].loss_sum;

@@ -127,8 +127,7 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
 void ct_cuda_device_release(ct_device *d) {
   ct_gpu *gpu = d->gpu;
   if (gpu == NULL) return;
-  cudaSetDevice(gpu->ordinal);
-  if (gpu->stream) cudaStreamSynchronize(gpu->stream);
+  cudaSetDevice(gpu->ordinal); /* ct_device_free has waited for the stream */
   if (gpu->cudnn) cudnnDestroy(gpu->cudnn);
   if (gpu->cublas) cublasDestroy(gpu->cublas);
   if (gpu->stream) cudaStreamDestroy(gpu->stream);
@@ -281,7 +280,8 @@ int ct_cuda_copy(ct_device *to, void *dst, ct_device *from, const void *src, siz
 }
 
 int ct_cuda_synchronize(ct_device *d, ct_status *status) {
-  if (d == NULL || d->type != CT_DEVICE_GPU) return 0;
+  /* a CPU device, or a GPU whose setup stopped before its stream existed */
+  if (d == NULL || d->gpu == NULL || d->gpu->stream == NULL) return 0;
   cudaSetDevice(d->gpu->ordinal);
   return ct_cuda_check(cudaStreamSynchronize(d->gpu->stream), d->name, status);
 }

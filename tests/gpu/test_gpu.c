@@ -142,24 +142,9 @@ static float *train(const train_setup *t, int64_t *n_out) {
   ct_status st = CT_STATUS_INIT;
   ct_session *s = ct_session_new(g, &so, &st);
   assert_status_ok(&st);
-  ct_shape is = ct_shape_of(4, (int64_t)BATCH, (int64_t)28, (int64_t)28, (int64_t)1);
-  ct_shape ls = ct_shape_of(1, (int64_t)BATCH);
-  ct_tensor *images = ct_tensor_new(CT_F32, &is, &st), *labels = ct_tensor_new(CT_I32, &ls, &st);
-  static ct_tower_feeds step_feeds;
-  ct_feed *feeds = step_feeds.feeds;
-  float weights[BATCH + 4];
-  for (int step = 0; step < STEPS; ++step) {
-    ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 300 + (uint64_t)step,
-                         0, 1);
-    for (int i = 0; i < BATCH; ++i) ct_tensor_i32(labels)[i] = (i * 3 + step) % 10;
-    int n = ct_towers_make_feeds(&towers, images, labels, BATCH, NULL, &step_feeds, weights);
-    float lr = 0.01f;
-    ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
-    feeds[n++] = (ct_feed){towers.train.learning_rate, &lrt};
-    ct_session_set_step(s, (uint64_t)step);
-    if (ct_session_run(s, feeds, n, NULL, 0, &towers.step, 1, NULL, &st))
+  for (int step = 0; step < STEPS; ++step)
+    if (ct_test_tower_step(s, &towers, step, BATCH, NULL, 0.01f, &st))
       fail_msg("%s step %d: %s", t->model, step, st.message);
-  }
   float *out = malloc(MAX_FLOATS * sizeof *out);
   int64_t offset = 0;
   for (int v = 0; v < ct_graph_variable_count(g); ++v) {
@@ -173,8 +158,6 @@ static float *train(const train_setup *t, int64_t *n_out) {
     ct_tensor_free(value);
   }
   *n_out = offset;
-  ct_tensor_free(images);
-  ct_tensor_free(labels);
   ct_session_free(s);
   ct_graph_free(g);
   return out;

@@ -57,23 +57,11 @@ static void run_model(const ct_model_def *model, int n_towers, ct_variable_updat
   ct_status st = CT_STATUS_INIT;
   ct_session *s = ct_session_new(g, &so, &st);
   assert_status_ok(&st);
-  ct_shape is = ct_shape_of(4, (int64_t)BATCH, (int64_t)28, (int64_t)28, (int64_t)1);
-  ct_shape ls = ct_shape_of(1, (int64_t)BATCH);
-  ct_tensor *images = ct_tensor_new(CT_F32, &is, &st), *labels = ct_tensor_new(CT_I32, &ls, &st);
-  static ct_tower_feeds step_feeds;
-  ct_feed *feeds = step_feeds.feeds;
-  float weights[BATCH + 4];
   result->max_replica_diff = 0;
   for (int step = 0; step < STEPS; ++step) {
-    ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 100 + (uint64_t)step, 0, 1);
-    for (int i = 0; i < BATCH; ++i) ct_tensor_i32(labels)[i] = (i * 7 + step) % 10;
     int64_t sizes[4];
     ct_towers_split(n_towers, batch_size(step), speeds, sizes);
-    int n = ct_towers_make_feeds(&towers, images, labels, batch_size(step), sizes, &step_feeds, weights);
-    float lr = 0.05f;
-    ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
-    feeds[n++] = (ct_feed){towers.train.learning_rate, &lrt};
-    assert_int_equal(ct_session_run(s, feeds, n, NULL, 0, &towers.step, 1, NULL, &st), 0);
+    assert_int_equal(ct_test_tower_step(s, &towers, step, batch_size(step), sizes, 0.05f, &st), 0);
     /* every replica equals its original, bitwise */
     for (int v = 0; v < ct_graph_variable_count(g); ++v) {
       if (ct_variable_is_original(g, v)) continue;
@@ -99,8 +87,6 @@ static void run_model(const ct_model_def *model, int n_towers, ct_variable_updat
     offset += (int)n;
   }
   result->n_weights = offset;
-  ct_tensor_free(images);
-  ct_tensor_free(labels);
   ct_session_free(s);
   ct_graph_free(g);
 }

@@ -26,6 +26,13 @@ char *ct_test_tmpdir(void);
 int ct_test_write_file(const char *path, const void *data, size_t size);
 /* Deterministic uniform floats in [lo, hi). */
 void ct_test_fill_uniform(float *out, int64_t n, uint64_t seed, float lo, float hi);
+/* Runs training step `step` of the towers (t->step) on a batch of n
+ * 28x28x1 images, uniform in [0, 1) and seeded by the step, with labels
+ * (7 i + step) % 10, split by `sizes` (NULL: even), at learning rate lr.
+ * Returns 0 or fills status. */
+int ct_test_tower_step(ct_session *session, const ct_tower_graph *towers, int step, int64_t n,
+                       const int64_t *sizes, float lr, ct_status *status);
+
 /* Largest |a-b| / max(1, |b|) over n values. */
 double ct_test_max_rel_diff(const float *a, const float *b, int64_t n);
 

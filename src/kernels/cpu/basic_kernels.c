@@ -20,7 +20,6 @@ static void fill(ct_kernel_ctx *ctx, float value) {
 void ct_cpu_zeros_like(ct_kernel_ctx *ctx) { fill(ctx, 0.0f); }
 void ct_cpu_ones_like(ct_kernel_ctx *ctx) { fill(ctx, 1.0f); }
 
-
 /* Copies whole parts side by side along an axis (concat) or back (split).
  * `whole` is the joined tensor, parts[k] its pieces in order. */
 static void join_or_split(ct_tensor *whole, ct_tensor *parts, int n_parts, int axis, int join) {

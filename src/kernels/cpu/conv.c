@@ -13,7 +13,6 @@
 #include "ops/conv_geometry.h"
 #include "kernels/kernel_shapes.h"
 
-
 typedef struct conv_state {
   int64_t key[11];              /* x dims, filter dims, strides and padding */
   dnnl_primitive_t prim;
@@ -32,7 +31,6 @@ static void conv_state_free(void *data) {
     if (mems[i]) dnnl_memory_destroy(mems[i]);
   free(s);
 }
-
 
 static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int64_t *key) {
   const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;

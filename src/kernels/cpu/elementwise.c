@@ -7,7 +7,6 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernel_shapes.h"
 
-
 /* Offsets of element `index` of `out` in inputs a and b. */
 static void offsets_of(int64_t index, const ct_shape *out, const int64_t *sa, const int64_t *sb,
                        int64_t *oa, int64_t *ob) {
@@ -21,7 +20,6 @@ static void offsets_of(int64_t index, const ct_shape *out, const int64_t *sa, co
   *oa = a;
   *ob = b;
 }
-
 
 #define BINARY_KERNEL(fn_name, EXPR)                                                     \
   void fn_name(ct_kernel_ctx *ctx) {                                                     \

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/launch_collective.h"
+#include "kernels/cuda/launch_basic.h"
 
 /* Communicators between one set of GPUs. Each takes NCCL buffers on every
  * GPU, so all AllReduce nodes between the same GPUs share one set, kept in a
@@ -88,9 +88,10 @@ static int sum_on_leader(ct_kernel_ctx *ctx, int leader, const int *leader_of) {
   for (int k = 0; k < ctx->n_inputs; ++k) {
     if (leader_of[k] != leader) continue;
     if (ct_cuda_stream_wait(stream, stream_of(ctx, k), ctx->status)) return 1;
+    const float *terms[2] = {sum, ct_in_f32(ctx, k)};
     cudaError_t err = first ? cudaMemcpyAsync(sum, ct_in_f32(ctx, k), bytes,
                                               cudaMemcpyDeviceToDevice, stream)
-                            : ct_cuda_launch_add_into(sum, sum, ct_in_f32(ctx, k), count, stream);
+                            : ct_launch_add_n(terms, 2, sum, count, stream);
     if (ct_kernel_launch_failed(ctx, err)) return 1;
     first = 0;
   }

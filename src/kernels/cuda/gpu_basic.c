@@ -22,7 +22,6 @@ static void fill(ct_kernel_ctx *ctx, float value) {
 void ct_gpu_zeros_like(ct_kernel_ctx *ctx) { fill(ctx, 0.0f); }
 void ct_gpu_ones_like(ct_kernel_ctx *ctx) { fill(ctx, 1.0f); }
 
-
 /* Copies whole parts side by side along an axis (concat) or back (split),
  * one strided copy per part. `whole` is the joined tensor, parts[k] its
  * pieces in order. */

@@ -20,7 +20,6 @@
 #include "ops/conv_geometry.h"
 #include "kernels/kernel_shapes.h"
 
-
 typedef struct conv_state {
   int64_t key[12];                /* x dims, filter dims, strides, padding, precision */
   cudnnTensorDescriptor_t x_desc; /* x with its extra rows and columns */
@@ -44,7 +43,6 @@ static void conv_state_free(void *data) {
   if (s->conv_desc) cudnnDestroyConvolutionDescriptor(s->conv_desc);
   free(s);
 }
-
 
 static size_t aligned(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 

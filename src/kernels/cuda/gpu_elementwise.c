@@ -12,7 +12,6 @@
 
 static_assert((int)CT_LAUNCH_MAX_RANK == (int)CT_MAX_RANK, "launch_basic.h's rank limit");
 
-
 static void contiguous_strides(const ct_shape *s, int64_t *strides) {
   int64_t stride = 1;
   for (int d = s->rank - 1; d >= 0; --d) {
@@ -54,7 +53,6 @@ static void make_maps(int rank, const int64_t *dims, int n_sets, int64_t (*strid
   }
   for (int s = 0; s < n_sets; ++s) maps[s].rank = kept;
 }
-
 
 static void binary(ct_kernel_ctx *ctx, ct_binary_op op) {
   const ct_shape *out = &ctx->outputs[0].shape, *a = &ctx->inputs[0].shape;

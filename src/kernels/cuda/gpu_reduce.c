@@ -4,7 +4,6 @@
 #include "kernels/cuda/basic_kernels.h"
 #include "kernels/kernel_shapes.h"
 
-
 static void reduce(ct_kernel_ctx *ctx, int mean) {
   int64_t count;
   ct_shape kept = ct_reduce_kept_shape(&ctx->inputs[0].shape, (unsigned)ctx->attrs->i[0], &count);

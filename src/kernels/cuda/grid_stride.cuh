@@ -1,6 +1,6 @@
-/* Launch geometry of the grid-stride kernels (elementwise.cu, train.cu,
- * collective.cu): 256-thread blocks, at most MAX_BLOCKS of them, each
- * thread looping over the elements i, i + the grid's size, ... */
+/* Launch geometry of the grid-stride kernels of the .cu files: 256-thread
+ * blocks, at most MAX_BLOCKS of them, each thread looping over the elements
+ * i, i + the grid's size, ... */
 #ifndef CTOWER_CUDA_GRID_STRIDE_CUH
 #define CTOWER_CUDA_GRID_STRIDE_CUH
 

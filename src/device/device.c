@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "device/device.h"
+#include "device/gpu_plan.h"
 #ifdef CTOWER_HAVE_CUDA
 #include "device/cuda/cuda_device.h"
 #endif
@@ -154,14 +155,12 @@ void ct_device_mark_free(void *mark) {
 
 int ct_gpu_device_count(const ct_session_options *o) {
 #ifdef CTOWER_HAVE_CUDA
-  if (o->device_count_gpu == 0) return 0;
-  int n = ct_cuda_device_count();
-  if (n > 0 && o->gpu_options.visible_device_list[0]) { /* its entries (checked later) */
-    n = 1;
-    for (const char *p = o->gpu_options.visible_device_list; *p; ++p) n += *p == ',';
-  }
-  if (o->device_count_gpu > 0 && o->device_count_gpu < n) n = o->device_count_gpu;
-  return n * (o->gpu_options.n_virtual_devices > 0 ? o->gpu_options.n_virtual_devices : 1);
+  /* A list the plan refuses counts no GPU here; creating the session
+   * reports it. */
+  ct_gpu_plan plan;
+  ct_status ignored = CT_STATUS_INIT;
+  if (ct_gpu_plan_make(o, ct_cuda_device_count(), &plan, &ignored)) return 0;
+  return ct_gpu_plan_devices(&plan);
 #else
   (void)o;
   return 0;

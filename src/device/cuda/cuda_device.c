@@ -1,7 +1,7 @@
-/* CUDA devices: enumeration under the session's GPU options, one compute
- * stream and one copy stream per device, cuBLAS and cuDNN bound to the
- * compute stream, the BFC allocator over cudaMalloc regions, and copies
- * between host and devices ordered with events (cuda_device.h). */
+/* CUDA devices: enumeration under the session's GPU options, one stream per
+ * device with cuBLAS and cuDNN bound to it, the BFC allocator over cudaMalloc
+ * regions, and copies between host and devices ordered with events
+ * (cuda_device.h). */
 #include "device/cuda/cuda_device.h"
 
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "device/device.h"
+#include "device/gpu_plan.h"
 
 int ct_cuda_device_count(void) {
   int n = 0;
@@ -53,48 +54,7 @@ static void gpu_region_free(void *ptr, size_t bytes, void *context) {
 /* GPU workers run on their device: CUDA's current device is per thread. */
 static void gpu_thread_init(ct_device *d) { cudaSetDevice(d->gpu->ordinal); }
 
-/* ---- enumeration -------------------------------------------------------------- */
-
-/* The CUDA ordinals that become /gpu:0, /gpu:1, ...: all of them in order,
- * or gpu_options.visible_device_list ("1,0": ordinal 1 is /gpu:0). */
-static int visible_ordinals(const ct_gpu_options *g, int available, int *ordinals,
-                            ct_status *status) {
-  if (g->visible_device_list[0] == '\0') {
-    for (int i = 0; i < available; ++i) ordinals[i] = i;
-    return available;
-  }
-  int n = 0;
-  const char *p = g->visible_device_list;
-  while (*p) {
-    char *end = NULL;
-    long id = strtol(p, &end, 10);
-    if (end == p || id < 0 || id >= available) {
-      ct_status_set(status, CT_INVALID_ARGUMENT,
-                    "gpu_options.visible_device_list '%s' names GPU %.*s, but this machine "
-                    "has %d visible GPU%s (0 to %d); list ids among those, or leave it empty",
-                    g->visible_device_list, (int)(end > p ? end - p : 1), p, available,
-                    available == 1 ? "" : "s", available - 1);
-      return -1;
-    }
-    for (int i = 0; i < n; ++i)
-      if (ordinals[i] == id) {
-        ct_status_set(status, CT_INVALID_ARGUMENT,
-                      "gpu_options.visible_device_list '%s' names GPU %ld twice",
-                      g->visible_device_list, id);
-        return -1;
-      }
-    ordinals[n++] = (int)id;
-    p = *end == ',' ? end + 1 : end;
-    if (*end != ',' && *end != '\0') {
-      ct_status_set(status, CT_INVALID_ARGUMENT,
-                    "gpu_options.visible_device_list '%s' is not a comma-separated list of "
-                    "GPU ids such as \"1,0\"",
-                    g->visible_device_list);
-      return -1;
-    }
-  }
-  return n;
-}
+/* ---- enumeration (the rules are in device/gpu_plan.c) ---------------------- */
 
 static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_status *status) {
   ct_gpu *gpu = calloc(1, sizeof *gpu);
@@ -136,59 +96,22 @@ void ct_cuda_device_release(ct_device *d) {
   d->gpu = NULL;
 }
 
-/* The memory limit of logical device `name` on GPU `ordinal`: its
- * virtual-device size, else the byte limit, else the fraction of the GPU's
- * memory; by default what is free, less room for the buffers the CUDA
- * libraries allocate on their own. Without growth the limit is reserved at
- * once, so it must be free now. */
+/* The memory limit of logical device `name` on GPU `ordinal`, from what
+ * the runtime says is free now (gpu_setup made `ordinal` current). */
 static int device_limit(const ct_session_options *o, const char *name, int ordinal,
                         int virtual_index, size_t *limit, ct_status *status) {
   size_t free_bytes = 0, total = 0;
   if (ct_cuda_check(cudaMemGetInfo(&free_bytes, &total), "reading GPU memory", status)) return 1;
-  const ct_gpu_options *g = &o->gpu_options;
-  char source[128];
-  size_t want;
-  if (g->n_virtual_devices > 0) {
-    want = (size_t)g->virtual_devices_mb[virtual_index] << 20;
-    snprintf(source, sizeof source, "gpu_options.virtual_devices");
-  } else if (o->gpu_memory_limit) {
-    want = o->gpu_memory_limit;
-    snprintf(source, sizeof source, "memory_limit_mb GPU");
-  } else if (g->per_process_gpu_memory_fraction > 0 && g->per_process_gpu_memory_fraction < 1) {
-    want = (size_t)((double)total * g->per_process_gpu_memory_fraction);
-    snprintf(source, sizeof source, "per_process_gpu_memory_fraction %.2f of %zu MiB",
-             g->per_process_gpu_memory_fraction, total >> 20);
-  } else {
-    size_t headroom = free_bytes / 20 > ((size_t)256 << 20) ? free_bytes / 20 : (size_t)256 << 20;
-    want = free_bytes > headroom ? free_bytes - headroom : 0;
-    snprintf(source, sizeof source, "the default (all free memory)");
-  }
-  if (!g->allow_growth && want > free_bytes) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED,
-                  "GPU %d has %zu MiB free but %s asks for %zu MiB for %s; another session or "
-                  "process holds the rest: ask for less, or set gpu_options.allow_growth: true",
-                  ordinal, free_bytes >> 20, source, want >> 20, name);
-    return 1;
-  }
-  *limit = want;
-  return 0;
+  return ct_gpu_memory_limit(o, name, ordinal, virtual_index, free_bytes, total, limit, status);
 }
 
 int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int *n,
                            ct_status *status) {
-  if (o->device_count_gpu == 0) return 0;
-  const int available = ct_cuda_device_count();
-  if (available == 0) return 0;
-  int ordinals[CT_MAX_DEVICES];
-  int n_gpus = visible_ordinals(&o->gpu_options, available < CT_MAX_DEVICES ? available
-                                                                            : CT_MAX_DEVICES,
-                                ordinals, status);
-  if (n_gpus < 0) return 1;
-  if (o->device_count_gpu > 0 && o->device_count_gpu < n_gpus) n_gpus = o->device_count_gpu;
-  const int per_gpu = o->gpu_options.n_virtual_devices > 0 ? o->gpu_options.n_virtual_devices : 1;
+  ct_gpu_plan plan;
+  if (ct_gpu_plan_make(o, ct_cuda_device_count(), &plan, status)) return 1;
   int index = 0;
-  for (int p = 0; p < n_gpus; ++p) {
-    for (int v = 0; v < per_gpu; ++v, ++index) {
+  for (int p = 0; p < plan.n_physical; ++p) {
+    for (int v = 0; v < plan.per_physical; ++v, ++index) {
       if (*n >= CT_MAX_DEVICES) {
         ct_status_set(status, CT_INVALID_ARGUMENT, "more than %d devices asked for",
                       CT_MAX_DEVICES);
@@ -198,8 +121,8 @@ int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int
       if (d == NULL) return 1;
       devices[(*n)++] = d;
       size_t limit = 0;
-      if (gpu_setup(d, ordinals[p], o->gpu_precision, status) ||
-          device_limit(o, d->name, ordinals[p], v, &limit, status))
+      if (gpu_setup(d, plan.ordinals[p], o->gpu_precision, status) ||
+          device_limit(o, d->name, plan.ordinals[p], v, &limit, status))
         return 1;
       ct_allocator_options ao = {d->name, limit, o->gpu_options.allow_growth, 0,
                                  gpu_region_alloc, gpu_region_free, d->gpu};

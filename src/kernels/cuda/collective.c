@@ -6,7 +6,9 @@
  *   1. on each physical GPU, the first part's device (its leader) adds that
  *      GPU's parts in input order;
  *   2. the leaders all-reduce their sums through NCCL (communicators made
- *      when first needed, shared by the session's AllReduce nodes);
+ *      when first needed, shared by the session's AllReduce nodes); with
+ *      one physical GPU this is a one-rank NCCL call, kept so that the
+ *      NCCL path runs wherever towers do, virtual GPUs included;
  *   3. every other part's device copies its leader's sum.
  * Every output thus holds bitwise the same values. */
 #include <nccl.h>
@@ -159,7 +161,7 @@ void ct_gpu_all_reduce(ct_kernel_ctx *ctx) {
   pthread_mutex_lock(&ct_cuda_order_lock);
   int failed = 0;
   for (int r = 0; r < n_leaders && !failed; ++r) failed = sum_on_leader(ctx, leaders[r], leader_of);
-  if (!failed && n_leaders > 1) failed = join_leaders(ctx, n_leaders, leaders);
+  if (!failed) failed = join_leaders(ctx, n_leaders, leaders);
   for (int k = 0; k < n && !failed; ++k)
     if (leader_of[k] != k) failed = copy_from_leader(ctx, k, leader_of[k]);
   pthread_mutex_unlock(&ct_cuda_order_lock);

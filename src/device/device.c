@@ -102,11 +102,11 @@ void ct_device_free(ct_device *d) {
 }
 
 int ct_device_copy(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
-                   ct_status *status) {
+                   void *ready, ct_status *status) {
 #ifdef CTOWER_HAVE_CUDA
-  return ct_cuda_copy(to, dst, from, src, nbytes, status);
+  return ct_cuda_copy(to, dst, from, src, nbytes, ready, status);
 #else
-  (void)to, (void)from, (void)status;
+  (void)to, (void)from, (void)ready, (void)status;
   if (nbytes) memcpy(dst, src, nbytes);
   return 0;
 #endif

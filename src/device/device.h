@@ -66,16 +66,20 @@ int ct_device_submit(ct_device *device, ct_device_task task);
 /* Copies nbytes from src (on `from`; NULL: host memory) to dst (on `to`;
  * NULL: host memory), ordered after the work queued on both and before
  * the work queued on them later; a copy into host memory is complete when
- * this returns. Returns 0 or fills status. */
+ * this returns. `ready`, when not NULL, is a mark recorded on `from` once
+ * src was written: a copy from a GPU into host memory then waits for that
+ * work alone, not for everything queued on the GPU since. Returns 0 or
+ * fills status. */
 int ct_device_copy(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
-                   ct_status *status);
+                   void *ready, ct_status *status);
 /* Waits for the device's queued work (GPUs; CPU devices have none). */
 int ct_device_synchronize(ct_device *device, ct_status *status);
 
-/* Marks in a GPU's queue, to time its work for run metadata: a recorded
- * mark is reached when the work queued before it is done. CPU devices run a
- * step's work before it returns and need none: ct_device_mark_new gives
- * NULL for them (and when the device cannot make one). */
+/* Marks in a GPU's queue, to time its work for run metadata and to let a
+ * copy wait for one value's producer: a recorded mark is reached when the
+ * work queued before it is done. CPU devices run a step's work before it
+ * returns and need none: ct_device_mark_new gives NULL for them (and when
+ * the device cannot make one). */
 void *ct_device_mark_new(ct_device *device);
 void ct_device_mark_record(ct_device *device, void *mark);
 /* Microseconds from one recorded mark to another of the same device, once

@@ -44,8 +44,7 @@ int ct_gpu_plan_make(const ct_session_options *o, int available, ct_gpu_plan *pl
   if (available > CT_MAX_DEVICES) available = CT_MAX_DEVICES;
   if (o->device_count_gpu == 0 || available <= 0) return 0;
   if (o->gpu_options.visible_device_list[0] != '\0') {
-    if (parse_visible_list(o->gpu_options.visible_device_list, available, plan, status))
-      return 1;
+    if (parse_visible_list(o->gpu_options.visible_device_list, available, plan, status)) return 1;
   } else {
     for (int i = 0; i < available; ++i) plan->ordinals[plan->n_physical++] = i;
   }

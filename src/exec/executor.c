@@ -58,6 +58,8 @@ struct ct_plan {
   int *slot_consumers;     /* per slot: inputs reading it + fetches of it */
   int *feed_slots;         /* per feed */
   int *fetch_slots;        /* per fetch */
+  void **slot_ready;       /* per slot: for a GPU value that a copy takes into host
+                              memory, a mark recorded once its producer is queued */
   /* per-run state, sized once */
   ct_tensor *values;
   ct_buffer **value_buffers;
@@ -81,6 +83,9 @@ void ct_plan_free(ct_plan *p) {
     ct_device_mark_free(p->steps[i].mark_end);
   }
   for (int d = 0; d < CT_MAX_DEVICES; ++d) ct_device_mark_free(p->device_marks[d]);
+  for (int slot = 0; p->slot_ready && slot < p->n_slots; ++slot)
+    ct_device_mark_free(p->slot_ready[slot]);
+  free(p->slot_ready);
   free(p->steps);
   free(p->feed_outputs);
   free(p->fetch_outputs);
@@ -338,6 +343,20 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
     }
   }
 
+  /* Pass 5: a value copied off a GPU into host memory gets a mark, so that
+   * the copy waits for its producer alone, not for the work the GPU's
+   * worker has queued since (ct_device_mark_new gives CPU devices none). */
+  p->slot_ready = calloc((size_t)p->n_slots + 1, sizeof *p->slot_ready);
+  if (p->slot_ready == NULL) goto oom;
+  for (int i = 0; i < p->n_steps; ++i) {
+    const plan_step *step = &p->steps[i];
+    const int source = step->node == NULL ? step->input_slots[0] : -1;
+    if (source < 0 || p->slot_device[source] < 0 || p->slot_ready[source] ||
+        s->devices[step->device]->type != CT_DEVICE_CPU)
+      continue;
+    p->slot_ready[source] = ct_device_mark_new(s->devices[p->slot_device[source]]);
+  }
+
   p->values = calloc((size_t)p->n_slots + 1, sizeof *p->values);
   p->value_buffers = calloc((size_t)p->n_slots + 1, sizeof *p->value_buffers);
   p->buffers = calloc((size_t)p->n_slots + 1, sizeof *p->buffers);
@@ -486,7 +505,7 @@ static int bind_outputs(ct_session *s, ct_plan *p, plan_step *step, ct_status *s
       b->owned = 1;
       value->data = b->data;
       if (n && n->constant && o == 0 && /* a constant on a GPU: uploaded each run */
-          ct_device_copy(device, b->data, NULL, n->constant->data, nbytes, status)) {
+          ct_device_copy(device, b->data, NULL, n->constant->data, nbytes, NULL, status)) {
         p->value_buffers[slot] = b;
         return 1;
       }
@@ -533,7 +552,8 @@ static int run_step(ct_session *s, ct_plan *p, plan_step *step, ct_status *statu
   if (n == NULL) {
     if (ct_device_copy(device, p->values[step->first_slot].data,
                        device_of_slot(s, p, step->input_slots[0]), inputs[0].data,
-                       ct_tensor_nbytes(&inputs[0]), status))
+                       ct_tensor_nbytes(&inputs[0]), p->slot_ready[step->input_slots[0]],
+                       status))
       return 1;
   } else {
     /* only a multi-device op reads its inputs off its own device */
@@ -593,6 +613,11 @@ static void execute_step(void *context, int index) {
     if (on_gpu) ct_device_mark_record(device, step->mark_begin);
     int failed = run_step(run->session, p, step, &status);
     if (on_gpu) ct_device_mark_record(device, step->mark_end);
+    for (int o = 0; !failed && o < step->n_outputs; ++o) {
+      const int slot = step->first_slot + o;
+      if (p->slot_ready[slot])
+        ct_device_mark_record(device_of_slot(run->session, p, slot), p->slot_ready[slot]);
+    }
     step->timed = on_gpu && !failed && step->mark_begin && step->mark_end;
     if (failed) {
       pthread_mutex_lock(&run->mutex);
@@ -686,7 +711,7 @@ static int fetch_result(ct_session *s, ct_plan *p, int slot, ct_tensor **result,
   *result = ct_tensor_new(value->dtype, &value->shape, status);
   if (*result == NULL) return 1;
   return ct_device_copy(NULL, (*result)->data, device_of_slot(s, p, slot), value->data,
-                        ct_tensor_nbytes(value), status);
+                        ct_tensor_nbytes(value), NULL, status);
 }
 
 int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,

@@ -141,7 +141,7 @@ int ct_session_init_variables(ct_session *s, ct_status *status) {
     ct_tensor *initial = ct_tensor_new(CT_F32, &g->variables[i].shape, status);
     if (initial == NULL) return 1;
     ct_initialize_variable(&g->variables[source], g->seed, initial);
-    int failed = ct_device_copy(device, data, NULL, initial->data, nbytes, status) ||
+    int failed = ct_device_copy(device, data, NULL, initial->data, nbytes, NULL, status) ||
                  ct_device_synchronize(device, status);
     ct_tensor_free(initial);
     if (failed) return 1;
@@ -174,7 +174,7 @@ ct_tensor *ct_session_read_variable(ct_session *s, int index, ct_status *status)
   const ct_tensor *var = s->variables[index];
   ct_tensor *copy = ct_tensor_new(var->dtype, &var->shape, status);
   if (copy && ct_device_copy(NULL, copy->data, s->variable_device[index], var->data,
-                             ct_tensor_nbytes(var), status)) {
+                             ct_tensor_nbytes(var), NULL, status)) {
     ct_tensor_free(copy);
     return NULL;
   }
@@ -195,7 +195,8 @@ int ct_session_assign_variable(ct_session *s, int index, const ct_tensor *value,
     return 1;
   }
   ct_device *device = s->variable_device[index];
-  return ct_device_copy(device, var->data, NULL, value->data, ct_tensor_nbytes(var), status) ||
+  return ct_device_copy(device, var->data, NULL, value->data, ct_tensor_nbytes(var), NULL,
+                        status) ||
          ct_device_synchronize(device, status);
 }
 

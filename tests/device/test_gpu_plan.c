@@ -155,7 +155,7 @@ static void test_three_sessions_at_fraction_0_4(void **state) {
   size_t limit = 0;
   ct_status st = CT_STATUS_INIT;
   assert_int_equal(ct_gpu_memory_limit(&o, "/job:localhost/replica:0/task:0/device:GPU:0", 0, 0,
-                                        free_bytes, total, &limit, &st),
+                                       free_bytes, total, &limit, &st),
                    1);
   assert_int_equal(st.code, CT_RESOURCE_EXHAUSTED);
   char expected[512];
@@ -176,8 +176,7 @@ static void test_full_gpu_is_a_clear_error(void **state) {
   ct_session_options o = options_with_list("");
   size_t limit = 0;
   ct_status st = CT_STATUS_INIT;
-  assert_int_equal(ct_gpu_memory_limit(&o, "/gpu:0", 2, 0, 100 * MiB, 2000 * MiB, &limit, &st),
-                   1);
+  assert_int_equal(ct_gpu_memory_limit(&o, "/gpu:0", 2, 0, 100 * MiB, 2000 * MiB, &limit, &st), 1);
   assert_int_equal(st.code, CT_RESOURCE_EXHAUSTED);
   assert_non_null(strstr(st.message, "GPU 2 has 100 MiB free, no more than the 256 MiB"));
   assert_non_null(strstr(st.message, "device_count: {GPU: 0}"));

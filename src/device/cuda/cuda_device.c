@@ -70,11 +70,18 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
       ct_cuda_check(cudaGetDeviceProperties(&prop, ordinal), d->name, status) ||
       ct_cuda_check(cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking), d->name,
                     status) ||
+      ct_cuda_check(cudaStreamCreateWithFlags(&gpu->copy_stream, cudaStreamNonBlocking),
+                    d->name, status) ||
       ct_cublas_check(cublasCreate(&gpu->cublas), d->name, status) ||
       ct_cublas_check(cublasSetStream(gpu->cublas, gpu->stream), d->name, status) ||
       ct_cudnn_check(cudnnCreate(&gpu->cudnn), d->name, status) ||
       ct_cudnn_check(cudnnSetStream(gpu->cudnn, gpu->stream), d->name, status))
     return 1;
+  gpu->staging = ct_staging_new();
+  if (gpu->staging == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating %s", d->name);
+    return 1;
+  }
   gpu->sm_count = prop.multiProcessorCount;
   gpu->total_memory = prop.totalGlobalMem;
   snprintf(gpu->product, sizeof gpu->product, "%s", prop.name);
@@ -91,6 +98,9 @@ void ct_cuda_device_release(ct_device *d) {
   if (gpu->cudnn) cudnnDestroy(gpu->cudnn);
   if (gpu->cublas) cublasDestroy(gpu->cublas);
   if (gpu->stream) cudaStreamDestroy(gpu->stream);
+  /* copies out finish before ct_cuda_copy returns: nothing is queued here */
+  if (gpu->copy_stream) cudaStreamDestroy(gpu->copy_stream);
+  ct_staging_free(gpu->staging); /* the stream is idle: no transfer reads them */
   if (gpu->collectives) gpu->collectives_free(gpu->collectives);
   free(gpu);
   d->gpu = NULL;
@@ -161,8 +171,31 @@ int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *
   return failed;
 }
 
+/* Into host memory, on the source's copy stream after its producer; the
+ * host reader needs the value, so this waits for the copy (and nothing
+ * queued on the compute stream after the producer). */
+static int copy_to_host(const ct_device *from, void *dst, const void *src, size_t nbytes,
+                        void *ready, ct_status *status) {
+  cudaSetDevice(from->gpu->ordinal);
+  cudaStream_t copy = from->gpu->copy_stream;
+  cudaEvent_t done;
+  if (ct_cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
+                    "copying from the GPU", status))
+    return 1;
+  int failed =
+      (ready ? ct_cuda_check(cudaStreamWaitEvent(copy, (cudaEvent_t)ready, 0),
+                             "copying from the GPU", status)
+             : ct_cuda_stream_wait(copy, stream_of(from), status)) ||
+      ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, copy),
+                    "copying from the GPU", status) ||
+      ct_cuda_check(cudaEventRecord(done, copy), "copying from the GPU", status) ||
+      ct_cuda_check(cudaEventSynchronize(done), "copying from the GPU", status);
+  cudaEventDestroy(done);
+  return failed;
+}
+
 int ct_cuda_copy(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
-                 ct_status *status) {
+                 void *ready, ct_status *status) {
   if (nbytes == 0) return 0;
   const ct_device *gpu_to = to && to->type == CT_DEVICE_GPU ? to : NULL;
   const ct_device *gpu_from = from && from->type == CT_DEVICE_GPU ? from : NULL;
@@ -170,22 +203,12 @@ int ct_cuda_copy(ct_device *to, void *dst, ct_device *from, const void *src, siz
     memcpy(dst, src, nbytes);
     return 0;
   }
-  if (gpu_to && !gpu_from) {
-    /* From host memory: cudaMemcpyAsync returns once the source has been
-     * staged, so the host buffer may be reused as soon as this returns. */
+  if (gpu_to && !gpu_from) { /* from host memory, through a pinned buffer */
     cudaSetDevice(gpu_to->gpu->ordinal);
-    return ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice,
-                                         stream_of(gpu_to)),
-                         "copying to the GPU", status);
+    return ct_staging_copy_to_gpu(gpu_to->gpu->staging, dst, src, nbytes, stream_of(gpu_to),
+                                  status);
   }
-  if (!gpu_to) {
-    /* To host memory: the host reader needs the value now. */
-    cudaSetDevice(gpu_from->gpu->ordinal);
-    cudaStream_t s = stream_of(gpu_from);
-    return ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, s),
-                         "copying from the GPU", status) ||
-           ct_cuda_check(cudaStreamSynchronize(s), "copying from the GPU", status);
-  }
+  if (!gpu_to) return copy_to_host(gpu_from, dst, src, nbytes, ready, status);
   /* Between GPUs: the copy runs on the destination's stream after the
    * source's queued work, and the source's later work (which may reuse the
    * source buffer) waits for the copy. The two waits go in under
@@ -223,8 +246,14 @@ void *ct_cuda_mark_new(ct_device *d) {
   return event;
 }
 
+/* Any thread may record a mark of any GPU (an AllReduce's outputs live on
+ * other GPUs than its worker's); the event's GPU is made current for it. */
 void ct_cuda_mark_record(ct_device *d, void *mark) {
+  int current = -1;
+  cudaGetDevice(&current);
+  if (current != d->gpu->ordinal) cudaSetDevice(d->gpu->ordinal);
   if (cudaEventRecord((cudaEvent_t)mark, d->gpu->stream) != cudaSuccess) cudaGetLastError();
+  if (current >= 0 && current != d->gpu->ordinal) cudaSetDevice(current);
 }
 
 double ct_cuda_mark_elapsed_us(void *from, void *to) {

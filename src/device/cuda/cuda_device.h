@@ -2,17 +2,22 @@
  * side of the device registry. Built only with CUDA (CTOWER_HAVE_CUDA).
  *
  * Ordering model: each GPU device (a physical GPU, or one of the logical
- * devices split from it) has one compute stream. Its worker thread launches
+ * devices split from it) has a compute stream. Its worker thread launches
  * the kernels of the steps placed on it onto that stream, in dataflow order,
  * and never waits for them: a step counts as done when it is queued. Buffers
- * of a device are used by its stream alone, so a buffer freed to the
- * allocator and handed out again is only touched by later work on the same
- * stream, in order. Work that crosses devices is ordered with events
- * (cudaStreamWaitEvent), never with a host wait; only a value that goes to
- * host memory (a CPU device's input, a fetch) waits for its stream. Copies
- * into a device run on its compute stream too: the buffer they fill may
- * have just been freed by work still queued there, so a separate copy
- * stream would have to wait for the compute stream first anyway. */
+ * of a device are written by its compute stream alone, so a buffer freed to
+ * the allocator and handed out again is only touched by later work on the
+ * same stream, in order. Work that crosses devices is ordered with events
+ * (cudaStreamWaitEvent), never with a host wait.
+ *
+ * Copies into a device run on its compute stream: the buffer they fill may
+ * have just been freed by work still queued there, so a copy stream would
+ * have to wait for the compute stream anyway. From host memory they go
+ * through pinned staging buffers (staging.c), so the host does not wait.
+ * Copies out to host memory run on the device's copy stream, after an event
+ * of the value's producer: the host waits for that copy alone (its reader
+ * needs the value), while the compute stream goes on with later kernels;
+ * the source buffer is released only once the copy is done. */
 #ifndef CTOWER_CUDA_DEVICE_H
 #define CTOWER_CUDA_DEVICE_H
 
@@ -30,12 +35,24 @@ extern "C" {
 
 struct ct_device;
 
+/* Pinned host buffers for copies into one GPU device (staging.c). */
+typedef struct ct_staging ct_staging;
+ct_staging *ct_staging_new(void);
+void ct_staging_free(ct_staging *staging);
+/* Queues a copy of nbytes from host memory src to dst on `stream`, through
+ * a pinned buffer when one is free or can be made (else directly). src may
+ * be reused as soon as this returns. Returns 0 or fills status. */
+int ct_staging_copy_to_gpu(ct_staging *staging, void *dst, const void *src, size_t nbytes,
+                           cudaStream_t stream, ct_status *status);
+
 typedef struct ct_gpu {
   int ordinal;                /* the CUDA device (after CUDA_VISIBLE_DEVICES) */
   int sm_count;
   size_t total_memory;        /* of the physical GPU */
   char product[256];          /* "NVIDIA H100 80GB HBM3" */
   cudaStream_t stream;        /* compute: every kernel and copy into this device */
+  cudaStream_t copy_stream;   /* copies out of this device into host memory */
+  ct_staging *staging;        /* pinned buffers for copies in from host memory */
   cublasHandle_t cublas;      /* bound to `stream` */
   cudnnHandle_t cudnn;        /* bound to `stream` */
   ct_precision precision;     /* CT_PRECISION_FP32, _TF32 or _BF16 (ctower/session.h) */
@@ -51,10 +68,11 @@ int ct_cuda_devices_create(const ct_session_options *options, struct ct_device *
 void ct_cuda_device_release(struct ct_device *device);
 
 /* Copies nbytes from src to dst; a NULL device is host memory. Ordered
- * after the work already queued on the devices involved, and before the
- * work queued on them later. Returns 0 or fills status. */
+ * after the work already queued on the devices involved (or, into host
+ * memory with a `ready` event, after the work that event follows), and
+ * before the work queued on them later. Returns 0 or fills status. */
 int ct_cuda_copy(struct ct_device *to, void *dst, struct ct_device *from, const void *src,
-                 size_t nbytes, ct_status *status);
+                 size_t nbytes, void *ready, ct_status *status);
 
 /* Makes `waiter` wait (on the GPU, not the host) for the work queued on
  * `signaller` so far; the streams may be on different GPUs. Returns 0 or

@@ -5,9 +5,12 @@
  * and can run out. A GPU's worker that waits like this stops queueing
  * kernels. So the host copies the data into a pinned buffer of the device
  * (a memcpy), queues the transfer from there, and records an event that
- * says when the buffer is free again; the host never waits for the GPU.
+ * says when the buffer is free again: the host does not wait for the GPU.
  * Buffers are kept until the device is released, and a copy takes the
- * smallest free one that fits. */
+ * smallest free one that fits. Pinned memory is taken from the machine's
+ * RAM for good, so there is a cap: a copy over STAGING_MAX_BYTES, or one
+ * that finds every buffer busy and no room for another, goes unstaged
+ * (and may wait). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +21,8 @@ enum {
   STAGING_MIN_BYTES = 64 << 10, /* sizes are powers of two from this */
   STAGING_MAX_BYTES = 64 << 20, /* larger copies are not staged */
 };
+/* pinned bytes per device, at most */
+static const size_t STAGING_PINNED_LIMIT = (size_t)256 << 20;
 
 typedef struct staging_buffer {
   void *host; /* cudaHostAlloc'ed, portable to every GPU */
@@ -29,6 +34,7 @@ typedef struct staging_buffer {
 struct ct_staging {
   pthread_mutex_t lock;
   int n;
+  size_t pinned; /* the sum of the buffers' bytes */
   staging_buffer buffers[STAGING_BUFFERS];
 };
 
@@ -55,7 +61,7 @@ static size_t staging_size(size_t nbytes) {
 }
 
 /* The smallest free buffer of at least nbytes, a new one if none is free
- * and there is room, or NULL. The caller's current device is the GPU's. */
+ * and the caps leave room, or NULL. The caller's current device is the GPU's. */
 static staging_buffer *staging_take(ct_staging *st, size_t nbytes) {
   staging_buffer *best = NULL;
   pthread_mutex_lock(&st->lock);
@@ -67,13 +73,15 @@ static staging_buffer *staging_take(ct_staging *st, size_t nbytes) {
     else
       cudaGetLastError(); /* cudaErrorNotReady: still being read */
   }
-  if (best == NULL && st->n < STAGING_BUFFERS) {
+  const size_t bytes = staging_size(nbytes);
+  if (best == NULL && st->n < STAGING_BUFFERS && st->pinned + bytes <= STAGING_PINNED_LIMIT) {
     staging_buffer *b = &st->buffers[st->n];
-    b->bytes = staging_size(nbytes);
+    b->bytes = bytes;
     if (cudaHostAlloc(&b->host, b->bytes, cudaHostAllocPortable) == cudaSuccess) {
       if (cudaEventCreateWithFlags(&b->free_at, cudaEventDisableTiming) == cudaSuccess) {
         best = b;
         st->n++;
+        st->pinned += bytes;
       } else {
         cudaFreeHost(b->host);
       }

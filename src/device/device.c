@@ -129,11 +129,12 @@ void *ct_device_mark_new(ct_device *d) {
   return NULL;
 }
 
-void ct_device_mark_record(ct_device *d, void *mark) {
+int ct_device_mark_record(ct_device *d, void *mark, ct_status *status) {
 #ifdef CTOWER_HAVE_CUDA
-  if (mark) ct_cuda_mark_record(d, mark);
+  if (mark) return ct_cuda_mark_record(d, mark, status);
 #endif
-  (void)d, (void)mark;
+  (void)d, (void)mark, (void)status;
+  return 0;
 }
 
 double ct_device_mark_elapsed_us(void *from, void *to) {
@@ -159,7 +160,9 @@ int ct_gpu_device_count(const ct_session_options *o) {
    * reports it. */
   ct_gpu_plan plan;
   ct_status ignored = CT_STATUS_INIT;
-  if (ct_gpu_plan_make(o, ct_cuda_device_count(), &plan, &ignored)) return 0;
+  /* device_count GPU 0 hides the GPUs without waking the CUDA runtime */
+  const int available = o->device_count_gpu == 0 ? 0 : ct_cuda_device_count();
+  if (ct_gpu_plan_make(o, available, &plan, &ignored)) return 0;
   return ct_gpu_plan_devices(&plan);
 #else
   (void)o;

@@ -81,7 +81,9 @@ int ct_device_synchronize(ct_device *device, ct_status *status);
  * returns and need none: ct_device_mark_new gives NULL for them (and when
  * the device cannot make one). */
 void *ct_device_mark_new(ct_device *device);
-void ct_device_mark_record(ct_device *device, void *mark);
+/* Records the mark after the work queued on the device so far (nothing for
+ * a NULL mark). Returns 0, or 1 and fills status when the GPU fails. */
+int ct_device_mark_record(ct_device *device, void *mark, ct_status *status);
 /* Microseconds from one recorded mark to another of the same device, once
  * the device has reached both (after ct_device_synchronize). */
 double ct_device_mark_elapsed_us(void *from, void *to);

@@ -354,6 +354,12 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
     if (source < 0 || p->slot_device[source] < 0 || p->slot_ready[source] ||
         s->devices[step->device]->type != CT_DEVICE_CPU)
       continue;
+    /* a variable changes in place after its producer: its copy must see
+     * the updates queued before it, so it waits for the whole stream */
+    const plan_step *producer = producer_of[source] >= 0 ? &p->steps[producer_of[source]] : NULL;
+    if (producer && producer->node &&
+        is_variable_storage(producer->node, source - producer->first_slot))
+      continue;
     p->slot_ready[source] = ct_device_mark_new(s->devices[p->slot_device[source]]);
   }
 
@@ -610,13 +616,15 @@ static void execute_step(void *context, int index) {
                        p->device_marks[step->device];
     if (on_gpu && !step->mark_begin) step->mark_begin = ct_device_mark_new(device);
     if (on_gpu && !step->mark_end) step->mark_end = ct_device_mark_new(device);
-    if (on_gpu) ct_device_mark_record(device, step->mark_begin);
-    int failed = run_step(run->session, p, step, &status);
-    if (on_gpu) ct_device_mark_record(device, step->mark_end);
+    int failed = (on_gpu && ct_device_mark_record(device, step->mark_begin, &status)) ||
+                 run_step(run->session, p, step, &status) ||
+                 (on_gpu && ct_device_mark_record(device, step->mark_end, &status));
+    /* a copy into host memory waits for these marks: a missing one would
+     * let it read a value not written yet, so failing to record fails */
     for (int o = 0; !failed && o < step->n_outputs; ++o) {
       const int slot = step->first_slot + o;
-      if (p->slot_ready[slot])
-        ct_device_mark_record(device_of_slot(run->session, p, slot), p->slot_ready[slot]);
+      failed = ct_device_mark_record(device_of_slot(run->session, p, slot), p->slot_ready[slot],
+                                     &status);
     }
     step->timed = on_gpu && !failed && step->mark_begin && step->mark_end;
     if (failed) {
@@ -666,17 +674,17 @@ static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
   run.session = s;
   run.plan = p;
   run.metadata = metadata;
-  atomic_store(&run.steps_left, p->n_steps);
-  pthread_mutex_init(&run.mutex, NULL);
-  pthread_cond_init(&run.done, NULL);
   clock_gettime(CLOCK_MONOTONIC, &run.start);
   for (int d = 0; metadata && d < s->n_devices && d < CT_MAX_DEVICES; ++d) {
     /* a GPU is idle when a run starts (the last one waited for it): its
      * mark is reached at once, at the run's clock now */
     if (!p->device_marks[d]) p->device_marks[d] = ct_device_mark_new(s->devices[d]);
-    ct_device_mark_record(s->devices[d], p->device_marks[d]);
+    if (ct_device_mark_record(s->devices[d], p->device_marks[d], status)) return 1;
     p->device_mark_us[d] = micros_since(&run.start);
   }
+  atomic_store(&run.steps_left, p->n_steps);
+  pthread_mutex_init(&run.mutex, NULL);
+  pthread_cond_init(&run.done, NULL);
   for (int i = 0; i < p->n_steps; ++i) atomic_store(&p->pending[i], p->steps[i].n_deps);
   for (int i = 0; i < p->n_steps; ++i)
     if (p->steps[i].n_deps == 0) schedule(&run, i);

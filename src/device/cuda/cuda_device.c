@@ -1,7 +1,8 @@
-/* CUDA devices: enumeration under the session's GPU options, one stream per
- * device with cuBLAS and cuDNN bound to it, the BFC allocator over cudaMalloc
- * regions, and copies between host and devices ordered with events
- * (cuda_device.h). */
+/* CUDA devices: enumeration under the session's GPU options; per device a
+ * compute stream with cuBLAS and cuDNN bound to it, a copy stream for
+ * copies out to host memory and pinned staging buffers for copies in
+ * (staging.c); the BFC allocator over cudaMalloc regions; copies between
+ * host and devices ordered with events (cuda_device.h). */
 #include "device/cuda/cuda_device.h"
 
 #include <stdio.h>
@@ -118,7 +119,9 @@ static int device_limit(const ct_session_options *o, const char *name, int ordin
 int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int *n,
                            ct_status *status) {
   ct_gpu_plan plan;
-  if (ct_gpu_plan_make(o, ct_cuda_device_count(), &plan, status)) return 1;
+  /* device_count GPU 0 hides the GPUs without waking the CUDA runtime */
+  const int available = o->device_count_gpu == 0 ? 0 : ct_cuda_device_count();
+  if (ct_gpu_plan_make(o, available, &plan, status)) return 1;
   int index = 0;
   for (int p = 0; p < plan.n_physical; ++p) {
     for (int v = 0; v < plan.per_physical; ++v, ++index) {
@@ -171,25 +174,29 @@ int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *
   return failed;
 }
 
-/* Into host memory, on the source's copy stream after its producer; the
- * host reader needs the value, so this waits for the copy (and nothing
- * queued on the compute stream after the producer). */
+/* Into host memory; the host reader needs the value, so this waits for
+ * the copy. With a `ready` mark of the value's producer the copy runs on
+ * the copy stream after that mark, and nothing queued on the compute
+ * stream since holds it up. Without one (a variable, which kernels queued
+ * later may change in place, or a value of no step) it runs on the compute
+ * stream, after everything queued there. */
 static int copy_to_host(const ct_device *from, void *dst, const void *src, size_t nbytes,
                         void *ready, ct_status *status) {
   cudaSetDevice(from->gpu->ordinal);
-  cudaStream_t copy = from->gpu->copy_stream;
+  cudaStream_t stream = ready ? from->gpu->copy_stream : from->gpu->stream;
   cudaEvent_t done;
   if (ct_cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
                     "copying from the GPU", status))
     return 1;
   int failed =
-      (ready ? ct_cuda_check(cudaStreamWaitEvent(copy, (cudaEvent_t)ready, 0),
-                             "copying from the GPU", status)
-             : ct_cuda_stream_wait(copy, stream_of(from), status)) ||
-      ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, copy),
+      (ready && ct_cuda_check(cudaStreamWaitEvent(stream, (cudaEvent_t)ready, 0),
+                              "copying from the GPU", status)) ||
+      ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, stream),
                     "copying from the GPU", status) ||
-      ct_cuda_check(cudaEventRecord(done, copy), "copying from the GPU", status) ||
+      ct_cuda_check(cudaEventRecord(done, stream), "copying from the GPU", status) ||
       ct_cuda_check(cudaEventSynchronize(done), "copying from the GPU", status);
+  /* a copy queued before the failure may still be writing dst */
+  if (failed) cudaStreamSynchronize(stream);
   cudaEventDestroy(done);
   return failed;
 }
@@ -229,7 +236,9 @@ int ct_cuda_synchronize(ct_device *d, ct_status *status) {
   /* a CPU device, or a GPU whose setup stopped before its stream existed */
   if (d == NULL || d->gpu == NULL || d->gpu->stream == NULL) return 0;
   cudaSetDevice(d->gpu->ordinal);
-  return ct_cuda_check(cudaStreamSynchronize(d->gpu->stream), d->name, status);
+  return ct_cuda_check(cudaStreamSynchronize(d->gpu->stream), d->name, status) ||
+         (d->gpu->copy_stream &&
+          ct_cuda_check(cudaStreamSynchronize(d->gpu->copy_stream), d->name, status));
 }
 
 /* ---- timing marks ------------------------------------------------------------ */
@@ -248,12 +257,13 @@ void *ct_cuda_mark_new(ct_device *d) {
 
 /* Any thread may record a mark of any GPU (an AllReduce's outputs live on
  * other GPUs than its worker's); the event's GPU is made current for it. */
-void ct_cuda_mark_record(ct_device *d, void *mark) {
+int ct_cuda_mark_record(ct_device *d, void *mark, ct_status *status) {
   int current = -1;
   cudaGetDevice(&current);
   if (current != d->gpu->ordinal) cudaSetDevice(d->gpu->ordinal);
-  if (cudaEventRecord((cudaEvent_t)mark, d->gpu->stream) != cudaSuccess) cudaGetLastError();
+  int failed = ct_cuda_check(cudaEventRecord((cudaEvent_t)mark, d->gpu->stream), d->name, status);
   if (current >= 0 && current != d->gpu->ordinal) cudaSetDevice(current);
+  return failed;
 }
 
 double ct_cuda_mark_elapsed_us(void *from, void *to) {

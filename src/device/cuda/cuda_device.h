@@ -17,7 +17,11 @@
  * Copies out to host memory run on the device's copy stream, after an event
  * of the value's producer: the host waits for that copy alone (its reader
  * needs the value), while the compute stream goes on with later kernels;
- * the source buffer is released only once the copy is done. */
+ * the source buffer is released only once the copy is done. A variable is
+ * the exception: kernels queued after its producer change it in place, so
+ * its copies (and those of values no step produced) run on the compute
+ * stream, after everything queued there. Fetches and variable reads wait
+ * for the whole device too (ct_cuda_synchronize). */
 #ifndef CTOWER_CUDA_DEVICE_H
 #define CTOWER_CUDA_DEVICE_H
 
@@ -85,13 +89,14 @@ int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *
  * between them (one rank before it, the other after) could deadlock. */
 extern pthread_mutex_t ct_cuda_order_lock;
 
-/* Timing marks (device.h's ct_device_mark_*): CUDA events with timing. */
+/* Marks (device.h's ct_device_mark_*): CUDA events with timing. */
 void *ct_cuda_mark_new(struct ct_device *device);
-void ct_cuda_mark_record(struct ct_device *device, void *mark);
+int ct_cuda_mark_record(struct ct_device *device, void *mark, ct_status *status);
 double ct_cuda_mark_elapsed_us(void *from, void *to);
 void ct_cuda_mark_free(void *mark);
 
-/* Waits until the device's queued work is done (for fetches and tests). */
+/* Waits until the device's queued work, compute and copies, is done (for
+ * fetches and tests). */
 int ct_cuda_synchronize(struct ct_device *device, ct_status *status);
 
 /* Fills status from a CUDA, cuBLAS or cuDNN error; returns 1 for an error. */

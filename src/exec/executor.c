@@ -298,9 +298,12 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
       int from = p->slot_device[slot], to = p->steps[i].device;
       int host_value = from < 0 || (s->devices[from]->type == CT_DEVICE_CPU &&
                                     !is_variable_storage(source, n->inputs[j].index));
-      /* a multi-device op reads each input where it is */
-      int shared = (n->op->flags & CT_OP_MULTI_DEVICE) ||
-                   (host_value && s->devices[to]->type == CT_DEVICE_CPU);
+      /* a multi-device op reads each input where it is when that is a
+       * device of its own kind (its kernel's); a feed, or a value of the
+       * other kind, is copied to its device like any input */
+      int part_in_place = (n->op->flags & CT_OP_MULTI_DEVICE) && from >= 0 &&
+                          s->devices[from]->type == s->devices[to]->type;
+      int shared = part_in_place || (host_value && s->devices[to]->type == CT_DEVICE_CPU);
       int local = local_slot(p, slot, to, s->n_devices, shared, &copy_of, &copy_of_cap,
                              source->name);
       if (local < 0) goto oom;

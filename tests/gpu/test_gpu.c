@@ -9,7 +9,8 @@
  *     third fails clearly;
  *   - towers on 2 virtual GPUs split from one (replicated with the
  *     collective all-reduce, and parameter server on /cpu:0) against one
- *     device. */
+ *     device, and on 2 physical GPUs when the machine has them.
+ * tests/gpu/emulator runs them without a GPU as test_gpu_emulated. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,34 @@ static void test_towers_on_two_virtual_gpus(void **state) {
 /* ---- memory ------------------------------------------------------------------- */
 
 /* y = x + x on /gpu:0 for an x of n floats. */
+/* Towers on two physical GPUs (NCCL between them), alone and split into
+ * 2 virtual GPUs each (sums on each GPU, then NCCL), when there are two. */
+static void test_towers_on_two_physical_gpus(void **state) {
+  (void)state;
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  if (ct_gpu_device_count(&so) < 2) {
+    printf("  one GPU: nothing to test\n");
+    skip();
+  }
+  train_setup one = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
+                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0};
+  train_setup two = one;
+  two.n_towers = 2;
+  two.devices[1] = "/gpu:1";
+  two.reduce = CT_ALL_REDUCE_COLLECTIVE;
+  train_setup four = two; /* /gpu:0 and /gpu:1 on the first GPU, 2 and 3 on the second */
+  four.n_towers = 4;
+  four.devices[2] = "/gpu:2";
+  four.devices[3] = "/gpu:3";
+  four.virtual_gpus = 2;
+  double d2 = compare_runs(&two, &one), d4 = compare_runs(&four, &one);
+  printf("  2 GPUs, replicated (collective): %.2e from 1 device\n", d2);
+  printf("  2 GPUs x 2 virtual, replicated (collective): %.2e from 1 device\n", d4);
+  assert_true(d2 <= 1e-5);
+  assert_true(d4 <= 1e-5);
+}
+
 static int run_add(ct_session *s, ct_output x, ct_output y, int64_t n, ct_status *st) {
   ct_shape shape = ct_shape_of(1, n);
   ct_tensor *value = ct_tensor_new(CT_F32, &shape, st);
@@ -303,6 +332,7 @@ int main(void) {
       cmocka_unit_test(test_every_op_matches_the_cpu),
       cmocka_unit_test(test_training_steps_match_the_cpu),
       cmocka_unit_test(test_towers_on_two_virtual_gpus),
+      cmocka_unit_test(test_towers_on_two_physical_gpus),
       cmocka_unit_test(test_gpu_memory_limit_and_recovery),
       cmocka_unit_test(test_two_sessions_at_fraction_0_4),
       cmocka_unit_test(test_bad_visible_device_list),

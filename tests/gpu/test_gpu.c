@@ -3,7 +3,8 @@
  *   - every op case of the gradient check (tests/support/op_cases.c) on
  *     /gpu:0 against /cpu:0, forward and gradient, with no soft placement
  *     (so every op must have a GPU kernel);
- *   - a training step of fmnist_cnn with each optimizer, GPU against CPU;
+ *   - a training step of fmnist_cnn with each optimizer, GPU against CPU,
+ *     and with TF32 and bf16 arithmetic against fp32;
  *   - the allocator's limit on a real GPU, out of memory and recovery;
  *   - two sessions at per_process_gpu_memory_fraction 0.4 both run and a
  *     third fails clearly;
@@ -108,6 +109,7 @@ typedef struct train_setup {
   ct_all_reduce_algorithm reduce;
   ct_optimizer_kind optimizer;
   int virtual_gpus;        /* split /gpu:0 into this many logical GPUs (0: none) */
+  ct_precision precision;  /* of the GPUs' matmuls and convolutions */
 } train_setup;
 
 /* Trains STEPS steps on fixed batches; returns the trainable originals'
@@ -136,6 +138,7 @@ static float *train(const train_setup *t, int64_t *n_out) {
   ct_session_options so;
   ct_session_options_defaults(&so);
   so.allow_soft_placement = 0;
+  so.gpu_precision = t->precision;
   if (t->virtual_gpus) {
     so.gpu_options.n_virtual_devices = t->virtual_gpus;
     for (int v = 0; v < t->virtual_gpus; ++v) so.gpu_options.virtual_devices_mb[v] = 2048;
@@ -180,7 +183,7 @@ static void test_training_steps_match_the_cpu(void **state) {
   const char *names[] = {"sgd", "momentum", "adam"};
   for (int k = 0; k < 3; ++k) {
     train_setup cpu = {"fmnist_cnn", 1, {"/cpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
-                       CT_ALL_REDUCE_RING, kinds[k], 0};
+                       CT_ALL_REDUCE_RING, kinds[k], 0, CT_PRECISION_FP32};
     train_setup gpu = cpu;
     gpu.devices[0] = "/gpu:0";
     double d = compare_runs(&gpu, &cpu);
@@ -189,10 +192,28 @@ static void test_training_steps_match_the_cpu(void **state) {
   }
 }
 
+/* TF32 and bf16 arithmetic in matmuls and convolutions: the weights move
+ * off the fp32 run's (so the precision is in effect), but stay close. */
+static void test_reduced_precision_tracks_fp32(void **state) {
+  (void)state;
+  const ct_precision precisions[] = {CT_PRECISION_TF32, CT_PRECISION_BF16};
+  const char *names[] = {"tf32", "bf16"};
+  train_setup fp32 = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
+                      CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32};
+  for (int k = 0; k < 2; ++k) {
+    train_setup reduced = fp32;
+    reduced.precision = precisions[k];
+    double d = compare_runs(&reduced, &fp32);
+    printf("  fmnist_cnn, %s %d steps: weights differ from fp32 by %.2e\n", names[k], STEPS, d);
+    assert_true(d > 0);
+    assert_true(d <= 1e-3);
+  }
+}
+
 static void test_towers_on_two_virtual_gpus(void **state) {
   (void)state;
   train_setup one = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
-                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 2};
+                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 2, CT_PRECISION_FP32};
   train_setup collective = one, ps = one;
   collective.n_towers = ps.n_towers = 2;
   collective.devices[1] = ps.devices[1] = "/gpu:1";
@@ -219,7 +240,7 @@ static void test_towers_on_two_physical_gpus(void **state) {
     skip();
   }
   train_setup one = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
-                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0};
+                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32};
   train_setup two = one;
   two.n_towers = 2;
   two.devices[1] = "/gpu:1";
@@ -331,6 +352,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_op_matches_the_cpu),
       cmocka_unit_test(test_training_steps_match_the_cpu),
+      cmocka_unit_test(test_reduced_precision_tracks_fp32),
       cmocka_unit_test(test_towers_on_two_virtual_gpus),
       cmocka_unit_test(test_towers_on_two_physical_gpus),
       cmocka_unit_test(test_gpu_memory_limit_and_recovery),

@@ -604,7 +604,14 @@ struct block_run {
 };
 
 thread_local block_run *run;
-thread_local std::vector<char *> stacks;
+// fiber stacks of this stream's thread, kept from launch to launch
+struct fiber_stacks {
+  std::vector<char *> stacks;
+  ~fiber_stacks() {
+    for (char *stack : stacks) free(stack);
+  }
+};
+thread_local fiber_stacks stack_pool;
 const size_t STACK = 128 << 10;
 
 void fiber_entry() {
@@ -698,7 +705,7 @@ uint64_t emu_warp_exchange(unsigned mask, uint64_t bits, int src_lane) {
 
 static void make_fiber(block_run *r, fiber &f) {
   getcontext(&f.context);
-  f.context.uc_stack.ss_sp = stacks[&f - &r->fibers[0]];
+  f.context.uc_stack.ss_sp = stack_pool.stacks[&f - &r->fibers[0]];
   f.context.uc_stack.ss_size = STACK;
   f.context.uc_link = nullptr;
   makecontext(&f.context, fiber_entry, 0);
@@ -712,7 +719,7 @@ static void run_grid(const emu_cfg cfg, const std::function<void()> &body) {
   r.fibers.resize(nt);
   r.fiber_mode = true;
   r.synced = false;
-  while (stacks.size() < nt) stacks.push_back((char *)malloc(STACK));
+  while (stack_pool.stacks.size() < nt) stack_pool.stacks.push_back((char *)malloc(STACK));
   block_run *saved = run;
   run = &r;
   bool decided = false;

@@ -22,12 +22,21 @@ static const char *colocated_request(const ct_graph *g, const ct_node *n) {
   return g->variables[v].device;
 }
 
-/* Pass 3: GPUs before CPUs, lowest index first. */
-static int default_device(const ct_node *n, ct_device *const *devices, int n_devices) {
+/* The first device that `spec` matches and that has a kernel for n, in
+ * TensorFlow's priority order: GPUs before CPUs, lowest index first; -1
+ * when none. *matched (when not NULL) says whether the spec matched any
+ * device at all. An empty spec matches every device: pass 3's default. */
+static int first_capable(const ct_node *n, const ct_device_spec *spec, ct_device *const *devices,
+                         int n_devices, int *matched) {
+  if (matched) *matched = 0;
   for (int pass = 0; pass < 2; ++pass)
-    for (int i = 0; i < n_devices; ++i)
-      if ((devices[i]->type == CT_DEVICE_GPU) == (pass == 0) && has_kernel(n, devices[i]))
-        return i;
+    for (int i = 0; i < n_devices; ++i) {
+      if ((devices[i]->type == CT_DEVICE_GPU) != (pass == 0) ||
+          !ct_device_spec_matches(spec, kind_of(devices[i]), devices[i]->index))
+        continue;
+      if (matched) *matched = 1;
+      if (has_kernel(n, devices[i])) return i;
+    }
   return -1;
 }
 
@@ -55,17 +64,10 @@ static int place_node(const ct_graph *g, const ct_node *n, ct_device *const *dev
   const char *request = colocated ? colocated : n->requested_device;
   ct_device_spec spec;
   if (ct_device_spec_parse(request, &spec, status) != 0) return 1;
-  int chosen = -1, matched = 0;
-  for (int i = 0; i < n_devices && chosen < 0; ++i) {
-    if (!ct_device_spec_matches(&spec, kind_of(devices[i]), devices[i]->index)) continue;
-    matched = 1;
-    if (has_kernel(n, devices[i])) chosen = i;
-  }
-  const int explicit_request = request[0] != '\0';
+  int matched = 0;
+  int chosen = first_capable(n, &spec, devices, n_devices, &matched);
   const char *why = NULL;
-  if (chosen < 0 && !explicit_request) {
-    chosen = default_device(n, devices, n_devices);
-  } else if (chosen < 0) {
+  if (chosen < 0 && request[0] != '\0') {
     char wanted[128], available[2048];
     ct_device_spec_string(&spec, wanted, sizeof wanted);
     if (!allow_soft) {
@@ -85,13 +87,11 @@ static int place_node(const ct_graph *g, const ct_node *n, ct_device *const *dev
       return 1;
     }
     /* Pass 4: the same type, any index, then the default. */
-    ct_device_spec same_type = spec;
+    ct_device_spec same_type = spec, any;
     same_type.has_id = 0;
-    for (int i = 0; i < n_devices && chosen < 0; ++i)
-      if (ct_device_spec_matches(&same_type, kind_of(devices[i]), devices[i]->index) &&
-          has_kernel(n, devices[i]))
-        chosen = i;
-    if (chosen < 0) chosen = default_device(n, devices, n_devices);
+    memset(&any, 0, sizeof any); /* names nothing: any device, kind CT_DEVICE_KIND_ANY */
+    chosen = first_capable(n, &same_type, devices, n_devices, NULL);
+    if (chosen < 0) chosen = first_capable(n, &any, devices, n_devices, NULL);
     why = matched ? "has no kernel for it" : "does not exist";
   }
   if (chosen < 0) {

@@ -1,5 +1,6 @@
 /* GPU tests (ctest -L gpu), run on a machine with a CUDA GPU; without one
  * the program exits 77 and CTest reports it skipped.
+ *   - default placement on the GPU, soft placement and the placement log;
  *   - every op case of the gradient check (tests/support/op_cases.c) on
  *     /gpu:0 against /cpu:0, forward and gradient, with no soft placement
  *     (so every op must have a GPU kernel);
@@ -257,6 +258,52 @@ static void test_towers_on_two_physical_gpus(void **state) {
   assert_true(d4 <= 1e-5);
 }
 
+/* With a GPU, default placement puts ops on /gpu:0 (GPU before CPU), soft
+ * placement sends an op asked of a missing GPU there too, and the placement
+ * log says so. */
+static void test_placement_prefers_the_gpu(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)4));
+  ct_graph_push_device(g, "/gpu:7");
+  ct_output a = ct_neg(g, x);
+  ct_graph_pop_device(g);
+  ct_output b = ct_relu(g, a);
+  char *log_text = NULL;
+  size_t log_size = 0;
+  FILE *log = open_memstream(&log_text, &log_size);
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.gpu_options.allow_growth = 1;
+  so.log_device_placement = 1;
+  so.log = log;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st);
+  assert_status_ok(&st);
+  fclose(log);
+  const char *gpu0 = "/job:localhost/replica:0/task:0/device:GPU:0";
+  assert_string_equal(ct_session_node_device(s, a.node, &st), gpu0);
+  assert_string_equal(ct_session_node_device(s, b.node, &st), gpu0);
+  const char *expected[] = {
+      "\nRelu: (Relu): /job:localhost/replica:0/task:0/device:GPU:0\n",
+      "\nNeg: requested /device:GPU:7, which does not exist; placed on "
+      "/job:localhost/replica:0/task:0/device:GPU:0 by allow_soft_placement\n",
+  };
+  for (size_t i = 0; i < sizeof expected / sizeof expected[0]; ++i)
+    if (strstr(log_text, expected[i]) == NULL) fail_msg("log lacks: %s\nlog:\n%s", expected[i], log_text);
+  float in[4] = {1, -2, 3, -4};
+  ct_tensor xt = {CT_F32, ct_shape_of(1, (int64_t)4), in, 0};
+  ct_feed feed = {x, &xt};
+  ct_tensor *y = NULL;
+  assert_int_equal(ct_session_run(s, &feed, 1, &b, 1, NULL, 0, &y, &st), 0);
+  const float *v = ct_tensor_f32(y);
+  assert_true(v[0] == 0 && v[1] == 2 && v[2] == 0 && v[3] == 4);
+  free(log_text);
+  ct_tensor_free(y);
+  ct_session_free(s);
+  ct_graph_free(g);
+}
+
 static int run_add(ct_session *s, ct_output x, ct_output y, int64_t n, ct_status *st) {
   ct_shape shape = ct_shape_of(1, n);
   ct_tensor *value = ct_tensor_new(CT_F32, &shape, st);
@@ -350,6 +397,7 @@ int main(void) {
     return 77;
   }
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_placement_prefers_the_gpu),
       cmocka_unit_test(test_every_op_matches_the_cpu),
       cmocka_unit_test(test_training_steps_match_the_cpu),
       cmocka_unit_test(test_reduced_precision_tracks_fp32),

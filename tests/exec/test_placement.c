@@ -12,10 +12,13 @@
 static const char *CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0";
 static const char *CPU1 = "/job:localhost/replica:0/task:0/device:CPU:1";
 
+/* n CPU devices and no GPU, whatever the machine has (tests/gpu places on
+ * GPUs). */
 static ct_session_options cpus(int n, int soft) {
   ct_session_options o;
   ct_session_options_defaults(&o);
   o.device_count_cpu = n;
+  o.device_count_gpu = 0;
   o.intra_op_parallelism_threads = n; /* one worker thread each */
   o.allow_soft_placement = soft;
   return o;

@@ -107,7 +107,8 @@ static void test_initialization_depends_on_seed_and_name_only(void **state) {
       ct_variable(g, "other", ct_shape_of(1, (int64_t)5), glorot, 1);
     ct_variable(g, "w", ct_shape_of(2, (int64_t)3, (int64_t)4), glorot, 1);
     ct_session *s = ct_session_new(g, NULL, &st);
-    ct_tensor *w = ct_session_variable(s, round == 1 ? 1 : 0, &st);
+    /* read, not borrowed: on a GPU machine the variable lives on the GPU */
+    ct_tensor *w = ct_session_read_variable(s, round == 1 ? 1 : 0, &st);
     assert_status_ok(&st);
     float limit = 0.9258201f; /* sqrt(6 / (3 + 4)) */
     for (int i = 0; i < 12; ++i) assert_true(ct_tensor_f32(w)[i] >= -limit && ct_tensor_f32(w)[i] <= limit);
@@ -115,6 +116,7 @@ static void test_initialization_depends_on_seed_and_name_only(void **state) {
       memcpy(first, w->data, sizeof first);
     else
       assert_memory_equal(first, w->data, sizeof first);
+    ct_tensor_free(w);
     ct_session_free(s);
     ct_graph_free(g);
   }
@@ -128,6 +130,7 @@ static void test_memory_limit_gives_resource_exhausted(void **state) {
   ct_session_options options;
   ct_session_options_defaults(&options);
   options.cpu_memory_limit = 1 << 20;
+  options.device_count_gpu = 0; /* the limit is the CPU's */
   ct_status st = CT_STATUS_INIT;
   ct_session *s = ct_session_new(g, &options, &st);
   ct_shape big = ct_shape_of(1, (int64_t)(1 << 20));

@@ -34,14 +34,20 @@ static void run_begin(op_run *r, int n, const ct_shape *shapes, uint64_t seed) {
   }
 }
 
+/* The CPU alone, whatever GPUs the machine has: these are the CPU kernels. */
+static ct_session *cpu_session(ct_graph *g, int threads, ct_status *st) {
+  ct_session_options options;
+  ct_session_options_defaults(&options);
+  options.device_count_gpu = 0;
+  if (threads) options.intra_op_parallelism_threads = threads;
+  return ct_session_new(g, &options, st);
+}
+
 /* Runs the fetches with the inputs fed; results are the caller's. */
 static void run_fetch(op_run *r, int n_fetches, const ct_output *fetches, ct_tensor **results) {
   ct_status st = CT_STATUS_INIT;
   assert_status_ok(ct_graph_status(r->g));
-  ct_session_options options;
-  ct_session_options_defaults(&options);
-  options.intra_op_parallelism_threads = 2;
-  ct_session *s = ct_session_new(r->g, &options, &st);
+  ct_session *s = cpu_session(r->g, 2, &st);
   assert_status_ok(&st);
   ct_feed feeds[4];
   for (int i = 0; i < r->n; ++i) feeds[i] = (ct_feed){r->in[i], r->value[i]};
@@ -446,7 +452,7 @@ static void test_bad_label_is_an_error(void **state) {
   ct_tensor lt = {CT_I32, ct_shape_of(1, (int64_t)2), labels, 0};
   ct_output loss = ct_sparse_softmax_cross_entropy(g, z, ct_constant(g, "labels", &lt));
   ct_status st = CT_STATUS_INIT;
-  ct_session *s = ct_session_new(g, NULL, &st);
+  ct_session *s = cpu_session(g, 0, &st);
   float zv[6] = {0};
   ct_tensor zt = {CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)3), zv, 0};
   ct_feed feed = {z, &zt};
@@ -503,7 +509,7 @@ static void test_optimizer_updates(void **state) {
     ct_train_op train;
     assert_int_equal(ct_optimizer_minimize(g, &oc, loss, &train), 0);
     ct_status st = CT_STATUS_INIT;
-    ct_session *s = ct_session_new(g, NULL, &st);
+    ct_session *s = cpu_session(g, 0, &st);
     double ref[3] = {1, 1, 1}, m[3] = {0}, v[3] = {0};
     const double base_lr = 0.1;
     for (int step = 1; step <= 3; ++step) {

@@ -16,7 +16,7 @@ train:
     name: momentum
     learning_rate: 0.05
 session:
-  device_count: {CPU: 4}
+  device_count: {CPU: 4, GPU: 0}   # CPU towers, on any machine
 YAML
 
 accuracy_of() { sed -n 's/^done: .*test accuracy \([0-9.]*\).*/\1/p' "$1"; }
@@ -103,7 +103,7 @@ devices:
   n_towers: -1
   all_reduce: auto
 session:
-  device_count: {CPU: 2}
+  device_count: {CPU: 2, GPU: 0}   # CPU towers, on any machine
 YAML
 if "$CTOWER" train resnet.yaml --quiet >resnet.txt 2>&1 && grep -q '^2 towers (replicated): ' resnet.txt &&
    "$CTOWER" eval resnet.yaml --checkpoint resnet.safetensors >resnet_eval.txt 2>&1 &&

@@ -54,8 +54,9 @@ static const char k_train_help[] =
     "Options (before or after the overrides):\n"
     "  --memory-stats   print each device's allocator statistics\n"
     "  --quiet          no progress bar, only one line per epoch\n"
-    "  --resume         continue from train.checkpoint when it exists (its step and\n"
-    "                   epoch); the result is bitwise that of an uninterrupted run\n"
+    "  --resume         continue from train.checkpoint when it exists (its step, epoch\n"
+    "                   and place in the epoch, where train.max_steps stopped a run);\n"
+    "                   the result is bitwise that of an uninterrupted run\n"
     "  -h, --help       show this help\n"
     "\n"
     "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad config.\n";

@@ -176,8 +176,15 @@ static int evaluate(ct_session *s, const ct_training_graph *tg, const ct_dataset
 
 /* ---- checkpoints ------------------------------------------------------------ */
 
+/* Where training stands: the global step, the epochs done, and the index
+ * of the next example within the epoch under way (0 between epochs; a run
+ * stopped by max_steps stops inside one). */
+typedef struct train_position {
+  int64_t step, epoch, example;
+} train_position;
+
 static int save_checkpoint(ct_session *s, const ct_training_graph *tg, const ct_config *c,
-                           int64_t step, int64_t epoch, double test_accuracy, ct_status *status) {
+                           const train_position *at, double test_accuracy, ct_status *status) {
   /* Replicas hold the same values as their originals: only originals are
    * saved, under their tower-free names, so any tower count restores them. */
   const ct_graph *g = tg->graph;
@@ -193,14 +200,15 @@ static int save_checkpoint(ct_session *s, const ct_training_graph *tg, const ct_
     tensors[n].tensor = ct_session_read_variable(s, i, status);
     if (tensors[n++].tensor == NULL) break;
   }
-  char step_text[32], epoch_text[32], accuracy_text[32];
-  snprintf(step_text, sizeof step_text, "%lld", (long long)step);
-  snprintf(epoch_text, sizeof epoch_text, "%lld", (long long)epoch);
+  char step_text[32], epoch_text[32], example_text[32], accuracy_text[32];
+  snprintf(step_text, sizeof step_text, "%lld", (long long)at->step);
+  snprintf(epoch_text, sizeof epoch_text, "%lld", (long long)at->epoch);
+  snprintf(example_text, sizeof example_text, "%lld", (long long)at->example);
   snprintf(accuracy_text, sizeof accuracy_text, "%.4f", test_accuracy);
   const char *metadata[] = {"format",        "ctower",       "ctower_version", CTOWER_VERSION,
                             "model",         c->model.name,  "dataset",        c->dataset.name,
                             "global_step",   step_text,      "epoch",          epoch_text,
-                            "test_accuracy", accuracy_text};
+                            "epoch_example", example_text,   "test_accuracy",  accuracy_text};
   int failed = status->code != CT_OK ||
                ct_checkpoint_write(c->train.checkpoint, tensors, n, metadata,
                                    (int)(sizeof metadata / sizeof metadata[0] / 2), status);
@@ -210,11 +218,10 @@ static int save_checkpoint(ct_session *s, const ct_training_graph *tg, const ct_
 }
 
 /* Copies every variable the graph has (replicas from their original's
- * entry) from the checkpoint; fills *step and *epoch from its metadata when
- * not NULL. */
+ * entry) from the checkpoint; fills *at from its metadata when not NULL
+ * (what a checkpoint lacks is 0). */
 static int restore_checkpoint(ct_session *s, const ct_graph *g, const char *path,
-                              const char *model_name, int64_t *step, int64_t *epoch,
-                              ct_status *status) {
+                              const char *model_name, train_position *at, ct_status *status) {
   ct_checkpoint *ck = ct_checkpoint_read(path, status);
   if (ck == NULL) return 1;
   const char *saved_model = ct_checkpoint_metadata(ck, "model");
@@ -226,10 +233,14 @@ static int restore_checkpoint(ct_session *s, const ct_graph *g, const char *path
     ct_checkpoint_free(ck);
     return 1;
   }
-  const char *saved_step = ct_checkpoint_metadata(ck, "global_step");
-  const char *saved_epoch = ct_checkpoint_metadata(ck, "epoch");
-  if (step) *step = saved_step ? strtoll(saved_step, NULL, 10) : 0;
-  if (epoch) *epoch = saved_epoch ? strtoll(saved_epoch, NULL, 10) : 0;
+  if (at) {
+    const char *saved_step = ct_checkpoint_metadata(ck, "global_step");
+    const char *saved_epoch = ct_checkpoint_metadata(ck, "epoch");
+    const char *saved_example = ct_checkpoint_metadata(ck, "epoch_example");
+    at->step = saved_step ? strtoll(saved_step, NULL, 10) : 0;
+    at->epoch = saved_epoch ? strtoll(saved_epoch, NULL, 10) : 0;
+    at->example = saved_example ? strtoll(saved_example, NULL, 10) : 0;
+  }
   for (int i = 0; i < ct_graph_variable_count(g); ++i) {
     const char *name = ct_variable_checkpoint_name(g, i);
     const ct_tensor *saved = ct_checkpoint_find(ck, name);
@@ -588,21 +599,31 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
   printf("\n");
   fflush(stdout);
   const double start = now_seconds();
-  int64_t global_step = 0, first_epoch = 0;
-  int failed = 0, stop = 0;
+  train_position at = {0, 0, 0};
+  int failed = 0, stop = 0, evaluated = 0;
   if (flags->resume && c->train.checkpoint[0] && access(c->train.checkpoint, F_OK) == 0) {
-    failed = restore_checkpoint(r.session, r.tg.graph, c->train.checkpoint, c->model.name,
-                                &global_step, &first_epoch, status);
-    if (!failed)
+    failed = restore_checkpoint(r.session, r.tg.graph, c->train.checkpoint, c->model.name, &at,
+                                status);
+    if (!failed && at.example > 0)
+      printf("resumed from %s: epoch %lld at example %lld, step %lld\n", c->train.checkpoint,
+             (long long)at.epoch + 1, (long long)at.example, (long long)at.step);
+    else if (!failed)
       printf("resumed from %s: epoch %lld done, step %lld\n", c->train.checkpoint,
-             (long long)first_epoch, (long long)global_step);
+             (long long)at.epoch, (long long)at.step);
   }
+  int64_t global_step = at.step;
+  if (c->train.max_steps > 0 && global_step >= c->train.max_steps) stop = 1; /* resumed, done */
   eval_result test = {0, 0};
-  for (int64_t epoch = first_epoch; epoch < epochs && !failed && !stop; ++epoch) {
+  for (int64_t epoch = at.epoch; epoch < epochs && !failed && !stop; ++epoch) {
     ct_batcher_start_epoch(r.batcher, epoch);
+    int64_t batch = 0;
+    if (epoch == at.epoch && at.example > 0) { /* a checkpoint from inside this epoch */
+      ct_batcher_seek(r.batcher, at.example);
+      batch = at.example / c->dataset.batch_size;
+    }
     const double epoch_start = now_seconds();
     double loss_sum = 0, accuracy_sum = 0;
-    int64_t examples = 0, batch = 0, n;
+    int64_t examples = 0, first_batch = batch, n;
     while (!failed && (n = ct_batcher_next(r.batcher, ct_tensor_f32(r.buf.images),
                                            ct_tensor_i32(r.buf.labels))) > 0) {
       double loss, accuracy;
@@ -615,7 +636,7 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
       examples += n;
       double elapsed = now_seconds() - epoch_start;
       double rate = (double)examples / (elapsed > 0 ? elapsed : 1e-9);
-      double eta = elapsed / (double)batch * (double)(batches - batch);
+      double eta = elapsed / (double)(batch - first_batch) * (double)(batches - batch);
       if (r.towers.n_towers > 1) /* the shard sizes of this step */
         for (int k = 0, used = 0; k < r.towers.n_towers && used < (int)sizeof prog.shards; ++k)
           used += snprintf(prog.shards + used, sizeof prog.shards - (size_t)used, "%s%lld",
@@ -632,6 +653,7 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
     double epoch_time = now_seconds() - epoch_start;
     failed = evaluate(r.session, &r.tg, r.test_set, &test, status);
     if (failed) break;
+    evaluated = 1;
     if (prog.tty) printf("\r\033[K");
     printf("epoch %lld/%lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s, %.0f "
            "img/s\n",
@@ -639,9 +661,17 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
            accuracy_sum / (double)(examples ? examples : 1), test.loss, test.accuracy,
            epoch_time, (double)examples / (epoch_time > 0 ? epoch_time : 1e-9));
     fflush(stdout);
-    if (c->train.checkpoint[0])
-      failed = save_checkpoint(r.session, &r.tg, c, global_step, epoch + 1, test.accuracy, status);
+    if (c->train.checkpoint[0]) {
+      /* stopped by max_steps inside the epoch: the checkpoint says where */
+      const int64_t position = ct_batcher_position(r.batcher);
+      const int inside = stop && position < ct_dataset_size(r.train_set);
+      const train_position now = {global_step, inside ? epoch : epoch + 1, inside ? position : 0};
+      failed = save_checkpoint(r.session, &r.tg, c, &now, test.accuracy, status);
+    }
   }
+  /* nothing left to train (a resumed run that was done): the accuracy shown
+   * is still the model's */
+  if (!failed && !evaluated) failed = evaluate(r.session, &r.tg, r.test_set, &test, status);
   if (!failed) {
     printf("done: %lld steps in %.1f s; test accuracy %.4f", (long long)global_step,
            now_seconds() - start, test.accuracy);
@@ -734,7 +764,7 @@ int ct_eval_main(const ct_config *c, const char *checkpoint_path, ct_status *sta
     ct_session_options options;
     ct_session_options_from_config(c, &options);
     s = ct_session_new(tg.graph, &options, status);
-    failed = s == NULL || restore_checkpoint(s, tg.graph, path, c->model.name, NULL, NULL, status);
+    failed = s == NULL || restore_checkpoint(s, tg.graph, path, c->model.name, NULL, status);
   }
   eval_result result;
   if (!failed) failed = evaluate(s, &tg, test_set, &result, status);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Towers through the command: training on 2 and 4 CPU towers (both variable
 # updates), checkpoints restored on another tower count, and a run resumed
-# from its checkpoint ending bitwise equal to one never interrupted.
+# from its checkpoint (after an epoch, or inside one) ending bitwise equal to
+# one never interrupted.
 # Usage: bash towers.sh /path/to/ctower
 source "$(dirname "$0")/lib/common.sh" towers "${1:-}"
 
@@ -62,16 +63,26 @@ else
   fail "split: auto: $(cat auto.txt)"
 fi
 
-# --- resume: 1 epoch, then resume to 2, equals 2 straight (on 2 towers) -------------
+# --- resume: a run stopped, then resumed, equals 2 epochs straight (on 2 towers) -----
 "$CTOWER" train mlp.yaml --quiet devices.n_towers=2 train.checkpoint=straight.safetensors >straight.txt 2>&1
+# expect_resumed WHAT LINE CHECKPOINT LOG: the resumed run's LOG starts a line
+# with LINE and its CHECKPOINT is bitwise the straight run's
+expect_resumed() {
+  if grep -q "^$2" "$4" && cmp -s straight.safetensors "$3"; then
+    pass "$1 ends bitwise equal to an uninterrupted run"
+  else
+    fail "$1: checkpoints differ or no resume line: $(cat "$4")"
+  fi
+}
 "$CTOWER" train mlp.yaml --quiet devices.n_towers=2 train.epochs=1 train.checkpoint=resumed.safetensors >first.txt 2>&1
 "$CTOWER" train mlp.yaml --quiet --resume devices.n_towers=2 train.checkpoint=resumed.safetensors >second.txt 2>&1
-if grep -q '^resumed from resumed.safetensors: epoch 1 done' second.txt &&
-   cmp -s straight.safetensors resumed.safetensors; then
-  pass "a run resumed after epoch 1 ends bitwise equal to an uninterrupted run"
-else
-  fail "resume: checkpoints differ or no resume line: $(cat second.txt)"
-fi
+expect_resumed "a run resumed after epoch 1" 'resumed from resumed.safetensors: epoch 1 done' \
+  resumed.safetensors second.txt
+# stopped inside epoch 1 by max_steps (50 of its 120 steps), then resumed to the end
+"$CTOWER" train mlp.yaml --quiet devices.n_towers=2 train.max_steps=50 train.checkpoint=inside.safetensors >inside1.txt 2>&1
+"$CTOWER" train mlp.yaml --quiet --resume devices.n_towers=2 train.checkpoint=inside.safetensors >inside2.txt 2>&1
+expect_resumed "a run stopped inside an epoch by max_steps and resumed" \
+  'resumed from inside.safetensors: epoch 1 at example 25000, step 50' inside.safetensors inside2.txt
 
 # --- bad tower configurations ---------------------------------------------------------
 expect_usage_error "more towers than devices" '8 towers need 8 CPU devices but the session has 4' train mlp.yaml devices.n_towers=8

@@ -9,6 +9,7 @@
  *   - the allocator's limit on a real GPU, out of memory and recovery;
  *   - two sessions at per_process_gpu_memory_fraction 0.4 both run and a
  *     third fails clearly;
+ *   - visible_device_list "1,0" swaps two GPUs, and a bad list is an error;
  *   - towers on 2 virtual GPUs split from one (replicated with the
  *     collective all-reduce, and parameter server on /cpu:0) against one
  *     device, and on 2 physical GPUs when the machine has them.
@@ -375,6 +376,40 @@ static void test_two_sessions_at_fraction_0_4(void **state) {
   ct_graph_free(g);
 }
 
+/* visible_device_list "1,0" makes CUDA device 1 /gpu:0 (when there are two):
+ * the device mapping of the placement log says which CUDA device each is. */
+static void test_visible_device_list_orders_the_gpus(void **state) {
+  (void)state;
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  if (ct_gpu_device_count(&so) < 2) {
+    printf("  one GPU: nothing to test\n");
+    skip();
+  }
+  snprintf(so.gpu_options.visible_device_list, sizeof so.gpu_options.visible_device_list, "1,0");
+  so.gpu_options.allow_growth = 1;
+  char *log_text = NULL;
+  size_t log_size = 0;
+  so.log = open_memstream(&log_text, &log_size);
+  so.log_device_placement = 1;
+  ct_graph *g = ct_graph_new();
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st);
+  assert_status_ok(&st);
+  fclose(so.log);
+  const char *gpu0 = strstr(log_text, "/device:GPU:0 -> device: 0, name: ");
+  const char *gpu1 = strstr(log_text, "/device:GPU:1 -> device: 1, name: ");
+  assert_non_null(gpu0);
+  assert_non_null(gpu1);
+  const char *end0 = strchr(gpu0, '\n'), *cuda0 = strstr(gpu0, "CUDA device 1,");
+  const char *end1 = strchr(gpu1, '\n'), *cuda1 = strstr(gpu1, "CUDA device 0,");
+  if (!cuda0 || cuda0 > end0 || !cuda1 || cuda1 > end1)
+    fail_msg("visible_device_list 1,0 did not swap the GPUs:\n%s", log_text);
+  free(log_text);
+  ct_session_free(s);
+  ct_graph_free(g);
+}
+
 static void test_bad_visible_device_list(void **state) {
   (void)state;
   ct_graph *g = ct_graph_new();
@@ -405,6 +440,7 @@ int main(void) {
       cmocka_unit_test(test_towers_on_two_physical_gpus),
       cmocka_unit_test(test_gpu_memory_limit_and_recovery),
       cmocka_unit_test(test_two_sessions_at_fraction_0_4),
+      cmocka_unit_test(test_visible_device_list_orders_the_gpus),
       cmocka_unit_test(test_bad_visible_device_list),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -231,16 +231,21 @@ static void test_towers_on_two_virtual_gpus(void **state) {
 /* ---- memory ------------------------------------------------------------------- */
 
 /* y = x + x on /gpu:0 for an x of n floats. */
-/* Towers on two physical GPUs (NCCL between them), alone and split into
- * 2 virtual GPUs each (sums on each GPU, then NCCL), when there are two. */
-static void test_towers_on_two_physical_gpus(void **state) {
-  (void)state;
+/* Skips the calling test on a machine with fewer than two GPUs. */
+static void skip_unless_two_gpus(void) {
   ct_session_options so;
   ct_session_options_defaults(&so);
   if (ct_gpu_device_count(&so) < 2) {
     printf("  one GPU: nothing to test\n");
     skip();
   }
+}
+
+/* Towers on two physical GPUs (NCCL between them), alone and split into
+ * 2 virtual GPUs each (sums on each GPU, then NCCL), when there are two. */
+static void test_towers_on_two_physical_gpus(void **state) {
+  (void)state;
+  skip_unless_two_gpus();
   train_setup one = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
                      CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32};
   train_setup two = one;
@@ -380,12 +385,9 @@ static void test_two_sessions_at_fraction_0_4(void **state) {
  * the device mapping of the placement log says which CUDA device each is. */
 static void test_visible_device_list_orders_the_gpus(void **state) {
   (void)state;
+  skip_unless_two_gpus();
   ct_session_options so;
   ct_session_options_defaults(&so);
-  if (ct_gpu_device_count(&so) < 2) {
-    printf("  one GPU: nothing to test\n");
-    skip();
-  }
   snprintf(so.gpu_options.visible_device_list, sizeof so.gpu_options.visible_device_list, "1,0");
   so.gpu_options.allow_growth = 1;
   char *log_text = NULL;

@@ -16,7 +16,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -102,7 +101,6 @@ cudaError_t cudaGetLastError(void) {
   sticky_error = cudaSuccess;
   return e;
 }
-cudaError_t cudaPeekAtLastError(void) { return sticky_error; }
 const char *cudaGetErrorString(cudaError_t e) {
   static thread_local char buf[64];
   snprintf(buf, sizeof buf, "emulated CUDA error %d", (int)e);
@@ -114,7 +112,7 @@ const char *cudaGetErrorName(cudaError_t e) {
   return e == cudaSuccess ? "cudaSuccess" : buf;
 }
 
-cudaError_t cudaGetDeviceProperties_v2(cudaDeviceProp *p, int d) {
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
   if (d < 0 || d >= n_gpus()) return fail(cudaErrorInvalidDevice, "properties of %d", d);
   memset(p, 0, sizeof *p);
   snprintf(p->name, sizeof p->name, "Emulated GPU %d", d);
@@ -125,17 +123,6 @@ cudaError_t cudaGetDeviceProperties_v2(cudaDeviceProp *p, int d) {
   p->warpSize = 32;
   p->maxThreadsPerBlock = 1024;
   return cudaSuccess;
-}
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
-  return cudaGetDeviceProperties_v2(p, d);
-}
-cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d) {
-  (void)d;
-  if (a == cudaDevAttrMaxPitch) {
-    *v = 2147483647;
-    return cudaSuccess;
-  }
-  return fail(cudaErrorInvalidValue, "cudaDeviceGetAttribute(%d) not emulated", (int)a);
 }
 
 }  // extern "C"
@@ -304,7 +291,6 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
   *s = new_stream(current_device, flags);
   return cudaSuccess;
 }
-cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, 0); }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   CUstream_st *s = resolve(stream);
   drain(s);
@@ -380,7 +366,6 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags) {
   pinned_blocks[(uintptr_t)*p] = bytes;
   return cudaSuccess;
 }
-cudaError_t cudaMallocHost(void **p, size_t bytes) { return cudaHostAlloc(p, bytes, 0); }
 cudaError_t cudaFreeHost(void *p) {
   {
     std::lock_guard<std::mutex> g(memory_lock);
@@ -590,7 +575,6 @@ struct fiber {
   fiber_state state;
   int warp, lane;
   uint64_t offered;
-  unsigned mask;
 };
 
 struct block_run {
@@ -690,7 +674,6 @@ uint64_t emu_warp_exchange(unsigned mask, uint64_t bits, int src_lane) {
     emu_fail("a full-mask shuffle in a partial warp (block of %zu threads)", run->fibers.size());
   uint64_t *slots = &run->exchange[f->warp % 32 * 32];
   slots[f->lane] = bits;
-  f->mask = mask;
   f->state = AT_WARP_BARRIER;
   yield_to_scheduler();
   for (size_t i = first; i < first + 32; ++i)
@@ -768,8 +751,6 @@ static void run_grid(const emu_cfg cfg, const std::function<void()> &body) {
   run = saved;
 }
 
-static std::atomic<long> launches{0};
-
 void emu_launch_erased(const emu_cfg &cfg, std::function<void()> thread_body) {
   const dim3 g = cfg.grid, b = cfg.block;
   const unsigned long long nt = (unsigned long long)b.x * b.y * b.z;
@@ -789,8 +770,5 @@ void emu_launch_erased(const emu_cfg &cfg, std::function<void()> thread_body) {
          s->device, current_device);
     return;
   }
-  launches++;
   emu_enqueue(s, [cfg, thread_body] { run_grid(cfg, thread_body); });
 }
-
-long emu_launch_count() { return launches.load(); }

@@ -22,17 +22,18 @@ static const char *colocated_request(const ct_graph *g, const ct_node *n) {
   return g->variables[v].device;
 }
 
-/* The first device that `spec` matches and that has a kernel for n, in
- * TensorFlow's priority order: GPUs before CPUs, lowest index first; -1
- * when none. *matched (when not NULL) says whether the spec matched any
- * device at all. An empty spec matches every device: pass 3's default. */
+/* The first device that `spec` matches (NULL: any device) and that has a
+ * kernel for n, in TensorFlow's priority order: GPUs before CPUs, lowest
+ * index first; -1 when none. *matched (when not NULL) says whether the
+ * spec matched any device at all. With no request this is pass 3's
+ * default. */
 static int first_capable(const ct_node *n, const ct_device_spec *spec, ct_device *const *devices,
                          int n_devices, int *matched) {
   if (matched) *matched = 0;
   for (int pass = 0; pass < 2; ++pass)
     for (int i = 0; i < n_devices; ++i) {
       if ((devices[i]->type == CT_DEVICE_GPU) != (pass == 0) ||
-          !ct_device_spec_matches(spec, kind_of(devices[i]), devices[i]->index))
+          (spec && !ct_device_spec_matches(spec, kind_of(devices[i]), devices[i]->index)))
         continue;
       if (matched) *matched = 1;
       if (has_kernel(n, devices[i])) return i;
@@ -87,11 +88,10 @@ static int place_node(const ct_graph *g, const ct_node *n, ct_device *const *dev
       return 1;
     }
     /* Pass 4: the same type, any index, then the default. */
-    ct_device_spec same_type = spec, any;
+    ct_device_spec same_type = spec;
     same_type.has_id = 0;
-    memset(&any, 0, sizeof any); /* names nothing: any device, kind CT_DEVICE_KIND_ANY */
     chosen = first_capable(n, &same_type, devices, n_devices, NULL);
-    if (chosen < 0) chosen = first_capable(n, &any, devices, n_devices, NULL);
+    if (chosen < 0) chosen = first_capable(n, NULL, devices, n_devices, NULL);
     why = matched ? "has no kernel for it" : "does not exist";
   }
   if (chosen < 0) {

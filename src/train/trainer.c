@@ -217,6 +217,12 @@ static int save_checkpoint(ct_session *s, const ct_training_graph *tg, const ct_
   return failed;
 }
 
+/* A count the checkpoint's metadata holds under `key`; 0 when it lacks it. */
+static int64_t metadata_count(const ct_checkpoint *ck, const char *key) {
+  const char *text = ct_checkpoint_metadata(ck, key);
+  return text ? strtoll(text, NULL, 10) : 0;
+}
+
 /* Copies every variable the graph has (replicas from their original's
  * entry) from the checkpoint; fills *at from its metadata when not NULL
  * (what a checkpoint lacks is 0). */
@@ -234,12 +240,9 @@ static int restore_checkpoint(ct_session *s, const ct_graph *g, const char *path
     return 1;
   }
   if (at) {
-    const char *saved_step = ct_checkpoint_metadata(ck, "global_step");
-    const char *saved_epoch = ct_checkpoint_metadata(ck, "epoch");
-    const char *saved_example = ct_checkpoint_metadata(ck, "epoch_example");
-    at->step = saved_step ? strtoll(saved_step, NULL, 10) : 0;
-    at->epoch = saved_epoch ? strtoll(saved_epoch, NULL, 10) : 0;
-    at->example = saved_example ? strtoll(saved_example, NULL, 10) : 0;
+    at->step = metadata_count(ck, "global_step");
+    at->epoch = metadata_count(ck, "epoch");
+    at->example = metadata_count(ck, "epoch_example");
   }
   for (int i = 0; i < ct_graph_variable_count(g); ++i) {
     const char *name = ct_variable_checkpoint_name(g, i);

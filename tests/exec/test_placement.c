@@ -115,15 +115,7 @@ static void test_default_and_soft_placement_with_log(void **state) {
   ct_graph_pop_device(g);
   ct_output c = ct_relu(g, b);
   char *log_text = NULL;
-  size_t log_size = 0;
-  FILE *log = open_memstream(&log_text, &log_size);
-  ct_session_options o = cpus(2, 1);
-  o.log_device_placement = 1;
-  o.log = log;
-  ct_status st = CT_STATUS_INIT;
-  ct_session *s = ct_session_new(g, &o, &st);
-  assert_status_ok(&st);
-  fclose(log);
+  ct_session *s = ct_test_session_logging(g, cpus(2, 1), &log_text);
   assert_string_equal(device_of(s, a), CPU0); /* no GPU: the default device */
   assert_string_equal(device_of(s, b), CPU0); /* /cpu:5 missing: another CPU */
   assert_string_equal(device_of(s, c), CPU0); /* no request: CPU:0 first */
@@ -138,8 +130,7 @@ static void test_default_and_soft_placement_with_log(void **state) {
       "\nNeg_1: requested /device:CPU:5, which does not exist;",
       "\nRelu: (Relu): /job:localhost/replica:0/task:0/device:CPU:0\n",
   };
-  for (size_t i = 0; i < sizeof expected / sizeof expected[0]; ++i)
-    if (strstr(log_text, expected[i]) == NULL) fail_msg("log lacks: %s", expected[i]);
+  ct_test_expect_substrings(log_text, expected, sizeof expected / sizeof expected[0]);
   free(log_text);
   ct_session_free(s);
   ct_graph_free(g);

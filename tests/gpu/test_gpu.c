@@ -275,18 +275,12 @@ static void test_placement_prefers_the_gpu(void **state) {
   ct_output a = ct_neg(g, x);
   ct_graph_pop_device(g);
   ct_output b = ct_relu(g, a);
-  char *log_text = NULL;
-  size_t log_size = 0;
-  FILE *log = open_memstream(&log_text, &log_size);
   ct_session_options so;
   ct_session_options_defaults(&so);
   so.gpu_options.allow_growth = 1;
-  so.log_device_placement = 1;
-  so.log = log;
+  char *log_text = NULL;
+  ct_session *s = ct_test_session_logging(g, so, &log_text);
   ct_status st = CT_STATUS_INIT;
-  ct_session *s = ct_session_new(g, &so, &st);
-  assert_status_ok(&st);
-  fclose(log);
   const char *gpu0 = "/job:localhost/replica:0/task:0/device:GPU:0";
   assert_string_equal(ct_session_node_device(s, a.node, &st), gpu0);
   assert_string_equal(ct_session_node_device(s, b.node, &st), gpu0);
@@ -295,8 +289,7 @@ static void test_placement_prefers_the_gpu(void **state) {
       "\nNeg: requested /device:GPU:7, which does not exist; placed on "
       "/job:localhost/replica:0/task:0/device:GPU:0 by allow_soft_placement\n",
   };
-  for (size_t i = 0; i < sizeof expected / sizeof expected[0]; ++i)
-    if (strstr(log_text, expected[i]) == NULL) fail_msg("log lacks: %s\nlog:\n%s", expected[i], log_text);
+  ct_test_expect_substrings(log_text, expected, sizeof expected / sizeof expected[0]);
   float in[4] = {1, -2, 3, -4};
   ct_tensor xt = {CT_F32, ct_shape_of(1, (int64_t)4), in, 0};
   ct_feed feed = {x, &xt};
@@ -390,15 +383,9 @@ static void test_visible_device_list_orders_the_gpus(void **state) {
   ct_session_options_defaults(&so);
   snprintf(so.gpu_options.visible_device_list, sizeof so.gpu_options.visible_device_list, "1,0");
   so.gpu_options.allow_growth = 1;
-  char *log_text = NULL;
-  size_t log_size = 0;
-  so.log = open_memstream(&log_text, &log_size);
-  so.log_device_placement = 1;
   ct_graph *g = ct_graph_new();
-  ct_status st = CT_STATUS_INIT;
-  ct_session *s = ct_session_new(g, &so, &st);
-  assert_status_ok(&st);
-  fclose(so.log);
+  char *log_text = NULL;
+  ct_session *s = ct_test_session_logging(g, so, &log_text);
   const char *gpu0 = strstr(log_text, "/device:GPU:0 -> device: 0, name: ");
   const char *gpu1 = strstr(log_text, "/device:GPU:1 -> device: 1, name: ");
   assert_non_null(gpu0);

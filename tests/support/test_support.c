@@ -28,6 +28,24 @@ void ct_test_fill_uniform(float *out, int64_t n, uint64_t seed, float lo, float 
   }
 }
 
+ct_session *ct_test_session_logging(ct_graph *g, ct_session_options o, char **log_text) {
+  size_t log_size = 0;
+  *log_text = NULL;
+  o.log_device_placement = 1;
+  o.log = open_memstream(log_text, &log_size);
+  assert_non_null(o.log);
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &o, &st);
+  fclose(o.log);
+  assert_status_ok(&st);
+  return s;
+}
+
+void ct_test_expect_substrings(const char *text, const char *const *expected, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (strstr(text, expected[i]) == NULL) fail_msg("lacks: %s\nin:\n%s", expected[i], text);
+}
+
 double ct_test_max_rel_diff(const float *a, const float *b, int64_t n) {
   double worst = 0;
   for (int64_t i = 0; i < n; ++i) {

@@ -33,6 +33,13 @@ void ct_test_fill_uniform(float *out, int64_t n, uint64_t seed, float lo, float 
 int ct_test_tower_step(ct_session *session, const ct_tower_graph *towers, int step, int64_t n,
                        const int64_t *sizes, float lr, ct_status *status);
 
+/* Creates a session of g under options o with log_device_placement on and
+ * the log captured into *log_text (the caller frees it); fails the test
+ * unless the session is created. */
+ct_session *ct_test_session_logging(ct_graph *g, ct_session_options o, char **log_text);
+/* Fails the test, quoting text, unless each of the n strings occurs in it. */
+void ct_test_expect_substrings(const char *text, const char *const *expected, size_t n);
+
 /* Largest |a-b| / max(1, |b|) over n values. */
 double ct_test_max_rel_diff(const float *a, const float *b, int64_t n);
 

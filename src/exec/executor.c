@@ -60,6 +60,7 @@ struct ct_plan {
   int *fetch_slots;        /* per fetch */
   void **slot_ready;       /* per slot: for a GPU value that a copy takes into host
                               memory, a mark recorded once its producer is queued */
+  unsigned char uses_device[CT_MAX_DEVICES]; /* runs a step or holds a value there */
   /* per-run state, sized once */
   ct_tensor *values;
   ct_buffer **value_buffers;
@@ -365,6 +366,11 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
       continue;
     p->slot_ready[source] = ct_device_mark_new(s->devices[p->slot_device[source]]);
   }
+
+  /* The devices a run must wait for at its end */
+  for (int i = 0; i < p->n_steps; ++i) p->uses_device[p->steps[i].device] = 1;
+  for (int slot = 0; slot < p->n_slots; ++slot)
+    if (p->slot_device[slot] >= 0) p->uses_device[p->slot_device[slot]] = 1;
 
   p->values = calloc((size_t)p->n_slots + 1, sizeof *p->values);
   p->value_buffers = calloc((size_t)p->n_slots + 1, sizeof *p->value_buffers);
@@ -758,7 +764,7 @@ int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,
   /* A run ends when its devices are done: GPU work is queued, not waited
    * for, until here (its errors surface here too). */
   for (int d = 0; d < s->n_devices && p; ++d)
-    if (ct_device_synchronize(s->devices[d], status)) failed = 1;
+    if (p->uses_device[d] && ct_device_synchronize(s->devices[d], status)) failed = 1;
   if (p && metadata) add_device_timings(p, metadata);
   if (p) release_all(p);
   pthread_mutex_unlock(&s->run_mutex);

@@ -20,6 +20,9 @@
 #include <string.h>
 
 #include "op_cases.h"
+#ifdef CT_GPU_EMULATED
+#include "emulator_counts.h"
+#endif
 
 /* Differences of fp32 results computed by other kernels in another order. */
 static const double TOLERANCE = 1e-4;
@@ -115,8 +118,10 @@ typedef struct train_setup {
 } train_setup;
 
 /* Trains STEPS steps on fixed batches; returns the trainable originals'
- * values, concatenated (the caller frees), and their count. */
-static float *train(const train_setup *t, int64_t *n_out) {
+ * values, concatenated (the caller frees), and their count. On the
+ * emulator, hot_path_counts (when not NULL) receives its counts over the
+ * steps after the first. */
+static float *train(const train_setup *t, int64_t *n_out, long *hot_path_counts) {
   ct_graph *g = ct_graph_new();
   ct_graph_set_seed(g, 5);
   ct_tower_options o;
@@ -148,9 +153,23 @@ static float *train(const train_setup *t, int64_t *n_out) {
   ct_status st = CT_STATUS_INIT;
   ct_session *s = ct_session_new(g, &so, &st);
   assert_status_ok(&st);
-  for (int step = 0; step < STEPS; ++step)
+#ifdef CT_GPU_EMULATED
+  long hot_path_start[EMU_COUNT_KINDS];
+#else
+  (void)hot_path_counts;
+#endif
+  for (int step = 0; step < STEPS; ++step) {
     if (ct_test_tower_step(s, &towers, step, BATCH, NULL, 0.01f, &st))
       fail_msg("%s step %d: %s", t->model, step, st.message);
+#ifdef CT_GPU_EMULATED
+    /* the first step sets up (variables, buffers, algorithms); the later
+     * ones are the hot path */
+    for (int k = 0; k < EMU_COUNT_KINDS && hot_path_counts; ++k) {
+      if (step == 0) hot_path_start[k] = emu_count((emu_count_kind)k);
+      if (step == STEPS - 1) hot_path_counts[k] = emu_count((emu_count_kind)k) - hot_path_start[k];
+    }
+#endif
+  }
   float *out = malloc(MAX_FLOATS * sizeof *out);
   int64_t offset = 0;
   for (int v = 0; v < ct_graph_variable_count(g); ++v) {
@@ -171,7 +190,7 @@ static float *train(const train_setup *t, int64_t *n_out) {
 
 static double compare_runs(const train_setup *a, const train_setup *b) {
   int64_t na, nb;
-  float *wa = train(a, &na), *wb = train(b, &nb);
+  float *wa = train(a, &na, NULL), *wb = train(b, &nb, NULL);
   assert_int_equal(na, nb);
   double d = ct_test_max_rel_diff(wa, wb, na);
   free(wa);
@@ -227,6 +246,28 @@ static void test_towers_on_two_virtual_gpus(void **state) {
   assert_true(dc <= 1e-5);
   assert_true(dp <= 1e-5);
 }
+
+#ifdef CT_GPU_EMULATED
+/* "No host syncs on the hot path": after its first step, a training step of
+ * 2 towers on 2 virtual GPUs (collective all-reduce) queues its work on the
+ * GPUs' streams and waits for it only at the run's end (each GPU's compute
+ * and copy stream), and allocates nothing, neither GPU nor pinned memory. */
+static void test_training_steps_wait_only_at_the_end(void **state) {
+  (void)state;
+  long counts[EMU_COUNT_KINDS] = {0};
+  train_setup towers = {"fmnist_cnn", 2, {"/gpu:0", "/gpu:1"}, CT_VARIABLE_UPDATE_REPLICATED,
+                        CT_ALL_REDUCE_COLLECTIVE, CT_OPTIMIZER_MOMENTUM, 2, CT_PRECISION_FP32};
+  int64_t n;
+  free(train(&towers, &n, counts));
+  const int steps = STEPS - 1, gpus = 2;
+  printf("  a step on 2 virtual GPUs: %.1f host waits, %.1f allocations, %.1f events created, "
+         "%.1f stream tasks\n",
+         (double)counts[EMU_HOST_WAITS] / steps, (double)counts[EMU_ALLOCATIONS] / steps,
+         (double)counts[EMU_EVENTS_CREATED] / steps, (double)counts[EMU_STREAM_TASKS] / steps);
+  assert_true(counts[EMU_HOST_WAITS] <= 2L * gpus * steps);
+  assert_int_equal(counts[EMU_ALLOCATIONS], 0);
+}
+#endif
 
 /* ---- memory ------------------------------------------------------------------- */
 
@@ -427,6 +468,9 @@ int main(void) {
       cmocka_unit_test(test_reduced_precision_tracks_fp32),
       cmocka_unit_test(test_towers_on_two_virtual_gpus),
       cmocka_unit_test(test_towers_on_two_physical_gpus),
+#ifdef CT_GPU_EMULATED
+      cmocka_unit_test(test_training_steps_wait_only_at_the_end),
+#endif
       cmocka_unit_test(test_gpu_memory_limit_and_recovery),
       cmocka_unit_test(test_two_sessions_at_fraction_0_4),
       cmocka_unit_test(test_visible_device_list_orders_the_gpus),

@@ -16,6 +16,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "emulator.h"
+#include "emulator_counts.h"
 #include "device_code.h"
 
 void emu_fail(const char *fmt, ...) {
@@ -47,6 +49,24 @@ static void note(const char *fmt, ...) {
   fprintf(stderr, "\n");
   va_end(ap);
 }
+
+// ---- counts (emulator_counts.h) ------------------------------------------------
+
+static std::atomic<long> counts[EMU_COUNT_KINDS];
+
+static void tally(emu_count_kind kind) { counts[kind].fetch_add(1, std::memory_order_relaxed); }
+
+extern "C" long emu_count(emu_count_kind kind) { return counts[kind].load(); }
+
+static void print_counts() {
+  fprintf(stderr, "EMU: %ld host waits, %ld allocations, %ld events created, %ld stream tasks\n",
+          emu_count(EMU_HOST_WAITS), emu_count(EMU_ALLOCATIONS), emu_count(EMU_EVENTS_CREATED),
+          emu_count(EMU_STREAM_TASKS));
+}
+static const int counts_printed_at_exit = [] {
+  if (getenv("EMU_COUNTS")) atexit(print_counts);
+  return 0;
+}();
 
 // ---- devices and errors -----------------------------------------------------
 
@@ -247,6 +267,7 @@ static CUstream_st *resolve(cudaStream_t stream) {
 
 void emu_enqueue(cudaStream_t stream, std::function<void()> task) {
   CUstream_st *s = resolve(stream);
+  tally(EMU_STREAM_TASKS);
   {
     std::lock_guard<std::mutex> l(s->m);
     s->tasks.push_back(std::move(task));
@@ -272,6 +293,7 @@ static void drain_device(int device) {
 
 // Runs `task` on the stream and waits for it (and everything before it).
 static void run_and_wait(cudaStream_t stream, std::function<void()> task) {
+  tally(EMU_HOST_WAITS);
   std::mutex m;
   std::condition_variable cv;
   bool done = false;
@@ -308,6 +330,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  tally(EMU_HOST_WAITS);
   drain(resolve(stream));
   return cudaSuccess;
 }
@@ -316,12 +339,14 @@ cudaError_t cudaStreamGetDevice(cudaStream_t stream, int *device) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize(void) {
+  tally(EMU_HOST_WAITS);
   drain_device(current_device);
   return cudaSuccess;
 }
 
 cudaError_t cudaMalloc(void **p, size_t bytes) {
   *p = nullptr;
+  tally(EMU_ALLOCATIONS);
   std::lock_guard<std::mutex> g(memory_lock);
   if (used_bytes[current_device] + bytes > gpu_total())
     return sticky_error = cudaErrorMemoryAllocation;
@@ -344,6 +369,7 @@ cudaError_t cudaFree(void *p) {
     if (it == device_blocks.end()) emu_fail("cudaFree(%p): not a cudaMalloc pointer", p);
     device = it->second.device;
   }
+  tally(EMU_HOST_WAITS);
   drain_device(device); /* cudaFree synchronizes the device */
   std::lock_guard<std::mutex> g(memory_lock);
   auto it = device_blocks.find((uintptr_t)p);
@@ -360,6 +386,7 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
 }
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags) {
   (void)flags;
+  tally(EMU_ALLOCATIONS);
   *p = malloc(bytes ? bytes : 1);
   if (!*p) return sticky_error = cudaErrorMemoryAllocation;
   std::lock_guard<std::mutex> g(memory_lock);
@@ -371,6 +398,7 @@ cudaError_t cudaFreeHost(void *p) {
     std::lock_guard<std::mutex> g(memory_lock);
     if (!pinned_blocks.erase((uintptr_t)p)) emu_fail("cudaFreeHost(%p): not pinned", p);
   }
+  tally(EMU_HOST_WAITS);
   for (int d = 0; d < n_gpus(); ++d) drain_device(d); /* synchronizes */
   free(p);
   return cudaSuccess;
@@ -477,6 +505,7 @@ static double now_ms() {
 extern "C" {
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
+  tally(EMU_EVENTS_CREATED);
   CUevent_st *ev = new CUevent_st;
   ev->device = current_device;
   ev->flags = flags;
@@ -534,10 +563,11 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t e, unsigned fla
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   check_event(e, "cudaEventSynchronize");
+  tally(EMU_HOST_WAITS);
   std::unique_lock<std::mutex> l(e->m);
   const uint64_t generation = e->recorded;
   if (!e->cv.wait_for(l, std::chrono::seconds(kWatchdogSeconds), [&] { return e->completed >= generation; }))
-    emu_fail("the host waited %d s for an event (a deadlock)");
+    emu_fail("the host waited %d s for an event (a deadlock)", kWatchdogSeconds);
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) {

@@ -152,6 +152,14 @@ void ct_device_mark_free(void *mark) {
   (void)mark;
 }
 
+int ct_device_wait_mark(ct_device *d, void *mark, ct_status *status) {
+#ifdef CTOWER_HAVE_CUDA
+  if (mark) return ct_cuda_mark_wait(d, mark, status);
+#endif
+  (void)d, (void)mark, (void)status;
+  return 0;
+}
+
 /* ---- the registry ------------------------------------------------------- */
 
 int ct_gpu_device_count(const ct_session_options *o) {

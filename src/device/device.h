@@ -88,6 +88,9 @@ int ct_device_mark_record(ct_device *device, void *mark, ct_status *status);
  * the device has reached both (after ct_device_synchronize). */
 double ct_device_mark_elapsed_us(void *from, void *to);
 void ct_device_mark_free(void *mark);
+/* Makes the work queued on the device from now on wait for a mark recorded
+ * on any GPU (nothing for a NULL mark). Returns 0 or fills status. */
+int ct_device_wait_mark(ct_device *device, void *mark, ct_status *status);
 
 /* Cores this process may run on (sched_getaffinity), at least 1. */
 int ct_available_cores(void);

@@ -61,6 +61,8 @@ struct ct_plan {
   void **slot_ready;       /* per slot: for a GPU value that a copy takes into host
                               memory, a mark recorded once its producer is queued */
   unsigned char uses_device[CT_MAX_DEVICES]; /* runs a step or holds a value there */
+  void **slot_side_mark;   /* per slot, this run: the mark its readers wait for, when
+                              its producer finished it on another stream (output_marks) */
   /* per-run state, sized once */
   ct_tensor *values;
   ct_buffer **value_buffers;
@@ -87,6 +89,7 @@ void ct_plan_free(ct_plan *p) {
   for (int slot = 0; p->slot_ready && slot < p->n_slots; ++slot)
     ct_device_mark_free(p->slot_ready[slot]);
   free(p->slot_ready);
+  free(p->slot_side_mark);
   free(p->steps);
   free(p->feed_outputs);
   free(p->fetch_outputs);
@@ -372,12 +375,15 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
   for (int slot = 0; slot < p->n_slots; ++slot)
     if (p->slot_device[slot] >= 0) p->uses_device[p->slot_device[slot]] = 1;
 
+  p->slot_side_mark = calloc((size_t)p->n_slots + 1, sizeof *p->slot_side_mark);
   p->values = calloc((size_t)p->n_slots + 1, sizeof *p->values);
   p->value_buffers = calloc((size_t)p->n_slots + 1, sizeof *p->value_buffers);
   p->buffers = calloc((size_t)p->n_slots + 1, sizeof *p->buffers);
   p->remaining = calloc((size_t)p->n_slots + 1, sizeof *p->remaining);
   p->pending = calloc((size_t)p->n_steps + 1, sizeof *p->pending);
-  if (!p->values || !p->value_buffers || !p->buffers || !p->remaining || !p->pending) goto oom;
+  if (!p->slot_side_mark || !p->values || !p->value_buffers || !p->buffers || !p->remaining ||
+      !p->pending)
+    goto oom;
   free(needed), free(fed), free(slot_base), free(step_of), free(stack), free(copy_of);
   free(producer_of);
   return p;
@@ -535,6 +541,20 @@ static ct_device *device_of_slot(const ct_session *s, const ct_plan *p, int slot
   return p->slot_device[slot] >= 0 ? s->devices[p->slot_device[slot]] : NULL;
 }
 
+/* Inputs finished on another stream than their device's compute stream:
+ * that device's work from now on (this step's, and the buffer's next
+ * owner's once it is released) waits for them. */
+static int wait_for_side_marks(ct_session *s, ct_plan *p, const plan_step *step,
+                               ct_status *status) {
+  for (int j = 0; j < step->n_inputs; ++j) {
+    const int slot = step->input_slots[j];
+    if (p->slot_side_mark[slot] &&
+        ct_device_wait_mark(device_of_slot(s, p, slot), p->slot_side_mark[slot], status))
+      return 1;
+  }
+  return 0;
+}
+
 static int run_step(ct_session *s, ct_plan *p, plan_step *step, ct_status *status) {
   ct_node *n = step->node;
   if (step->n_outputs == 0) return 0; /* NoOp */
@@ -564,11 +584,13 @@ static int run_step(ct_session *s, ct_plan *p, plan_step *step, ct_status *statu
   }
   if (bind_outputs(s, p, step, status)) return 1;
   ct_device *device = s->devices[step->device];
+  if (wait_for_side_marks(s, p, step, status)) return 1;
   if (n == NULL) {
-    if (ct_device_copy(device, p->values[step->first_slot].data,
-                       device_of_slot(s, p, step->input_slots[0]), inputs[0].data,
-                       ct_tensor_nbytes(&inputs[0]), p->slot_ready[step->input_slots[0]],
-                       status))
+    const int source = step->input_slots[0];
+    /* into host memory, the copy waits for the value's own mark */
+    void *ready = p->slot_side_mark[source] ? p->slot_side_mark[source] : p->slot_ready[source];
+    if (ct_device_copy(device, p->values[step->first_slot].data, device_of_slot(s, p, source),
+                       inputs[0].data, ct_tensor_nbytes(&inputs[0]), ready, status))
       return 1;
   } else {
     /* only a multi-device op reads its inputs off its own device */
@@ -576,19 +598,28 @@ static int run_step(ct_session *s, ct_plan *p, plan_step *step, ct_status *statu
     const int multi = (n->op->flags & CT_OP_MULTI_DEVICE) != 0;
     for (int j = 0; multi && j < step->n_inputs; ++j)
       input_devices[j] = device_of_slot(s, p, step->input_slots[j]);
+    void *output_marks[64] = {NULL};
     ct_kernel_ctx ctx = {n,      &n->attrs,     step->n_inputs, inputs, step->n_outputs,
                          &p->values[step->first_slot], device, device->threads, s->step,
-                         &step->state, status, {NULL}, 0, multi ? input_devices : NULL};
+                         &step->state, status, {NULL}, 0, multi ? input_devices : NULL,
+                         output_marks};
     step->kernel(&ctx);
     for (int k = 0; k < ctx.n_scratch; ++k) ct_allocator_free(device->allocator, ctx.scratch[k]);
     if (status->code != CT_OK) return 1;
+    for (int o = 0; o < step->n_outputs; ++o)
+      p->slot_side_mark[step->first_slot + o] = output_marks[o];
   }
   for (int j = 0; j < step->n_inputs; ++j) slot_consumed(p, step->input_slots[j]);
-  for (int o = 0; o < step->n_outputs; ++o)
-    if (p->slot_consumers[step->first_slot + o] == 0) {
-      atomic_store(&p->remaining[step->first_slot + o], 1);
-      slot_consumed(p, step->first_slot + o);
-    }
+  for (int o = 0; o < step->n_outputs; ++o) {
+    const int slot = step->first_slot + o;
+    if (p->slot_consumers[slot] > 0) continue;
+    /* unread: its buffer goes back now, so its device's later work (the
+     * buffer's next owner) must come after the writes still pending */
+    if (ct_device_wait_mark(device_of_slot(s, p, slot), p->slot_side_mark[slot], status))
+      return 1;
+    atomic_store(&p->remaining[slot], 1);
+    slot_consumed(p, slot);
+  }
   return 0;
 }
 
@@ -669,6 +700,7 @@ static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
                     ct_status *status) {
   for (int slot = 0; slot < p->n_slots; ++slot) {
     p->value_buffers[slot] = NULL;
+    p->slot_side_mark[slot] = NULL;
     atomic_store(&p->remaining[slot], 0);
   }
   for (int i = 0; i < p->n_feeds; ++i) {
@@ -728,7 +760,7 @@ static int fetch_result(ct_session *s, ct_plan *p, int slot, ct_tensor **result,
   *result = ct_tensor_new(value->dtype, &value->shape, status);
   if (*result == NULL) return 1;
   return ct_device_copy(NULL, (*result)->data, device_of_slot(s, p, slot), value->data,
-                        ct_tensor_nbytes(value), NULL, status);
+                        ct_tensor_nbytes(value), p->slot_side_mark[slot], status);
 }
 
 int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,

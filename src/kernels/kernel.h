@@ -33,6 +33,10 @@ typedef struct ct_kernel_ctx {
   int n_scratch;
   struct ct_device **input_devices; /* where each input lives (NULL: host memory); only a
                                        multi-device op reads inputs off its own device */
+  void **output_marks; /* per output, NULL on entry: a GPU kernel whose last writes to an
+                          output are queued on another stream than its device's compute
+                          stream leaves a mark recorded after them here (ct_device_mark_*),
+                          and every later reader of the output waits for it */
 } ct_kernel_ctx;
 
 typedef void (*ct_kernel_fn)(ct_kernel_ctx *ctx);

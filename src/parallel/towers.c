@@ -40,9 +40,12 @@ static void link_replicas(ct_graph *g, int first, const char *prefix) {
  * tree: add pairs, then pairs of pairs, on the left device of each pair;
  *   (ring and tree leave the sum on one device: every other device reads a
  *   copy of that one tensor)
- * collective: one AllReduce op, each tower's sum on its own device. */
+ * collective: one AllReduce op, each tower's sum on its own device, read
+ *   through an Identity that also waits for `backward_done` (see
+ *   all_reduce_gradients). */
 static void all_reduce(ct_graph *g, int n, const ct_output *parts, char devices[][64],
-                       ct_all_reduce_algorithm algorithm, ct_output *sums) {
+                       ct_all_reduce_algorithm algorithm, ct_node *backward_done,
+                       ct_output *sums) {
   if (n == 1) {
     sums[0] = parts[0];
     return;
@@ -51,6 +54,12 @@ static void all_reduce(ct_graph *g, int n, const ct_output *parts, char devices[
     ct_graph_push_device(g, devices[0]);
     ct_all_reduce(g, n, parts, sums);
     ct_graph_pop_device(g);
+    for (int k = 0; k < n && sums[k].node; ++k) {
+      ct_graph_push_device(g, devices[k]);
+      sums[k] = ct_identity(g, sums[k]);
+      if (sums[k].node) ct_node_add_control_input(sums[k].node, backward_done);
+      ct_graph_pop_device(g);
+    }
     return;
   }
   if (algorithm == CT_ALL_REDUCE_RING) {
@@ -90,7 +99,7 @@ enum { BUCKET_GRADIENTS = 63 };
  * is original m's gradient on tower k. Every copy then reads the same sum. */
 static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
                               const int *copies, const int *variables, ct_output *grads,
-                              int bucket) {
+                              ct_node *backward_done, int bucket) {
   const int towers = o->n_towers;
   char scope[32];
   snprintf(scope, sizeof scope, "all_reduce/bucket_%d", bucket);
@@ -118,7 +127,7 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
     ct_graph_pop_device(g);
   }
   ct_output sums[CT_MAX_DEVICES];
-  all_reduce(g, towers, packed, devices, o->all_reduce, sums);
+  all_reduce(g, towers, packed, devices, o->all_reduce, backward_done, sums);
   if (count == 1) {
     for (int k = 0; k < towers; ++k) grads[copies[k]] = sums[k];
   } else { /* unpack: slices shaped like tower 0's flat gradients, then the variables' shapes */
@@ -148,15 +157,30 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
 
 /* Replicated update: all-reduces every original's gradient with its
  * replicas' (in buckets, last layers first as the backward pass makes
- * them); every copy is then updated with the same sum. */
+ * them); every copy is then updated with the same sum.
+ *
+ * On GPUs a collective AllReduce takes its sums on the GPUs' communication
+ * streams, and the first reader of a sum makes its compute stream wait for
+ * them. Read as soon as its bucket is summed, a sum would hold up the rest
+ * of the backward pass, queued on that compute stream after the reader. So
+ * the sums are read only once every gradient of the step is computed
+ * (queued), `backward_done`: the backward pass runs on while the buckets
+ * are summed, and the updates come after it, as in PyTorch's DDP. */
 static void all_reduce_gradients(ct_graph *g, const ct_tower_options *o, int n,
                                  const int *variables, ct_output *grads) {
   const int towers = o->n_towers;
   int *copies = malloc((size_t)(n * towers + 1) * sizeof *copies);
-  if (copies == NULL) {
+  ct_node **gradient_nodes = malloc((size_t)(n + 1) * sizeof *gradient_nodes);
+  if (copies == NULL || gradient_nodes == NULL) {
+    free(copies), free(gradient_nodes);
     ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the all-reduce");
     return;
   }
+  for (int i = 0; i < n; ++i) gradient_nodes[i] = grads[i].node;
+  ct_node *backward_done = o->all_reduce == CT_ALL_REDUCE_COLLECTIVE
+                               ? ct_group(g, "all_reduce/backward_done", n, gradient_nodes)
+                               : NULL;
+  free(gradient_nodes);
   int count = 0, bucket = 0;
   int64_t floats = 0;
   for (int i = n - 1; i >= 0 && g->status.code == CT_OK; --i) {
@@ -173,12 +197,12 @@ static void all_reduce_gradients(ct_graph *g, const ct_tower_options *o, int n,
     ++count;
     floats += ct_shape_elements(&g->variables[variables[i]].shape);
     if (floats >= BUCKET_FLOATS || count == BUCKET_GRADIENTS) {
-      all_reduce_bucket(g, o, count, copies, variables, grads, bucket++);
+      all_reduce_bucket(g, o, count, copies, variables, grads, backward_done, bucket++);
       count = 0, floats = 0;
     }
   }
   if (count > 0 && g->status.code == CT_OK)
-    all_reduce_bucket(g, o, count, copies, variables, grads, bucket);
+    all_reduce_bucket(g, o, count, copies, variables, grads, backward_done, bucket);
   free(copies);
 }
 

@@ -250,8 +250,9 @@ static void test_towers_on_two_virtual_gpus(void **state) {
 #ifdef CT_GPU_EMULATED
 /* "No host syncs on the hot path": after its first step, a training step of
  * 2 towers on 2 virtual GPUs (collective all-reduce) queues its work on the
- * GPUs' streams and waits for it only at the run's end (each GPU's compute
- * and copy stream), and allocates nothing, neither GPU nor pinned memory. */
+ * GPUs' streams and waits for it only at the run's end (each GPU's compute,
+ * copy and communication stream), and allocates nothing, neither GPU nor
+ * pinned memory. */
 static void test_training_steps_wait_only_at_the_end(void **state) {
   (void)state;
   long counts[EMU_COUNT_KINDS] = {0};
@@ -264,7 +265,7 @@ static void test_training_steps_wait_only_at_the_end(void **state) {
          "%.1f stream tasks\n",
          (double)counts[EMU_HOST_WAITS] / steps, (double)counts[EMU_ALLOCATIONS] / steps,
          (double)counts[EMU_EVENTS_CREATED] / steps, (double)counts[EMU_STREAM_TASKS] / steps);
-  assert_true(counts[EMU_HOST_WAITS] <= 2L * gpus * steps);
+  assert_true(counts[EMU_HOST_WAITS] <= 3L * gpus * steps);
   assert_int_equal(counts[EMU_ALLOCATIONS], 0);
 }
 #endif

@@ -1,12 +1,15 @@
 /* Towers: for the same global batches and seed, the weights after K steps
  * with 1, 2, 3 and 4 towers agree, for both variable updates (ring and tree
  * all-reduce), with uneven splits and a last batch smaller than the tower
- * count; replicated copies are bitwise equal after every step. */
+ * count; replicated copies are bitwise equal after every step. The
+ * collective all-reduce's sums are read after the backward pass. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph_internal.h"
+#include "ops/op_def.h"
 #include "test_support.h"
 
 enum { BATCH = 26, STEPS = 4, MAX_WEIGHTS = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10 };
@@ -219,14 +222,21 @@ static void test_splits(void **state) {
   assert_true(sizes[1] == 1 && sizes[0] + sizes[1] + sizes[2] == 10);
 }
 
-static void test_bad_tower_configurations(void **state) {
-  (void)state;
-  ct_graph *g = ct_graph_new();
+/* Options of 2 replicated towers on these devices (ring all-reduce). */
+static ct_tower_options two_towers(const char *first, const char *second) {
   ct_tower_options o;
   memset(&o, 0, sizeof o);
   o.n_towers = 2;
-  snprintf(o.devices[0], sizeof o.devices[0], "/cpu:0");
-  snprintf(o.devices[1], sizeof o.devices[1], "/cpu:0");
+  snprintf(o.devices[0], sizeof o.devices[0], "%s", first);
+  snprintf(o.devices[1], sizeof o.devices[1], "%s", second);
+  o.variable_update = CT_VARIABLE_UPDATE_REPLICATED;
+  return o;
+}
+
+static void test_bad_tower_configurations(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_tower_options o = two_towers("/cpu:0", "/cpu:0");
   ct_optimizer_config oc;
   ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_SGD);
   ct_tower_graph towers;
@@ -242,9 +252,68 @@ static void test_bad_tower_configurations(void **state) {
   ct_graph_free(g);
 }
 
+static int has_control_input(const ct_node *node, const ct_node *before) {
+  for (int c = 0; c < node->n_control; ++c)
+    if (node->control[c] == before) return 1;
+  return 0;
+}
+
+/* With the collective all-reduce, the buckets' sums are read only once
+ * every gradient is computed: on GPUs the sums are taken on communication
+ * streams, and a reader queued earlier would hold up the rest of the
+ * backward pass on its compute stream. So each AllReduce's only readers are
+ * Identity nodes that wait for all_reduce/backward_done, which waits for
+ * the gradients that every AllReduce packs. */
+static void test_collective_sums_are_read_after_the_backward_pass(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_tower_options o = two_towers("/gpu:0", "/gpu:1");
+  o.all_reduce = CT_ALL_REDUCE_COLLECTIVE;
+  ct_optimizer_config oc;
+  ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_MOMENTUM);
+  ct_tower_graph towers;
+  ct_towers_build(g, ct_model_find("fmnist_cnn"), 28, 28, 1, 10, &o, &oc, &towers);
+  assert_status_ok(ct_graph_status(g));
+  const ct_node *backward_done = ct_graph_find(g, "all_reduce/backward_done");
+  assert_non_null(backward_done);
+  int all_reduces = 0, readers = 0, packed = 0;
+  for (int i = 0; i < g->n_nodes; ++i) {
+    const ct_node *a = g->nodes[i];
+    if (strcmp(a->op->name, "AllReduce") != 0) continue;
+    all_reduces++;
+    /* each part: a gradient, or a ConcatV2 of Reshapes of gradients */
+    for (int k = 0; k < a->n_inputs; ++k) {
+      const ct_node *part = a->inputs[k].node;
+      if (strcmp(part->op->name, "ConcatV2") != 0) {
+        assert_true(has_control_input(backward_done, part));
+        packed++;
+        continue;
+      }
+      for (int m = 0; m < part->n_inputs; ++m) {
+        assert_string_equal(part->inputs[m].node->op->name, "Reshape");
+        assert_true(has_control_input(backward_done, part->inputs[m].node->inputs[0].node));
+        packed++;
+      }
+    }
+    for (int j = 0; j < g->n_nodes; ++j)
+      for (int k = 0; k < g->nodes[j]->n_inputs; ++k) {
+        if (g->nodes[j]->inputs[k].node != a) continue;
+        assert_string_equal(g->nodes[j]->op->name, "Identity");
+        assert_true(has_control_input(g->nodes[j], backward_done));
+        readers++;
+      }
+  }
+  printf("  %d buckets: %d gradients packed, %d sum readers, all after backward_done\n",
+         all_reduces, packed, readers);
+  assert_true(all_reduces >= 2);
+  assert_int_equal(readers, 2 * all_reduces);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_towers_give_the_result_of_one),
+      cmocka_unit_test(test_collective_sums_are_read_after_the_backward_pass),
       cmocka_unit_test(test_dropout_does_not_depend_on_the_split),
       cmocka_unit_test(test_splits),
       cmocka_unit_test(test_outputs_come_back_in_input_order),

@@ -1,7 +1,7 @@
 /* CUDA devices: enumeration under the session's GPU options; per device a
  * compute stream with cuBLAS and cuDNN bound to it, a copy stream for
- * copies out to host memory and pinned staging buffers for copies in
- * (staging.c); the BFC allocator over cudaMalloc regions; copies between
+ * copies out to host memory, a communication stream for collectives and
+ * pinned staging buffers for copies in (staging.c); the BFC allocator over cudaMalloc regions; copies between
  * host and devices ordered with events (cuda_device.h). */
 #include "device/cuda/cuda_device.h"
 
@@ -73,6 +73,8 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
                     status) ||
       ct_cuda_check(cudaStreamCreateWithFlags(&gpu->copy_stream, cudaStreamNonBlocking),
                     d->name, status) ||
+      ct_cuda_check(cudaStreamCreateWithFlags(&gpu->comm_stream, cudaStreamNonBlocking),
+                    d->name, status) ||
       ct_cublas_check(cublasCreate(&gpu->cublas), d->name, status) ||
       ct_cublas_check(cublasSetStream(gpu->cublas, gpu->stream), d->name, status) ||
       ct_cudnn_check(cudnnCreate(&gpu->cudnn), d->name, status) ||
@@ -101,6 +103,7 @@ void ct_cuda_device_release(ct_device *d) {
   if (gpu->stream) cudaStreamDestroy(gpu->stream);
   /* copies out finish before ct_cuda_copy returns: nothing is queued here */
   if (gpu->copy_stream) cudaStreamDestroy(gpu->copy_stream);
+  if (gpu->comm_stream) cudaStreamDestroy(gpu->comm_stream);
   ct_staging_free(gpu->staging); /* the stream is idle: no transfer reads them */
   if (gpu->collectives) gpu->collectives_free(gpu->collectives);
   free(gpu);
@@ -238,7 +241,9 @@ int ct_cuda_synchronize(ct_device *d, ct_status *status) {
   cudaSetDevice(d->gpu->ordinal);
   return ct_cuda_check(cudaStreamSynchronize(d->gpu->stream), d->name, status) ||
          (d->gpu->copy_stream &&
-          ct_cuda_check(cudaStreamSynchronize(d->gpu->copy_stream), d->name, status));
+          ct_cuda_check(cudaStreamSynchronize(d->gpu->copy_stream), d->name, status)) ||
+         (d->gpu->comm_stream &&
+          ct_cuda_check(cudaStreamSynchronize(d->gpu->comm_stream), d->name, status));
 }
 
 /* ---- timing marks ------------------------------------------------------------ */
@@ -276,3 +281,9 @@ double ct_cuda_mark_elapsed_us(void *from, void *to) {
 }
 
 void ct_cuda_mark_free(void *mark) { cudaEventDestroy((cudaEvent_t)mark); }
+
+int ct_cuda_mark_wait(ct_device *d, void *mark, ct_status *status) {
+  if (d->type != CT_DEVICE_GPU)
+    return ct_cuda_check(cudaEventSynchronize((cudaEvent_t)mark), d->name, status);
+  return ct_cuda_check(cudaStreamWaitEvent(d->gpu->stream, (cudaEvent_t)mark, 0), d->name, status);
+}

@@ -21,7 +21,14 @@
  * the exception: kernels queued after its producer change it in place, so
  * its copies (and those of values no step produced) run on the compute
  * stream, after everything queued there. Fetches and variable reads wait
- * for the whole device too (ct_cuda_synchronize). */
+ * for the whole device too (ct_cuda_synchronize).
+ *
+ * Collectives run on the device's communication stream, so that an
+ * all-reduce overlaps the compute stream's later kernels (the rest of the
+ * backward pass). Its outputs are then finished on that stream: the kernel
+ * hands the executor a mark recorded after them (ct_kernel_ctx's
+ * output_marks), and every later reader waits for it
+ * (ct_device_wait_mark) before touching them. */
 #ifndef CTOWER_CUDA_DEVICE_H
 #define CTOWER_CUDA_DEVICE_H
 
@@ -56,6 +63,7 @@ typedef struct ct_gpu {
   char product[256];          /* "NVIDIA H100 80GB HBM3" */
   cudaStream_t stream;        /* compute: every kernel and copy into this device */
   cudaStream_t copy_stream;   /* copies out of this device into host memory */
+  cudaStream_t comm_stream;   /* collectives (collective.c) */
   ct_staging *staging;        /* pinned buffers for copies in from host memory */
   cublasHandle_t cublas;      /* bound to `stream` */
   cudnnHandle_t cudnn;        /* bound to `stream` */
@@ -94,9 +102,13 @@ void *ct_cuda_mark_new(struct ct_device *device);
 int ct_cuda_mark_record(struct ct_device *device, void *mark, ct_status *status);
 double ct_cuda_mark_elapsed_us(void *from, void *to);
 void ct_cuda_mark_free(void *mark);
+/* Makes the device's later work wait for a mark recorded on any GPU's
+ * stream: a GPU's compute stream waits on the GPU; a CPU device's caller
+ * waits on the host. */
+int ct_cuda_mark_wait(struct ct_device *device, void *mark, ct_status *status);
 
-/* Waits until the device's queued work, compute and copies, is done (for
- * fetches and tests). */
+/* Waits until the device's queued work, compute, copies and collectives,
+ * is done (for fetches and tests). */
 int ct_cuda_synchronize(struct ct_device *device, ct_status *status);
 
 /* Fills status from a CUDA, cuBLAS or cuDNN error; returns 1 for an error. */

@@ -4,13 +4,18 @@
  * parts on one GPU. So the sum is taken in three stages, all queued on the
  * GPUs' streams with events between them, no host waits:
  *   1. on each physical GPU, the first part's device (its leader) adds that
- *      GPU's parts in input order;
- *   2. the leaders all-reduce their sums through NCCL (communicators made
- *      when first needed, shared by the session's AllReduce nodes); with
- *      one physical GPU this is a one-rank NCCL call, kept so that the
- *      NCCL path runs wherever towers do, virtual GPUs included;
- *   3. every other part's device copies its leader's sum.
- * Every output thus holds bitwise the same values. */
+ *      GPU's parts in input order, on its compute stream;
+ *   2. the leaders all-reduce their sums through NCCL on their
+ *      communication streams (communicators made when first needed, shared
+ *      by the session's AllReduce nodes); with one physical GPU this is a
+ *      one-rank NCCL call, kept so that the NCCL path runs wherever towers
+ *      do, virtual GPUs included;
+ *   3. every other part gets a copy of its leader's sum, on the leader's
+ *      communication stream.
+ * Every output thus holds bitwise the same values. Stages 2 and 3 leave the
+ * compute streams free for the rest of the backward pass: the outputs are
+ * finished on the communication streams, after which a mark per leader
+ * (output_marks) is recorded, and their readers wait for it. */
 #include <nccl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -75,6 +80,10 @@ static cudaStream_t stream_of(const ct_kernel_ctx *ctx, int part) {
   return ctx->input_devices[part]->gpu->stream;
 }
 
+static cudaStream_t comm_stream_of(const ct_kernel_ctx *ctx, int part) {
+  return ctx->input_devices[part]->gpu->comm_stream;
+}
+
 static int ordinal_of(const ct_kernel_ctx *ctx, int part) {
   return ctx->input_devices[part]->gpu->ordinal;
 }
@@ -100,10 +109,17 @@ static int sum_on_leader(ct_kernel_ctx *ctx, int leader, const int *leader_of) {
   return 0;
 }
 
-/* Stage 2: NCCL between the leaders. */
+/* Stage 2: NCCL between the leaders, each on its communication stream once
+ * its sum is there. */
 static int join_leaders(ct_kernel_ctx *ctx, int n_leaders, const int *leaders) {
   int ordinals[CT_MAX_DEVICES];
-  for (int r = 0; r < n_leaders; ++r) ordinals[r] = ordinal_of(ctx, leaders[r]);
+  for (int r = 0; r < n_leaders; ++r) {
+    ordinals[r] = ordinal_of(ctx, leaders[r]);
+    cudaSetDevice(ordinals[r]);
+    if (ct_cuda_stream_wait(comm_stream_of(ctx, leaders[r]), stream_of(ctx, leaders[r]),
+                            ctx->status))
+      return 1;
+  }
   nccl_state *st = communicators(ctx, ctx->input_devices[leaders[0]]->gpu, n_leaders, ordinals);
   if (st == NULL) return 1;
   const size_t count = (size_t)ct_in_elements(ctx, 0);
@@ -111,7 +127,7 @@ static int join_leaders(ct_kernel_ctx *ctx, int n_leaders, const int *leaders) {
   for (int r = 0; r < n_leaders; ++r) {
     float *sum = ct_out_f32(ctx, leaders[r]);
     ncclResult_t result = ncclAllReduce(sum, sum, count, ncclFloat, ncclSum, st->comms[r],
-                                        stream_of(ctx, leaders[r]));
+                                        comm_stream_of(ctx, leaders[r]));
     if (result != ncclSuccess) {
       ncclGroupEnd();
       return nccl_check(result, ctx);
@@ -120,17 +136,73 @@ static int join_leaders(ct_kernel_ctx *ctx, int n_leaders, const int *leaders) {
   return nccl_check(ncclGroupEnd(), ctx);
 }
 
-/* Stage 3: a part that is not a leader copies its leader's sum; the leader's
- * later work (which may reuse the sum's buffer) waits for the copy. */
+/* Stage 3: a part that is not a leader gets a copy of its leader's sum, on
+ * the leader's communication stream (the two are devices of one GPU). The
+ * part's output buffer and input are done with on its compute stream:
+ * stage 1 waited for that stream before reading the input, and the part's
+ * later work waits for stage 1 here, so it cannot overwrite the input (once
+ * released) before the leader has read it. */
 static int copy_from_leader(ct_kernel_ctx *ctx, int part, int leader) {
-  cudaStream_t stream = stream_of(ctx, part), leader_stream = stream_of(ctx, leader);
   cudaSetDevice(ordinal_of(ctx, part));
-  return ct_cuda_stream_wait(stream, leader_stream, ctx->status) ||
+  return ct_cuda_stream_wait(stream_of(ctx, part), stream_of(ctx, leader), ctx->status) ||
          ct_kernel_launch_failed(ctx, cudaMemcpyAsync(ct_out_f32(ctx, part),
                                                       ct_out_f32(ctx, leader),
                                                       ct_tensor_nbytes(&ctx->outputs[part]),
-                                                      cudaMemcpyDeviceToDevice, stream)) ||
-         ct_cuda_stream_wait(leader_stream, stream, ctx->status);
+                                                      cudaMemcpyDeviceToDevice,
+                                                      comm_stream_of(ctx, leader)));
+}
+
+/* The marks of one AllReduce node: one per leader, recorded on its
+ * communication stream after stages 2 and 3; kept in the node's state. */
+typedef struct done_marks {
+  cudaEvent_t of_part[64]; /* by the leader's part index; NULL until needed */
+} done_marks;
+
+static void done_marks_free(void *data) {
+  done_marks *m = data;
+  for (int k = 0; m && k < 64; ++k)
+    if (m->of_part[k]) cudaEventDestroy(m->of_part[k]);
+  free(m);
+}
+
+/* Records each leader's mark and hands it to the executor for the outputs
+ * that leader finished; without the executor (no output_marks), the parts'
+ * compute streams wait for their leaders instead. */
+static int mark_outputs(ct_kernel_ctx *ctx, int n_leaders, const int *leaders,
+                        const int *leader_of) {
+  done_marks *m = ctx->state->data;
+  if (m == NULL) {
+    m = calloc(1, sizeof *m);
+    if (m == NULL) {
+      ct_status_set(ctx->status, CT_RESOURCE_EXHAUSTED, "out of host memory in %s",
+                    ctx->node->name);
+      return 1;
+    }
+    ctx->state->data = m;
+    ctx->state->free_fn = done_marks_free;
+  }
+  for (int r = 0; r < n_leaders; ++r) {
+    const int leader = leaders[r];
+    cudaSetDevice(ordinal_of(ctx, leader));
+    if ((m->of_part[leader] == NULL &&
+         ct_cuda_check(cudaEventCreateWithFlags(&m->of_part[leader], cudaEventDisableTiming),
+                       ctx->node->name, ctx->status)) ||
+        ct_cuda_check(cudaEventRecord(m->of_part[leader], comm_stream_of(ctx, leader)),
+                      ctx->node->name, ctx->status))
+      return 1;
+  }
+  for (int k = 0; k < ctx->n_inputs; ++k) {
+    cudaEvent_t done = m->of_part[leader_of[k]];
+    if (ctx->output_marks) {
+      ctx->output_marks[k] = done;
+    } else {
+      cudaSetDevice(ordinal_of(ctx, k));
+      if (ct_cuda_check(cudaStreamWaitEvent(stream_of(ctx, k), done, 0), ctx->node->name,
+                        ctx->status))
+        return 1;
+    }
+  }
+  return 0;
 }
 
 void ct_gpu_all_reduce(ct_kernel_ctx *ctx) {
@@ -164,6 +236,7 @@ void ct_gpu_all_reduce(ct_kernel_ctx *ctx) {
   if (!failed) failed = join_leaders(ctx, n_leaders, leaders);
   for (int k = 0; k < n && !failed; ++k)
     if (leader_of[k] != k) failed = copy_from_leader(ctx, k, leader_of[k]);
+  if (!failed) failed = mark_outputs(ctx, n_leaders, leaders, leader_of);
   pthread_mutex_unlock(&ct_cuda_order_lock);
   /* the worker's current device is its own again */
   cudaSetDevice(ct_kernel_gpu(ctx)->ordinal);

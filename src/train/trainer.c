@@ -596,8 +596,9 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
     for (int d = 0; d < ct_session_device_count(r.session); ++d)
       if (device && strcmp(ct_session_device_name(r.session, d), device) == 0)
         ct_session_device_info(r.session, d, &info);
-    printf("%s %s (%d thread%s)", k ? "," : "", device ? device : "?", info.threads,
-           info.threads == 1 ? "" : "s");
+    const int gpu = info.kind && strcmp(info.kind, "GPU") == 0;
+    printf("%s %s (%d %s%s)", k ? "," : "", device ? device : "?", info.threads,
+           gpu ? "SM" : "thread", info.threads == 1 ? "" : "s");
   }
   printf("\n");
   fflush(stdout);
@@ -679,13 +680,15 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
     printf("done: %lld steps in %.1f s; test accuracy %.4f", (long long)global_step,
            now_seconds() - start, test.accuracy);
     if (c->train.checkpoint[0]) printf("; checkpoint %s", c->train.checkpoint);
+    /* the devices that held anything (with towers on GPUs, not the CPU) */
     printf("\npeak memory:");
-    for (int d = 0; d < ct_session_device_count(r.session); ++d) {
+    for (int d = 0, listed = 0; d < ct_session_device_count(r.session); ++d) {
       ct_memory_stats m;
       ct_session_memory_stats(r.session, d, &m);
+      if (m.peak_bytes_in_use == 0) continue;
       const char *name = ct_session_device_name(r.session, d);
       const char *short_name = strstr(name, "device:");
-      printf("%s %s %.1f MiB", d ? "," : "", short_name ? short_name + 7 : name,
+      printf("%s %s %.1f MiB", listed++ ? "," : "", short_name ? short_name + 7 : name,
              (double)m.peak_bytes_in_use / 1048576.0);
     }
     printf("\n");

@@ -25,10 +25,12 @@
  *
  * Collectives run on the device's communication stream, so that an
  * all-reduce overlaps the compute stream's later kernels (the rest of the
- * backward pass). Its outputs are then finished on that stream: the kernel
- * hands the executor a mark recorded after them (ct_kernel_ctx's
- * output_marks), and every later reader waits for it
- * (ct_device_wait_mark) before touching them. */
+ * backward pass). Their outputs are the one exception to "written by the
+ * compute stream alone": the communication stream writes them after
+ * waiting for the compute streams that used those buffers before, and the
+ * kernel hands the executor a mark recorded after the writes (ct_kernel_ctx's
+ * output_marks); every later reader's device waits for it
+ * (ct_device_wait_mark) before touching them or giving their buffers back. */
 #ifndef CTOWER_CUDA_DEVICE_H
 #define CTOWER_CUDA_DEVICE_H
 

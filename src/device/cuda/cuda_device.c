@@ -155,6 +155,39 @@ static cudaStream_t stream_of(const ct_device *d) { return d ? d->gpu->stream : 
 
 pthread_mutex_t ct_cuda_order_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Untimed events of each GPU, kept for reuse rather than created and
+ * destroyed around every wait. A wait (cudaStreamWaitEvent,
+ * cudaEventSynchronize) takes in the work the event captured when the wait
+ * is called, and a later record of the event does not change it; so an
+ * event goes back to the pool as soon as its wait is queued or done. */
+enum { POOLED_EVENTS = 64 };
+static struct event_pool {
+  cudaEvent_t free[POOLED_EVENTS];
+  int n;
+} event_pools[CT_MAX_DEVICES];
+static pthread_mutex_t event_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* An untimed event of GPU `ordinal`, the current device. */
+static int event_take(int ordinal, cudaEvent_t *event, ct_status *status) {
+  *event = NULL;
+  pthread_mutex_lock(&event_pool_lock);
+  if (ordinal < CT_MAX_DEVICES && event_pools[ordinal].n > 0)
+    *event = event_pools[ordinal].free[--event_pools[ordinal].n];
+  pthread_mutex_unlock(&event_pool_lock);
+  return *event == NULL &&
+         ct_cuda_check(cudaEventCreateWithFlags(event, cudaEventDisableTiming), "an event", status);
+}
+
+static void event_give_back(int ordinal, cudaEvent_t event) {
+  pthread_mutex_lock(&event_pool_lock);
+  if (ordinal < CT_MAX_DEVICES && event_pools[ordinal].n < POOLED_EVENTS) {
+    event_pools[ordinal].free[event_pools[ordinal].n++] = event;
+    event = NULL;
+  }
+  pthread_mutex_unlock(&event_pool_lock);
+  if (event) cudaEventDestroy(event);
+}
+
 int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *status) {
   if (waiter == signaller) return 0;
   /* cudaEventRecord fails unless the event belongs to the signaller's device
@@ -166,14 +199,13 @@ int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *
     return 1;
   if (device != current && ct_cuda_check(cudaSetDevice(device), "an event", status)) return 1;
   cudaEvent_t event;
-  int created =
-      !ct_cuda_check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "an event", status);
-  int failed = !created || ct_cuda_check(cudaEventRecord(event, signaller), "recording an event",
-                                         status);
+  const int taken = !event_take(device, &event, status);
+  int failed = !taken || ct_cuda_check(cudaEventRecord(event, signaller), "recording an event",
+                                       status);
   if (device != current) cudaSetDevice(current);
   if (!failed)
     failed = ct_cuda_check(cudaStreamWaitEvent(waiter, event, 0), "waiting on an event", status);
-  if (created) cudaEventDestroy(event); /* safe: destruction waits for the event to complete */
+  if (taken) event_give_back(device, event);
   return failed;
 }
 
@@ -188,9 +220,7 @@ static int copy_to_host(const ct_device *from, void *dst, const void *src, size_
   cudaSetDevice(from->gpu->ordinal);
   cudaStream_t stream = ready ? from->gpu->copy_stream : from->gpu->stream;
   cudaEvent_t done;
-  if (ct_cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
-                    "copying from the GPU", status))
-    return 1;
+  if (event_take(from->gpu->ordinal, &done, status)) return 1;
   int failed =
       (ready && ct_cuda_check(cudaStreamWaitEvent(stream, (cudaEvent_t)ready, 0),
                               "copying from the GPU", status)) ||
@@ -200,7 +230,7 @@ static int copy_to_host(const ct_device *from, void *dst, const void *src, size_
       ct_cuda_check(cudaEventSynchronize(done), "copying from the GPU", status);
   /* a copy queued before the failure may still be writing dst */
   if (failed) cudaStreamSynchronize(stream);
-  cudaEventDestroy(done);
+  event_give_back(from->gpu->ordinal, done);
   return failed;
 }
 

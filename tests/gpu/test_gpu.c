@@ -251,8 +251,10 @@ static void test_towers_on_two_virtual_gpus(void **state) {
 /* "No host syncs on the hot path": after its first step, a training step of
  * 2 towers on 2 virtual GPUs (collective all-reduce) queues its work on the
  * GPUs' streams and waits for it only at the run's end (each GPU's compute,
- * copy and communication stream); it allocates nothing, neither GPU nor
- * pinned memory, and creates no event (the ordering events are reused). */
+ * copy and communication stream); it takes no GPU memory from CUDA, and
+ * creates no event (the ordering events are reused). Only a pinned staging
+ * buffer may still be added, with its event, when the GPU lags behind the
+ * host so that every buffer is still being read (staging.c). */
 static void test_training_steps_wait_only_at_the_end(void **state) {
   (void)state;
   long counts[EMU_COUNT_KINDS] = {0};
@@ -261,13 +263,14 @@ static void test_training_steps_wait_only_at_the_end(void **state) {
   int64_t n;
   free(train(&towers, &n, counts));
   const int steps = STEPS - 1, gpus = 2;
-  printf("  a step on 2 virtual GPUs: %.1f host waits, %.1f allocations, %.1f events created, "
-         "%.1f stream tasks\n",
-         (double)counts[EMU_HOST_WAITS] / steps, (double)counts[EMU_ALLOCATIONS] / steps,
+  printf("  a step on 2 virtual GPUs: %.1f host waits, %.1f cudaMalloc, %.1f cudaHostAlloc, "
+         "%.1f events created, %.1f stream tasks\n",
+         (double)counts[EMU_HOST_WAITS] / steps, (double)counts[EMU_DEVICE_ALLOCATIONS] / steps,
+         (double)counts[EMU_PINNED_ALLOCATIONS] / steps,
          (double)counts[EMU_EVENTS_CREATED] / steps, (double)counts[EMU_STREAM_TASKS] / steps);
   assert_true(counts[EMU_HOST_WAITS] <= 3L * gpus * steps);
-  assert_int_equal(counts[EMU_ALLOCATIONS], 0);
-  assert_int_equal(counts[EMU_EVENTS_CREATED], 0);
+  assert_int_equal(counts[EMU_DEVICE_ALLOCATIONS], 0);
+  assert_int_equal(counts[EMU_EVENTS_CREATED], counts[EMU_PINNED_ALLOCATIONS]);
 }
 #endif
 

@@ -9,7 +9,8 @@ typedef enum emu_count_kind {
    * event synchronization, a copy into pageable host memory, cudaFree and
    * cudaFreeHost */
   EMU_HOST_WAITS,
-  EMU_ALLOCATIONS,    /* cudaMalloc and cudaHostAlloc */
+  EMU_DEVICE_ALLOCATIONS, /* cudaMalloc */
+  EMU_PINNED_ALLOCATIONS, /* cudaHostAlloc */
   EMU_EVENTS_CREATED, /* cudaEventCreate(WithFlags) */
   EMU_STREAM_TASKS,   /* work queued on streams: kernels, copies, records, waits, library calls */
   EMU_COUNT_KINDS

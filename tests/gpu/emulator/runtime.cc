@@ -59,8 +59,11 @@ static void tally(emu_count_kind kind) { counts[kind].fetch_add(1, std::memory_o
 extern "C" long emu_count(emu_count_kind kind) { return counts[kind].load(); }
 
 static void print_counts() {
-  fprintf(stderr, "EMU: %ld host waits, %ld allocations, %ld events created, %ld stream tasks\n",
-          emu_count(EMU_HOST_WAITS), emu_count(EMU_ALLOCATIONS), emu_count(EMU_EVENTS_CREATED),
+  fprintf(stderr,
+          "EMU: %ld host waits, %ld cudaMalloc, %ld cudaHostAlloc, %ld events created, %ld stream "
+          "tasks\n",
+          emu_count(EMU_HOST_WAITS), emu_count(EMU_DEVICE_ALLOCATIONS),
+          emu_count(EMU_PINNED_ALLOCATIONS), emu_count(EMU_EVENTS_CREATED),
           emu_count(EMU_STREAM_TASKS));
 }
 static const int counts_printed_at_exit = [] {
@@ -346,7 +349,7 @@ cudaError_t cudaDeviceSynchronize(void) {
 
 cudaError_t cudaMalloc(void **p, size_t bytes) {
   *p = nullptr;
-  tally(EMU_ALLOCATIONS);
+  tally(EMU_DEVICE_ALLOCATIONS);
   std::lock_guard<std::mutex> g(memory_lock);
   if (used_bytes[current_device] + bytes > gpu_total())
     return sticky_error = cudaErrorMemoryAllocation;
@@ -386,7 +389,7 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
 }
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags) {
   (void)flags;
-  tally(EMU_ALLOCATIONS);
+  tally(EMU_PINNED_ALLOCATIONS);
   *p = malloc(bytes ? bytes : 1);
   if (!*p) return sticky_error = cudaErrorMemoryAllocation;
   std::lock_guard<std::mutex> g(memory_lock);

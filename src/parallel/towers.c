@@ -57,7 +57,7 @@ static void all_reduce(ct_graph *g, int n, const ct_output *parts, char devices[
     for (int k = 0; k < n && sums[k].node; ++k) {
       ct_graph_push_device(g, devices[k]);
       sums[k] = ct_identity(g, sums[k]);
-      if (sums[k].node) ct_node_add_control_input(sums[k].node, backward_done);
+      ct_node_add_control_input(sums[k].node, backward_done);
       ct_graph_pop_device(g);
     }
     return;

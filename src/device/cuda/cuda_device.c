@@ -1,8 +1,9 @@
 /* CUDA devices: enumeration under the session's GPU options; per device a
  * compute stream with cuBLAS and cuDNN bound to it, a copy stream for
  * copies out to host memory, a communication stream for collectives and
- * pinned staging buffers for copies in (staging.c); the BFC allocator over cudaMalloc regions; copies between
- * host and devices ordered with events (cuda_device.h). */
+ * pinned staging buffers for copies in (staging.c); the BFC allocator over
+ * cudaMalloc regions; copies between host and devices ordered with events
+ * (cuda_device.h). */
 #include "device/cuda/cuda_device.h"
 
 #include <stdio.h>

@@ -166,8 +166,7 @@ static void done_marks_free(void *data) {
 }
 
 /* Records each leader's mark and hands it to the executor for the outputs
- * that leader finished; without the executor (no output_marks), the parts'
- * compute streams wait for their leaders instead. */
+ * that leader finished. */
 static int mark_outputs(ct_kernel_ctx *ctx, int n_leaders, const int *leaders,
                         const int *leader_of) {
   done_marks *m = ctx->state->data;
@@ -191,17 +190,7 @@ static int mark_outputs(ct_kernel_ctx *ctx, int n_leaders, const int *leaders,
                       ctx->node->name, ctx->status))
       return 1;
   }
-  for (int k = 0; k < ctx->n_inputs; ++k) {
-    cudaEvent_t done = m->of_part[leader_of[k]];
-    if (ctx->output_marks) {
-      ctx->output_marks[k] = done;
-    } else {
-      cudaSetDevice(ordinal_of(ctx, k));
-      if (ct_cuda_check(cudaStreamWaitEvent(stream_of(ctx, k), done, 0), ctx->node->name,
-                        ctx->status))
-        return 1;
-    }
-  }
+  for (int k = 0; k < ctx->n_inputs; ++k) ctx->output_marks[k] = m->of_part[leader_of[k]];
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "ctower/status.h"
 #include "ctower/tensor.h"
 #include "ctower/device_name.h"
+#include "ctower/session_options.h"
 #include "ctower/config.h"
 #include "ctower/graph.h"
 #include "ctower/ops.h"

@@ -11,53 +11,13 @@
 #include <stdio.h>
 
 #include "ctower/graph.h"
+#include "ctower/session_options.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct ct_session ct_session;
-
-enum { CT_MAX_DEVICES = 64 };
-
-/* GPU settings, as TensorFlow's GPUOptions. */
-typedef struct ct_gpu_options {
-  int allow_growth;                        /* start small and grow (else reserve the limit) */
-  double per_process_gpu_memory_fraction;  /* of each GPU's memory; (0, 1] */
-  char visible_device_list[128];           /* "1,0": physical GPU 1 becomes /gpu:0; "" all */
-  int n_virtual_devices;                   /* split each visible GPU into this many ... */
-  int64_t virtual_devices_mb[CT_MAX_DEVICES]; /* ... logical GPUs of these sizes (MiB) */
-} ct_gpu_options;
-
-/* The arithmetic of GPU matmuls and convolutions (train.precision). Tensors
- * and weights stay fp32; tf32 and bf16 let tensor cores round the inputs of
- * each product. CPU devices always compute in fp32. */
-typedef enum ct_precision { CT_PRECISION_FP32 = 0, CT_PRECISION_TF32, CT_PRECISION_BF16 } ct_precision;
-
-/* Session settings, as TensorFlow's ConfigProto. Start from
- * ct_session_options_defaults and change what differs. */
-typedef struct ct_session_options {
-  int log_device_placement;         /* print the device mapping and each node's device */
-  int allow_soft_placement;         /* move ops whose requested device is missing or lacks a kernel */
-  int device_count_cpu;             /* CPU devices /cpu:0 .. /cpu:n-1 (at least 1) */
-  int device_count_gpu;             /* GPUs to use; -1: all there are */
-  int intra_op_parallelism_threads; /* worker threads of all CPU devices together; 0: every core */
-  int inter_op_parallelism_threads; /* accepted for compatibility; each device runs its ready
-                                       ops one after another on its own workers */
-  int cpu_device_threads[CT_MAX_DEVICES]; /* per CPU device; 0: an even share of the above */
-  size_t cpu_memory_limit;          /* bytes per CPU device; 0: none */
-  size_t cpu_device_memory_limit[CT_MAX_DEVICES]; /* per CPU device; 0: cpu_memory_limit */
-  size_t gpu_memory_limit;          /* bytes per GPU; 0: the fraction decides */
-  ct_gpu_options gpu_options;
-  ct_precision gpu_precision;       /* of GPU matmuls and convolutions */
-  FILE *log;                        /* where the placement log goes; NULL: stderr */
-} ct_session_options;
-
-void ct_session_options_defaults(ct_session_options *options);
-
-/* How many GPU devices (/gpu:0 ..) a session with these options would have:
- * 0 without GPUs or without CUDA in this build. */
-int ct_gpu_device_count(const ct_session_options *options);
 
 /* Returns NULL and fills status when a device cannot be created. The caller
  * owns the session (ct_session_free); the graph stays the caller's. */

@@ -179,11 +179,6 @@ ct_allocator *ct_allocator_new_with(const ct_allocator_options *o, ct_status *st
   return a;
 }
 
-ct_allocator *ct_allocator_new(const char *device_name, size_t limit) {
-  ct_allocator_options o = {device_name, limit, 1, 0, NULL, NULL, NULL};
-  return ct_allocator_new_with(&o, NULL);
-}
-
 void ct_allocator_free_all(ct_allocator *a) {
   if (a == NULL) return;
   /* chunks: every one is either in a bin or in the table */

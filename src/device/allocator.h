@@ -39,8 +39,6 @@ typedef struct ct_allocator_options {
 
 /* Returns NULL and fills status when the initial reservation fails. */
 ct_allocator *ct_allocator_new_with(const ct_allocator_options *options, ct_status *status);
-/* Growth with an optional limit (0: none), host memory. NULL when out of memory. */
-ct_allocator *ct_allocator_new(const char *device_name, size_t limit);
 /* Gives every region back; pointers still handed out become invalid. */
 void ct_allocator_free_all(ct_allocator *allocator);
 

@@ -11,8 +11,7 @@
 #include <unistd.h>
 #include <xmmintrin.h>
 
-#include "ctower/session.h"
-#include "device/device.h"
+#include "device/cpu_device.h"
 
 int ct_available_cores(void) {
   cpu_set_t set;
@@ -50,15 +49,26 @@ static void cpu_thread_init(ct_device *d) {
   }
 }
 
-ct_device *ct_cpu_device_new(int index, int threads, int first_core, size_t memory_limit,
-                             ct_status *status) {
-  ct_device *d = ct_device_new_common(CT_DEVICE_CPU, index, status);
+/* A CPU device with `threads` workers pinned from first_core (-1: not
+ * pinned) and an optional memory limit in bytes (0: none), its worker
+ * started. NULL and status on failure. */
+static ct_device *cpu_device_new(int index, int threads, int first_core, size_t memory_limit,
+                                 ct_status *status) {
+  ct_device *d = ct_device_new_common(&ct_cpu_device_ops, index, status);
   if (d == NULL) return NULL;
   d->threads = threads > 0 ? threads : 1;
   d->first_core = first_core;
-  d->allocator = ct_allocator_new(d->name, memory_limit);
-  if (d->allocator == NULL || dnnl_engine_create(&d->engine, dnnl_cpu, 0) != dnnl_success ||
-      dnnl_stream_create(&d->stream, d->engine, dnnl_stream_default_flags) != dnnl_success) {
+  snprintf(d->mapping, sizeof d->mapping, "name: cpu, cores: %d", d->threads);
+  ct_cpu *cpu = calloc(1, sizeof *cpu);
+  d->impl = cpu;
+  if (cpu == NULL) ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating %s",
+                                 d->name);
+  if (cpu == NULL || ct_device_make_allocator(d, memory_limit, 1, NULL, status)) {
+    ct_device_free(d);
+    return NULL;
+  }
+  if (dnnl_engine_create(&cpu->engine, dnnl_cpu, 0) != dnnl_success ||
+      dnnl_stream_create(&cpu->stream, cpu->engine, dnnl_stream_default_flags) != dnnl_success) {
     ct_status_set(status, CT_UNAVAILABLE, "could not create the oneDNN CPU engine for %s",
                   d->name);
     ct_device_free(d);
@@ -71,11 +81,24 @@ ct_device *ct_cpu_device_new(int index, int threads, int first_core, size_t memo
   return d;
 }
 
+static void cpu_release(ct_device *d) {
+  ct_cpu *cpu = d->impl;
+  if (cpu == NULL) return;
+  if (cpu->stream) dnnl_stream_destroy(cpu->stream);
+  if (cpu->engine) dnnl_engine_destroy(cpu->engine);
+  free(cpu);
+  d->impl = NULL;
+}
+
 /* ---- CPU devices of a session ---------------------------------------------- */
 
-int ct_cpu_devices_create(const ct_session_options *o, ct_device **devices, int *n,
-                          ct_status *status) {
-  int n_cpu = o->device_count_cpu > 0 ? o->device_count_cpu : 1;
+static int cpu_count_devices(const ct_session_options *o) {
+  return o->device_count_cpu > 0 ? o->device_count_cpu : 1;
+}
+
+static int cpu_create_devices(const ct_session_options *o, ct_device **devices, int *n,
+                              ct_status *status) {
+  const int n_cpu = cpu_count_devices(o);
   if (n_cpu > CT_MAX_DEVICES) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
                   "device_count CPU is %d; at most %d CPU devices are supported", n_cpu,
@@ -98,10 +121,21 @@ int ct_cpu_devices_create(const ct_session_options *o, ct_device **devices, int 
   int next_core = 0;
   for (int i = 0; i < n_cpu; ++i) {
     size_t limit = o->cpu_device_memory_limit[i] ? o->cpu_device_memory_limit[i] : o->cpu_memory_limit;
-    devices[*n] = ct_cpu_device_new(i, threads[i], pin ? next_core : -1, limit, status);
+    devices[*n] = cpu_device_new(i, threads[i], pin ? next_core : -1, limit, status);
     if (devices[*n] == NULL) return 1;
     ++*n;
     next_core += threads[i];
   }
   return 0;
 }
+
+/* Host memory, and steps that finish before they return: no copies, waits
+ * or marks of its own. */
+const ct_device_ops ct_cpu_device_ops = {
+    .kind = CT_DEVICE_KIND_CPU,
+    .priority = 0,
+    .host_addressable = 1,
+    .create_devices = cpu_create_devices,
+    .count_devices = cpu_count_devices,
+    .release = cpu_release,
+};

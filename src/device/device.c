@@ -1,31 +1,34 @@
 /* What every device has: a name, a worker thread with a FIFO queue of
- * tasks, an allocator; the registry that makes a session's devices; and
- * copies between devices. CPU specifics are in cpu_device.c, CUDA ones in
- * cuda/cuda_device.c. */
+ * tasks, an allocator; the calls that dispatch through its type's table
+ * (device.h); and the registry that makes a session's devices from the
+ * types of device_types.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/device.h"
-#include "device/gpu_plan.h"
-#ifdef CTOWER_HAVE_CUDA
-#include "device/cuda/cuda_device.h"
-#endif
 
-ct_device *ct_device_new_common(ct_device_type type, int index, ct_status *status) {
+ct_device *ct_device_new_common(const ct_device_ops *ops, int index, ct_status *status) {
   ct_device *d = calloc(1, sizeof *d);
   if (d == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating a device");
     return NULL;
   }
-  d->type = type;
+  d->ops = ops;
   d->index = index;
   d->threads = 1;
   d->first_core = -1;
-  ct_device_canonical_name(type == CT_DEVICE_GPU ? CT_DEVICE_KIND_GPU : CT_DEVICE_KIND_CPU, index,
-                           d->name, sizeof d->name);
+  ct_device_canonical_name(ops->kind, index, d->name, sizeof d->name);
   pthread_mutex_init(&d->mutex, NULL);
   pthread_cond_init(&d->wake, NULL);
   return d;
+}
+
+int ct_device_make_allocator(ct_device *d, size_t limit, int allow_growth, void *context,
+                             ct_status *status) {
+  ct_allocator_options options = {d->name, limit, allow_growth, 0, d->ops->region_alloc,
+                                  d->ops->region_free, context};
+  d->allocator = ct_allocator_new_with(&options, status);
+  return d->allocator == NULL;
 }
 
 static void *worker_main(void *arg) {
@@ -56,26 +59,41 @@ int ct_device_start(ct_device *d, void (*thread_init)(ct_device *), ct_status *s
   return 0;
 }
 
-int ct_device_submit(ct_device *d, ct_device_task task) {
+int ct_device_reserve(ct_device *d, int tasks, ct_status *status) {
   pthread_mutex_lock(&d->mutex);
-  if (d->queue_len == d->queue_cap) {
-    int cap = d->queue_cap ? d->queue_cap * 2 : 256;
-    ct_device_task *q = malloc((size_t)cap * sizeof *q);
+  int failed = 0;
+  if (tasks > d->queue_cap) {
+    ct_device_task *q = malloc((size_t)tasks * sizeof *q);
     if (q == NULL) {
-      pthread_mutex_unlock(&d->mutex);
-      return 1;
+      failed = 1;
+    } else {
+      for (int i = 0; i < d->queue_len; ++i) q[i] = d->queue[(d->queue_head + i) % d->queue_cap];
+      free(d->queue);
+      d->queue = q;
+      d->queue_head = 0;
+      d->queue_cap = tasks;
     }
-    for (int i = 0; i < d->queue_len; ++i) q[i] = d->queue[(d->queue_head + i) % d->queue_cap];
-    free(d->queue);
-    d->queue = q;
-    d->queue_head = 0;
-    d->queue_cap = cap;
   }
-  d->queue[(d->queue_head + d->queue_len) % d->queue_cap] = task;
-  d->queue_len++;
-  pthread_cond_signal(&d->wake);
   pthread_mutex_unlock(&d->mutex);
-  return 0;
+  if (failed)
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for the queue of %s",
+                  d->name);
+  return failed;
+}
+
+int ct_device_submit(ct_device *d, ct_device_task task, ct_status *status) {
+  pthread_mutex_lock(&d->mutex);
+  const int full = d->queue_len == d->queue_cap;
+  if (!full) {
+    d->queue[(d->queue_head + d->queue_len) % d->queue_cap] = task;
+    d->queue_len++;
+    pthread_cond_signal(&d->wake);
+  }
+  pthread_mutex_unlock(&d->mutex);
+  if (full)
+    ct_status_set(status, CT_INTERNAL, "the queue of %s is full (%d tasks): none was reserved",
+                  d->name, d->queue_cap);
+  return full;
 }
 
 void ct_device_free(ct_device *d) {
@@ -89,93 +107,58 @@ void ct_device_free(ct_device *d) {
   }
   ct_status ignored = CT_STATUS_INIT;
   ct_device_synchronize(d, &ignored); /* no queued work may use what is freed below */
-  if (d->stream) dnnl_stream_destroy(d->stream);
-  if (d->engine) dnnl_engine_destroy(d->engine);
-  ct_allocator_free_all(d->allocator); /* GPU regions go back through the device */
-#ifdef CTOWER_HAVE_CUDA
-  ct_cuda_device_release(d);
-#endif
+  ct_allocator_free_all(d->allocator); /* regions go back through the type's region_free */
+  if (d->ops->release) d->ops->release(d);
   pthread_mutex_destroy(&d->mutex);
   pthread_cond_destroy(&d->wake);
   free(d->queue);
   free(d);
 }
 
-int ct_device_copy(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
-                   void *ready, ct_status *status) {
-#ifdef CTOWER_HAVE_CUDA
-  return ct_cuda_copy(to, dst, from, src, nbytes, ready, status);
-#else
-  (void)to, (void)from, (void)ready, (void)status;
-  if (nbytes) memcpy(dst, src, nbytes);
-  return 0;
-#endif
-}
-
-int ct_device_synchronize(ct_device *d, ct_status *status) {
-#ifdef CTOWER_HAVE_CUDA
-  return ct_cuda_synchronize(d, status);
-#else
-  (void)d, (void)status;
-  return 0;
-#endif
-}
-
-void *ct_device_mark_new(ct_device *d) {
-#ifdef CTOWER_HAVE_CUDA
-  if (d->type == CT_DEVICE_GPU) return ct_cuda_mark_new(d);
-#endif
-  (void)d;
+/* The type that carries out a copy: the end that is not host memory. */
+static const ct_device_ops *copier(const ct_device *to, const ct_device *from) {
+  if (to && !to->ops->host_addressable) return to->ops;
+  if (from && !from->ops->host_addressable) return from->ops;
   return NULL;
 }
 
+int ct_device_copy(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
+                   void *ready, ct_status *status) {
+  const ct_device_ops *ops = copier(to, from);
+  if (ops) return ops->copy(to, dst, from, src, nbytes, ready, status);
+  if (nbytes) memcpy(dst, src, nbytes);
+  return 0;
+}
+
+int ct_device_synchronize(ct_device *d, ct_status *status) {
+  return d->ops->synchronize ? d->ops->synchronize(d, status) : 0;
+}
+
+void *ct_device_mark_new(ct_device *d) { return d->ops->mark_new ? d->ops->mark_new(d) : NULL; }
+
 int ct_device_mark_record(ct_device *d, void *mark, ct_status *status) {
-#ifdef CTOWER_HAVE_CUDA
-  if (mark) return ct_cuda_mark_record(d, mark, status);
-#endif
-  (void)d, (void)mark, (void)status;
-  return 0;
+  return mark ? d->ops->mark_record(d, mark, status) : 0;
 }
 
-double ct_device_mark_elapsed_us(void *from, void *to) {
-#ifdef CTOWER_HAVE_CUDA
-  if (from && to) return ct_cuda_mark_elapsed_us(from, to);
-#endif
-  (void)from, (void)to;
-  return 0;
+double ct_device_mark_elapsed_us(ct_device *d, void *from, void *to) {
+  return from && to ? d->ops->mark_elapsed_us(from, to) : 0;
 }
 
-void ct_device_mark_free(void *mark) {
-#ifdef CTOWER_HAVE_CUDA
-  if (mark) ct_cuda_mark_free(mark);
-#endif
-  (void)mark;
+void ct_device_mark_free(ct_device *d, void *mark) {
+  if (mark) d->ops->mark_free(mark);
 }
 
 int ct_device_wait_mark(ct_device *d, void *mark, ct_status *status) {
-#ifdef CTOWER_HAVE_CUDA
-  if (mark) return ct_cuda_mark_wait(d, mark, status);
-#endif
-  (void)d, (void)mark, (void)status;
-  return 0;
+  return mark ? d->ops->mark_wait(d, mark, status) : 0;
 }
 
 /* ---- the registry ------------------------------------------------------- */
 
-int ct_gpu_device_count(const ct_session_options *o) {
-#ifdef CTOWER_HAVE_CUDA
-  /* A list the plan refuses counts no GPU here; creating the session
-   * reports it. */
-  ct_gpu_plan plan;
-  ct_status ignored = CT_STATUS_INIT;
-  /* device_count GPU 0 hides the GPUs without waking the CUDA runtime */
-  const int available = o->device_count_gpu == 0 ? 0 : ct_cuda_device_count();
-  if (ct_gpu_plan_make(o, available, &plan, &ignored)) return 0;
-  return ct_gpu_plan_devices(&plan);
-#else
-  (void)o;
-  return 0;
-#endif
+int ct_device_count(const ct_session_options *o, ct_device_kind kind) {
+  int n = 0;
+  for (int t = 0; t < ct_device_type_count; ++t)
+    if (ct_device_types[t]->kind == kind) n += ct_device_types[t]->count_devices(o);
+  return n;
 }
 
 int ct_devices_create(const ct_session_options *o, ct_device ***out, int *n_out,
@@ -187,11 +170,9 @@ int ct_devices_create(const ct_session_options *o, ct_device ***out, int *n_out,
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating devices");
     return 1;
   }
-  int n = 0;
-  int failed = ct_cpu_devices_create(o, devices, &n, status);
-#ifdef CTOWER_HAVE_CUDA
-  if (!failed) failed = ct_cuda_devices_create(o, devices, &n, status);
-#endif
+  int n = 0, failed = 0;
+  for (int t = 0; t < ct_device_type_count && !failed; ++t)
+    failed = ct_device_types[t]->create_devices(o, devices, &n, status);
   if (failed) {
     ct_devices_free(devices, n);
     return 1;

@@ -1,19 +1,63 @@
-/* A device: where kernels run and buffers live. One per /cpu:N (and later
- * /gpu:N). Each owns a worker thread that runs the kernels placed on it, the
- * count of threads in that worker's OpenMP team (pinned to cores of its own
- * when the machine has enough), its allocator and, for CPU devices, the
- * oneDNN engine and stream its kernels use; for GPUs, the CUDA streams and
- * library handles (device/cuda/cuda_device.h). */
+/* A device: where kernels run and buffers live (/cpu:0, /gpu:1, ...). Each
+ * owns a worker thread that runs the steps placed on it, from a FIFO queue,
+ * and an allocator; what is particular to its type (oneDNN's engine on a
+ * CPU, streams and library handles on a GPU) hangs off `impl`, and what the
+ * rest of ctower asks of a type goes through its table of operations,
+ * ct_device_ops. The executor, the session and the placer dispatch through
+ * that table: none of them tests a device's type.
+ *
+ * Adding a device type: a file that fills a ct_device_ops (cpu_device.c,
+ * cuda/cuda_device.c) and its line in device_types.c. */
 #ifndef CTOWER_DEVICE_H
 #define CTOWER_DEVICE_H
 
-#include <dnnl.h>
 #include <pthread.h>
+#include <stddef.h>
 
 #include "ctower/device_name.h"
-#include "ctower/session.h"
+#include "ctower/session_options.h"
+#include "ctower/status.h"
 #include "device/allocator.h"
-#include "kernels/kernel.h"
+
+typedef struct ct_device ct_device;
+
+/* What a device type does; one static table per type. A NULL function is
+ * "nothing to do" where the comment says so. */
+typedef struct ct_device_ops {
+  ct_device_kind kind;   /* the type's name in device specs and the kernel registry's key */
+  int priority;          /* default placement tries higher first (TensorFlow: GPU, then CPU) */
+  int host_addressable;  /* its buffers are host memory: host-addressable devices read one
+                            another's values in place, with no copy */
+  /* Appends the devices of this type that `options` ask for to devices[*n]
+   * (capacity CT_MAX_DEVICES), each with its allocator and its worker
+   * started. Returns 0, or fills status; devices already appended stay for
+   * the caller to free. */
+  int (*create_devices)(const ct_session_options *options, ct_device **devices, int *n,
+                        ct_status *status);
+  /* How many devices create_devices would make, without making them. */
+  int (*count_devices)(const ct_session_options *options);
+  /* Frees what create_devices set up beside the allocator, once the worker
+   * has stopped and the device is synchronized; NULL: nothing. */
+  void (*release)(ct_device *device);
+  /* Where the allocator's regions come from; NULL: page-aligned host memory. */
+  void *(*region_alloc)(size_t bytes, void *context);
+  void (*region_free)(void *ptr, size_t bytes, void *context);
+  /* Copies nbytes from src to dst where one end is a device of this type
+   * and the other host memory (NULL), a host-addressable device, or a
+   * device of this type (contract: ct_device_copy). NULL for a
+   * host-addressable type: such copies are plain memcpy. */
+  int (*copy)(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
+              void *ready, ct_status *status);
+  /* Waits until the work queued on the device is done; NULL: a type whose
+   * steps finish before they return. */
+  int (*synchronize)(ct_device *device, ct_status *status);
+  /* Marks (ct_device_mark_*); NULL mark_new: the type needs none. */
+  void *(*mark_new)(ct_device *device);
+  int (*mark_record)(ct_device *device, void *mark, ct_status *status);
+  double (*mark_elapsed_us)(void *from, void *to);
+  void (*mark_free)(void *mark);
+  int (*mark_wait)(ct_device *device, void *mark, ct_status *status);
+} ct_device_ops;
 
 /* Work handed to a device's worker: fn(context, index). */
 typedef struct ct_device_task {
@@ -22,18 +66,17 @@ typedef struct ct_device_task {
   int index;
 } ct_device_task;
 
-typedef struct ct_device ct_device;
 struct ct_device {
-  char name[128];           /* canonical: /job:localhost/replica:0/task:0/device:CPU:0 */
-  char description[320];    /* GPU: "NVIDIA H100 80GB HBM3, CUDA device 0"; CPU: "" */
-  ct_device_type type;
-  int index;                /* N in /cpu:N */
-  int threads;              /* CPU: the worker's OpenMP team size; GPU: its SMs */
-  int first_core;           /* pinned to cores [first_core, first_core + threads), or -1 */
+  const ct_device_ops *ops;  /* its type */
+  char name[128];            /* canonical: /job:localhost/replica:0/task:0/device:CPU:0 */
+  char description[320];     /* GPU: "NVIDIA H100 80GB HBM3, CUDA device 0"; CPU: "" */
+  char mapping[352];         /* the placement log's "Device mapping:" entry after the index:
+                                "name: cpu, cores: 1" */
+  int index;                 /* N in /cpu:N */
+  int threads;               /* CPU: the worker's OpenMP team size; GPU: its SMs */
+  int first_core;            /* pinned to cores [first_core, first_core + threads), or -1 */
   ct_allocator *allocator;
-  dnnl_engine_t engine;     /* CPU: the oneDNN engine */
-  dnnl_stream_t stream;
-  struct ct_gpu *gpu;       /* GPU: streams, library handles (device/cuda/cuda_device.h) */
+  void *impl;                /* the type's own state (cpu_device.h, cuda/cuda_device.h) */
   /* the worker and its FIFO queue */
   void (*thread_init)(struct ct_device *device); /* runs first on the worker */
   pthread_t worker;
@@ -45,65 +88,71 @@ struct ct_device {
   int stopping;
 };
 
-/* A device with its name, queue and lock, nothing started; the caller
- * gives it an allocator and starts its worker. NULL and status when out of
- * memory. */
-ct_device *ct_device_new_common(ct_device_type type, int index, ct_status *status);
+/* A device of type `ops` with its name, queue and lock, nothing started;
+ * the type's create_devices gives it an allocator (ct_device_make_allocator)
+ * and starts its worker. NULL and status when out of memory. */
+ct_device *ct_device_new_common(const ct_device_ops *ops, int index, ct_status *status);
+/* The device's allocator from its type's region source, with `context`
+ * handed to it. Returns 0 or fills status. */
+int ct_device_make_allocator(ct_device *device, size_t limit, int allow_growth, void *context,
+                             ct_status *status);
 /* Starts the worker thread, which runs thread_init (may be NULL) first. */
 int ct_device_start(ct_device *device, void (*thread_init)(ct_device *), ct_status *status);
-
-/* A CPU device with `threads` workers pinned from first_core (-1: not
- * pinned) and an optional memory limit in bytes (0: none). Starts its worker.
- * Returns NULL and fills status on failure. */
-ct_device *ct_cpu_device_new(int index, int threads, int first_core, size_t memory_limit,
-                             ct_status *status);
 /* Stops the worker (after the tasks already queued) and frees the device. */
 void ct_device_free(ct_device *device);
 
-/* Queues a task for the device's worker. Returns 0, or 1 when out of memory. */
-int ct_device_submit(ct_device *device, ct_device_task task);
+/* Makes room in the device's queue for `tasks` tasks at once, so that
+ * ct_device_submit never needs memory. Returns 0 or fills status. */
+int ct_device_reserve(ct_device *device, int tasks, ct_status *status);
+/* Queues a task for the device's worker. Returns 0, or fills status
+ * (INTERNAL) when the queue is full: reserve room first. */
+int ct_device_submit(ct_device *device, ct_device_task task, ct_status *status);
 
 /* Copies nbytes from src (on `from`; NULL: host memory) to dst (on `to`;
  * NULL: host memory), ordered after the work queued on both and before
  * the work queued on them later; a copy into host memory is complete when
- * this returns. `ready`, when not NULL, is a mark recorded on `from` once
- * src was written: a copy from a GPU into host memory then waits for that
- * work alone, not for everything queued on the GPU since. Returns 0 or
+ * this returns. `ready`, when not NULL, is a mark of `from` recorded once
+ * src was written: a copy into host memory then waits for that work
+ * alone, not for everything queued on the device since. Returns 0 or
  * fills status. */
 int ct_device_copy(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
                    void *ready, ct_status *status);
-/* Waits for the device's queued work (GPUs; CPU devices have none). */
+/* Waits for the device's queued work (nothing on a type whose steps finish
+ * before they return). Returns 0 or fills status. */
 int ct_device_synchronize(ct_device *device, ct_status *status);
 
-/* Marks in a GPU's queue, to time its work for run metadata and to let a
- * copy wait for one value's producer: a recorded mark is reached when the
- * work queued before it is done. CPU devices run a step's work before it
- * returns and need none: ct_device_mark_new gives NULL for them (and when
- * the device cannot make one). */
+/* Marks in a device's queue, to time its work for run metadata and to let
+ * a copy or a reader wait for one value's producer: a recorded mark is
+ * reached when the work queued before it is done. A mark belongs to the
+ * device (type) that made it; every call below takes that device. A type
+ * whose steps finish before they return needs none: ct_device_mark_new
+ * gives NULL for it (and when the device cannot make one), and every call
+ * below does nothing for a NULL mark. */
 void *ct_device_mark_new(ct_device *device);
-/* Records the mark after the work queued on the device so far (nothing for
- * a NULL mark). Returns 0, or 1 and fills status when the GPU fails. */
+/* Records the mark after the work queued on the device so far. Returns 0,
+ * or 1 and fills status when the device fails. */
 int ct_device_mark_record(ct_device *device, void *mark, ct_status *status);
 /* Microseconds from one recorded mark to another of the same device, once
  * the device has reached both (after ct_device_synchronize). */
-double ct_device_mark_elapsed_us(void *from, void *to);
-void ct_device_mark_free(void *mark);
+double ct_device_mark_elapsed_us(ct_device *device, void *from, void *to);
+void ct_device_mark_free(ct_device *device, void *mark);
 /* Makes the work queued on the device from now on wait for a mark recorded
- * on any GPU (nothing for a NULL mark). Returns 0 or fills status. */
+ * on a device of its type. Returns 0 or fills status. */
 int ct_device_wait_mark(ct_device *device, void *mark, ct_status *status);
 
 /* Cores this process may run on (sched_getaffinity), at least 1. */
 int ct_available_cores(void);
 
-/* Appends the CPU devices the options ask for to devices[*n]. */
-int ct_cpu_devices_create(const struct ct_session_options *options, ct_device **devices, int *n,
-                          ct_status *status);
-
-/* The devices a session's options ask for, in the order of their names:
- * /cpu:0 .. /cpu:n-1, then the GPUs (when built with CUDA and present). Returns 0 and an
- * array the caller frees with ct_devices_free, or fills status. */
-int ct_devices_create(const struct ct_session_options *options, ct_device ***devices,
+/* The devices a session's options ask for, type by type in the order of
+ * device_types.c (/cpu:0 .. /cpu:n-1, then the GPUs when built with CUDA
+ * and present). Returns 0 and an array the caller frees with
+ * ct_devices_free, or fills status. */
+int ct_devices_create(const ct_session_options *options, ct_device ***devices,
                       int *n_devices, ct_status *status);
 void ct_devices_free(ct_device **devices, int n_devices);
+
+/* The registered device types (device_types.c), in creation order. */
+extern const ct_device_ops *const ct_device_types[];
+extern const int ct_device_type_count;
 
 #endif

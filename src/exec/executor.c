@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "exec/exec_internal.h"
+#include "kernels/kernel.h"
 #include "ops/op_def.h"
 
 typedef struct plan_step {
@@ -45,6 +46,8 @@ typedef struct plan_step {
 } plan_step;
 
 struct ct_plan {
+  ct_device *const *devices; /* the session's, which outlive the plan */
+  int n_devices;
   /* the key */
   int n_feeds, n_fetches, n_targets;
   ct_output *feed_outputs;
@@ -82,12 +85,12 @@ void ct_plan_free(ct_plan *p) {
     free(p->steps[i].consumers);
     free(p->steps[i].copy_name);
     if (p->steps[i].state.free_fn) p->steps[i].state.free_fn(p->steps[i].state.data);
-    ct_device_mark_free(p->steps[i].mark_begin);
-    ct_device_mark_free(p->steps[i].mark_end);
+    ct_device_mark_free(p->devices[p->steps[i].device], p->steps[i].mark_begin);
+    ct_device_mark_free(p->devices[p->steps[i].device], p->steps[i].mark_end);
   }
-  for (int d = 0; d < CT_MAX_DEVICES; ++d) ct_device_mark_free(p->device_marks[d]);
+  for (int d = 0; d < p->n_devices; ++d) ct_device_mark_free(p->devices[d], p->device_marks[d]);
   for (int slot = 0; p->slot_ready && slot < p->n_slots; ++slot)
-    ct_device_mark_free(p->slot_ready[slot]);
+    if (p->slot_ready[slot]) ct_device_mark_free(p->devices[p->slot_device[slot]], p->slot_ready[slot]);
   free(p->slot_ready);
   free(p->slot_side_mark);
   free(p->steps);
@@ -222,6 +225,8 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
   ct_node **stack = calloc((size_t)n_nodes + 1, sizeof *stack);
   int *copy_of = NULL, copy_of_cap = 0, *producer_of = NULL;
   if (!p || !needed || !fed || !slot_base || !step_of || !stack) goto oom;
+  p->devices = s->devices;
+  p->n_devices = s->n_devices;
   p->n_feeds = n_feeds;
   p->n_fetches = n_fetches;
   p->n_targets = n_targets;
@@ -280,7 +285,7 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
     step->n_outputs = n->n_outputs;
     step->n_inputs = n->n_inputs;
     if (n->n_outputs > 0) {
-      step->kernel = ct_kernel_find(n->op->name, s->devices[device]->type);
+      step->kernel = ct_kernel_find(n->op->name, s->devices[device]->ops->kind);
       if (step->kernel == NULL) {
         ct_status_set(status, CT_UNIMPLEMENTED, "no %s kernel for op %s (node '%s')",
                       s->devices[device]->name, n->op->name, n->name);
@@ -300,14 +305,14 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
       const ct_node *source = n->inputs[j].node;
       int slot = slot_base[source->id] + n->inputs[j].index;
       int from = p->slot_device[slot], to = p->steps[i].device;
-      int host_value = from < 0 || (s->devices[from]->type == CT_DEVICE_CPU &&
+      int host_value = from < 0 || (s->devices[from]->ops->host_addressable &&
                                     !is_variable_storage(source, n->inputs[j].index));
       /* a multi-device op reads each input where it is when that is a
        * device of its own kind (its kernel's); a feed, or a value of the
        * other kind, is copied to its device like any input */
       int part_in_place = (n->op->flags & CT_OP_MULTI_DEVICE) && from >= 0 &&
-                          s->devices[from]->type == s->devices[to]->type;
-      int shared = part_in_place || (host_value && s->devices[to]->type == CT_DEVICE_CPU);
+                          s->devices[from]->ops == s->devices[to]->ops;
+      int shared = part_in_place || (host_value && s->devices[to]->ops->host_addressable);
       int local = local_slot(p, slot, to, s->n_devices, shared, &copy_of, &copy_of_cap,
                              source->name);
       if (local < 0) goto oom;
@@ -359,7 +364,7 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
     const plan_step *step = &p->steps[i];
     const int source = step->node == NULL ? step->input_slots[0] : -1;
     if (source < 0 || p->slot_device[source] < 0 || p->slot_ready[source] ||
-        s->devices[step->device]->type != CT_DEVICE_CPU)
+        !s->devices[step->device]->ops->host_addressable)
       continue;
     /* a variable changes in place after its producer: its copy must see
      * the updates queued before it, so it waits for the whole stream */
@@ -370,10 +375,14 @@ static ct_plan *plan_build(ct_session *s, const ct_feed *feeds, int n_feeds,
     p->slot_ready[source] = ct_device_mark_new(s->devices[p->slot_device[source]]);
   }
 
-  /* The devices a run must wait for at its end */
-  for (int i = 0; i < p->n_steps; ++i) p->uses_device[p->steps[i].device] = 1;
+  /* The devices a run must wait for at its end, and room in each one's
+   * queue for all its steps at once (a run queues each step once) */
+  int steps_on[CT_MAX_DEVICES] = {0};
+  for (int i = 0; i < p->n_steps; ++i) p->uses_device[p->steps[i].device] = 1, ++steps_on[p->steps[i].device];
   for (int slot = 0; slot < p->n_slots; ++slot)
     if (p->slot_device[slot] >= 0) p->uses_device[p->slot_device[slot]] = 1;
+  for (int d = 0; d < s->n_devices; ++d)
+    if (ct_device_reserve(s->devices[d], steps_on[d], status)) goto fail;
 
   p->slot_side_mark = calloc((size_t)p->n_slots + 1, sizeof *p->slot_side_mark);
   p->values = calloc((size_t)p->n_slots + 1, sizeof *p->values);
@@ -507,7 +516,7 @@ static int bind_outputs(ct_session *s, ct_plan *p, plan_step *step, ct_status *s
     b->refs = 1;
     if (n && n->variable >= 0 && o == 0) {
       value->data = s->variables[n->variable]->data;
-    } else if (n && n->constant && o == 0 && device->type == CT_DEVICE_CPU) {
+    } else if (n && n->constant && o == 0 && device->ops->host_addressable) {
       value->data = n->constant->data;
     } else if (n && (n->op->flags & CT_OP_ALIAS_INPUT0) && o == 0) {
       int in_slot = step->input_slots[0];
@@ -633,11 +642,23 @@ static const char *step_op(const plan_step *step) {
 
 static void execute_step(void *context, int index);
 
+static void record_failure(run_state *run, const ct_status *status) {
+  pthread_mutex_lock(&run->mutex);
+  ct_status_propagate(&run->status, status);
+  pthread_mutex_unlock(&run->mutex);
+  atomic_store(&run->failed, 1);
+}
+
+/* Queues a step on its device. The plan reserved room for every step of
+ * each device, so this cannot fail short of a broken invariant; if it
+ * does, the run fails, and the step is passed through here (it does no
+ * work in a failed run) so that the run still ends. */
 static void schedule(run_state *run, int index) {
   ct_device *device = run->session->devices[run->plan->steps[index].device];
   ct_device_task task = {execute_step, run, index};
-  if (ct_device_submit(device, task) != 0) {
-    /* cannot queue: run it here rather than lose it */
+  ct_status status = CT_STATUS_INIT;
+  if (ct_device_submit(device, task, &status) != 0) {
+    record_failure(run, &status);
     execute_step(run, index);
   }
 }
@@ -651,14 +672,14 @@ static void execute_step(void *context, int index) {
     ct_status status = CT_STATUS_INIT;
     double start = run->metadata ? micros_since(&run->start) : 0;
     ct_device *device = run->session->devices[step->device];
-    /* on a GPU the step's time is its queued work's, read after the run */
-    const int on_gpu = run->metadata && step->n_outputs > 0 && device->type == CT_DEVICE_GPU &&
-                       p->device_marks[step->device];
-    if (on_gpu && !step->mark_begin) step->mark_begin = ct_device_mark_new(device);
-    if (on_gpu && !step->mark_end) step->mark_end = ct_device_mark_new(device);
-    int failed = (on_gpu && ct_device_mark_record(device, step->mark_begin, &status)) ||
+    /* on a device that queues its work (a GPU: the run made it a mark) the
+     * step's time is its queued work's, read after the run */
+    const int queued = run->metadata && step->n_outputs > 0 && p->device_marks[step->device];
+    if (queued && !step->mark_begin) step->mark_begin = ct_device_mark_new(device);
+    if (queued && !step->mark_end) step->mark_end = ct_device_mark_new(device);
+    int failed = (queued && ct_device_mark_record(device, step->mark_begin, &status)) ||
                  run_step(run->session, p, step, &status) ||
-                 (on_gpu && ct_device_mark_record(device, step->mark_end, &status));
+                 (queued && ct_device_mark_record(device, step->mark_end, &status));
     /* a copy into host memory waits for these marks: a missing one would
      * let it read a value not written yet, so failing to record fails */
     for (int o = 0; !failed && o < step->n_outputs; ++o) {
@@ -666,12 +687,9 @@ static void execute_step(void *context, int index) {
       failed = ct_device_mark_record(device_of_slot(run->session, p, slot), p->slot_ready[slot],
                                      &status);
     }
-    step->timed = on_gpu && !failed && step->mark_begin && step->mark_end;
+    step->timed = queued && !failed && step->mark_begin && step->mark_end;
     if (failed) {
-      pthread_mutex_lock(&run->mutex);
-      ct_status_propagate(&run->status, &status);
-      pthread_mutex_unlock(&run->mutex);
-      atomic_store(&run->failed, 1);
+      record_failure(run, &status);
     } else if (run->metadata && step->n_outputs > 0 && !step->timed) {
       ct_run_metadata_add(run->metadata, step_name(step), step_op(step), step->device, start,
                           micros_since(&run->start));
@@ -745,11 +763,12 @@ static void add_device_timings(ct_plan *p, ct_run_metadata *metadata) {
     plan_step *step = &p->steps[i];
     if (!step->timed) continue;
     step->timed = 0;
+    ct_device *device = p->devices[step->device];
     void *origin = p->device_marks[step->device];
     double base = p->device_mark_us[step->device];
     ct_run_metadata_add(metadata, step_name(step), step_op(step), step->device,
-                        base + ct_device_mark_elapsed_us(origin, step->mark_begin),
-                        base + ct_device_mark_elapsed_us(origin, step->mark_end));
+                        base + ct_device_mark_elapsed_us(device, origin, step->mark_begin),
+                        base + ct_device_mark_elapsed_us(device, origin, step->mark_end));
   }
 }
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
-#include "graph/placer.h"
+#include "exec/placer.h"
 
 void ct_session_options_defaults(ct_session_options *options) {
   memset(options, 0, sizeof *options);
@@ -134,7 +134,7 @@ int ct_session_init_variables(ct_session *s, ct_status *status) {
     s->variable_device[i] = device;
     /* a replica starts from the same values as its original */
     int source = g->variables[i].replica_of >= 0 ? g->variables[i].replica_of : i;
-    if (device->type == CT_DEVICE_CPU) {
+    if (device->ops->host_addressable) {
       ct_initialize_variable(&g->variables[source], g->seed, s->variables[i]);
       continue;
     }
@@ -159,7 +159,7 @@ static int variable_ready(ct_session *s, int index, ct_status *status) {
 
 ct_tensor *ct_session_variable(ct_session *s, int index, ct_status *status) {
   if (variable_ready(s, index, status)) return NULL;
-  if (s->variable_device[index]->type != CT_DEVICE_CPU) {
+  if (!s->variable_device[index]->ops->host_addressable) {
     ct_status_set(status, CT_FAILED_PRECONDITION,
                   "variable '%s' lives on %s, not in host memory; use "
                   "ct_session_read_variable and ct_session_assign_variable",
@@ -237,7 +237,7 @@ int ct_session_device_info(const ct_session *s, int index, ct_device_info *info)
   if (index < 0 || index >= s->n_devices) return 1;
   const ct_device *d = s->devices[index];
   info->name = d->name;
-  info->kind = d->type == CT_DEVICE_GPU ? "GPU" : "CPU";
+  info->kind = ct_device_kind_name(d->ops->kind);
   info->threads = d->threads;
   info->first_core = d->first_core;
   info->memory_limit = ct_allocator_get_stats(d->allocator).limit;

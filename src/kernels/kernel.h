@@ -6,6 +6,7 @@
 #ifndef CTOWER_KERNEL_H
 #define CTOWER_KERNEL_H
 
+#include "ctower/device_name.h"
 #include "graph/graph_internal.h"
 
 struct ct_device;
@@ -41,16 +42,14 @@ typedef struct ct_kernel_ctx {
 
 typedef void (*ct_kernel_fn)(ct_kernel_ctx *ctx);
 
-typedef enum ct_device_type { CT_DEVICE_CPU = 0, CT_DEVICE_GPU = 1, CT_DEVICE_TYPE_COUNT } ct_device_type;
-
 typedef struct ct_kernel_def {
   const char *op;
-  ct_device_type device_type;
+  ct_device_kind device_kind; /* the device type it runs on (ct_device_ops.kind) */
   ct_kernel_fn fn;
 } ct_kernel_def;
 
 /* The kernel for (op, device type), or NULL when that device cannot run it. */
-ct_kernel_fn ct_kernel_find(const char *op, ct_device_type device_type);
+ct_kernel_fn ct_kernel_find(const char *op, ct_device_kind device_kind);
 
 /* Temporary memory for the running kernel, freed when it returns. NULL (and
  * ctx->status set to RESOURCE_EXHAUSTED) when the device is out of memory. */

@@ -17,10 +17,10 @@ static const ct_kernel_def *const kernel_tables[] = {
 #endif
 };
 
-ct_kernel_fn ct_kernel_find(const char *op, ct_device_type device_type) {
+ct_kernel_fn ct_kernel_find(const char *op, ct_device_kind device_kind) {
   for (size_t t = 0; t < sizeof kernel_tables / sizeof kernel_tables[0]; ++t)
     for (const ct_kernel_def *k = kernel_tables[t]; k->op; ++k)
-      if (k->device_type == device_type && strcmp(k->op, op) == 0) return k->fn;
+      if (k->device_kind == device_kind && strcmp(k->op, op) == 0) return k->fn;
   return NULL;
 }
 

@@ -362,7 +362,7 @@ static void towers_on(ct_tower_options *t, int first, int count, const char *kin
  * devices with a warning under soft placement, else it is an error. */
 static int tower_devices(const ct_config *c, const ct_session_options *so, ct_tower_options *t,
                          ct_status *status) {
-  const int cpus = so->device_count_cpu, gpus = ct_gpu_device_count(so);
+  const int cpus = so->device_count_cpu, gpus = ct_device_count(so, CT_DEVICE_KIND_GPU);
   int64_t n = c->devices.n_gpus > 0 ? c->devices.n_gpus : c->devices.n_towers;
   if (n == 0) {
     t->n_towers = c->devices.n_towers_listed;
@@ -431,7 +431,7 @@ static int towers_from_config(const ct_config *c, const ct_session_options *so,
                   "devices.all_reduce: nccl needs every tower on a GPU, but tower %d is on %s%s; "
                   "use ring, tree or auto",
                   first_cpu, t->devices[first_cpu],
-                  ct_gpu_device_count(so) == 0 ? " (this session has no GPU)" : "");
+                  ct_device_count(so, CT_DEVICE_KIND_GPU) == 0 ? " (this session has no GPU)" : "");
     return 1;
   }
   t->all_reduce = strcmp(algorithm, "tree") == 0  ? CT_ALL_REDUCE_TREE

@@ -281,7 +281,7 @@ static void test_training_steps_wait_only_at_the_end(void **state) {
 static void skip_unless_two_gpus(void) {
   ct_session_options so;
   ct_session_options_defaults(&so);
-  if (ct_gpu_device_count(&so) < 2) {
+  if (ct_device_count(&so, CT_DEVICE_KIND_GPU) < 2) {
     printf("  one GPU: nothing to test\n");
     skip();
   }
@@ -462,7 +462,7 @@ static void test_bad_visible_device_list(void **state) {
 int main(void) {
   ct_session_options so;
   ct_session_options_defaults(&so);
-  if (ct_gpu_device_count(&so) == 0) {
+  if (ct_device_count(&so, CT_DEVICE_KIND_GPU) == 0) {
     printf("no GPU (or a build without CUDA): the GPU tests are skipped\n");
     return 77;
   }

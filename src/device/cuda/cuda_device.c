@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/device.h"
 #include "device/gpu_plan.h"
 
-int ct_cuda_device_count(void) {
+/* The number of GPUs the CUDA runtime sees (0 without a driver). */
+static int cuda_device_count(void) {
   int n = 0;
   /* No driver, or no device: the runtime says so and there are no GPUs. */
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -54,7 +54,7 @@ static void gpu_region_free(void *ptr, size_t bytes, void *context) {
 /* ---- the worker --------------------------------------------------------------- */
 
 /* GPU workers run on their device: CUDA's current device is per thread. */
-static void gpu_thread_init(ct_device *d) { cudaSetDevice(d->gpu->ordinal); }
+static void gpu_thread_init(ct_device *d) { cudaSetDevice(ct_gpu_of(d)->ordinal); }
 
 /* ---- enumeration (the rules are in device/gpu_plan.c) ---------------------- */
 
@@ -64,7 +64,7 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating %s", d->name);
     return 1;
   }
-  d->gpu = gpu;
+  d->impl = gpu;
   gpu->ordinal = ordinal;
   gpu->precision = precision;
   struct cudaDeviceProp prop;
@@ -91,24 +91,25 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
   snprintf(gpu->product, sizeof gpu->product, "%s", prop.name);
   snprintf(d->description, sizeof d->description, "%s, CUDA device %d, %zu MiB", gpu->product,
            ordinal, gpu->total_memory >> 20);
+  snprintf(d->mapping, sizeof d->mapping, "name: %s", d->description);
   d->threads = gpu->sm_count; /* what `ctower devices` shows: SMs */
   return 0;
 }
 
-void ct_cuda_device_release(ct_device *d) {
-  ct_gpu *gpu = d->gpu;
+static void gpu_release(ct_device *d) {
+  ct_gpu *gpu = ct_gpu_of(d);
   if (gpu == NULL) return;
   cudaSetDevice(gpu->ordinal); /* ct_device_free has waited for the stream */
   if (gpu->cudnn) cudnnDestroy(gpu->cudnn);
   if (gpu->cublas) cublasDestroy(gpu->cublas);
   if (gpu->stream) cudaStreamDestroy(gpu->stream);
-  /* copies out finish before ct_cuda_copy returns: nothing is queued here */
+  /* copies out finish before gpu_copy returns: nothing is queued here */
   if (gpu->copy_stream) cudaStreamDestroy(gpu->copy_stream);
   if (gpu->comm_stream) cudaStreamDestroy(gpu->comm_stream);
   ct_staging_free(gpu->staging); /* the stream is idle: no transfer reads them */
   if (gpu->collectives) gpu->collectives_free(gpu->collectives);
   free(gpu);
-  d->gpu = NULL;
+  d->impl = NULL;
 }
 
 /* The memory limit of logical device `name` on GPU `ordinal`, from what
@@ -120,11 +121,22 @@ static int device_limit(const ct_session_options *o, const char *name, int ordin
   return ct_gpu_memory_limit(o, name, ordinal, virtual_index, free_bytes, total, limit, status);
 }
 
-int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int *n,
-                           ct_status *status) {
+static int gpu_count_devices(const ct_session_options *o) {
+  /* A list the plan refuses counts no GPU here; creating the session
+   * reports it. */
+  ct_gpu_plan plan;
+  ct_status ignored = CT_STATUS_INIT;
+  /* device_count GPU 0 hides the GPUs without waking the CUDA runtime */
+  const int available = o->device_count_gpu == 0 ? 0 : cuda_device_count();
+  if (ct_gpu_plan_make(o, available, &plan, &ignored)) return 0;
+  return ct_gpu_plan_devices(&plan);
+}
+
+static int gpu_create_devices(const ct_session_options *o, ct_device **devices, int *n,
+                              ct_status *status) {
   ct_gpu_plan plan;
   /* device_count GPU 0 hides the GPUs without waking the CUDA runtime */
-  const int available = o->device_count_gpu == 0 ? 0 : ct_cuda_device_count();
+  const int available = o->device_count_gpu == 0 ? 0 : cuda_device_count();
   if (ct_gpu_plan_make(o, available, &plan, status)) return 1;
   int index = 0;
   for (int p = 0; p < plan.n_physical; ++p) {
@@ -134,17 +146,16 @@ int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int
                       CT_MAX_DEVICES);
         return 1;
       }
-      ct_device *d = ct_device_new_common(CT_DEVICE_GPU, index, status);
+      ct_device *d = ct_device_new_common(&ct_cuda_device_ops, index, status);
       if (d == NULL) return 1;
       devices[(*n)++] = d;
       size_t limit = 0;
       if (gpu_setup(d, plan.ordinals[p], o->gpu_precision, status) ||
           device_limit(o, d->name, plan.ordinals[p], v, &limit, status))
         return 1;
-      ct_allocator_options ao = {d->name, limit, o->gpu_options.allow_growth, 0,
-                                 gpu_region_alloc, gpu_region_free, d->gpu};
-      d->allocator = ct_allocator_new_with(&ao, status);
-      if (d->allocator == NULL || ct_device_start(d, gpu_thread_init, status)) return 1;
+      if (ct_device_make_allocator(d, limit, o->gpu_options.allow_growth, d->impl, status) ||
+          ct_device_start(d, gpu_thread_init, status))
+        return 1;
     }
   }
   return 0;
@@ -152,7 +163,7 @@ int ct_cuda_devices_create(const ct_session_options *o, ct_device **devices, int
 
 /* ---- copies ------------------------------------------------------------------- */
 
-static cudaStream_t stream_of(const ct_device *d) { return d ? d->gpu->stream : NULL; }
+static cudaStream_t stream_of(const ct_device *d) { return d ? ct_gpu_of(d)->stream : NULL; }
 
 pthread_mutex_t ct_cuda_order_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -218,10 +229,11 @@ int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *
  * stream, after everything queued there. */
 static int copy_to_host(const ct_device *from, void *dst, const void *src, size_t nbytes,
                         void *ready, ct_status *status) {
-  cudaSetDevice(from->gpu->ordinal);
-  cudaStream_t stream = ready ? from->gpu->copy_stream : from->gpu->stream;
+  const ct_gpu *gpu = ct_gpu_of(from);
+  cudaSetDevice(gpu->ordinal);
+  cudaStream_t stream = ready ? gpu->copy_stream : gpu->stream;
   cudaEvent_t done;
-  if (event_take(from->gpu->ordinal, &done, status)) return 1;
+  if (event_take(gpu->ordinal, &done, status)) return 1;
   int failed =
       (ready && ct_cuda_check(cudaStreamWaitEvent(stream, (cudaEvent_t)ready, 0),
                               "copying from the GPU", status)) ||
@@ -231,23 +243,21 @@ static int copy_to_host(const ct_device *from, void *dst, const void *src, size_
       ct_cuda_check(cudaEventSynchronize(done), "copying from the GPU", status);
   /* a copy queued before the failure may still be writing dst */
   if (failed) cudaStreamSynchronize(stream);
-  event_give_back(from->gpu->ordinal, done);
+  event_give_back(gpu->ordinal, done);
   return failed;
 }
 
-int ct_cuda_copy(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
-                 void *ready, ct_status *status) {
+/* One end is a GPU; the other is host memory (NULL or a host-addressable
+ * device) or another GPU. */
+static int gpu_copy(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
+                    void *ready, ct_status *status) {
   if (nbytes == 0) return 0;
-  const ct_device *gpu_to = to && to->type == CT_DEVICE_GPU ? to : NULL;
-  const ct_device *gpu_from = from && from->type == CT_DEVICE_GPU ? from : NULL;
-  if (!gpu_to && !gpu_from) {
-    memcpy(dst, src, nbytes);
-    return 0;
-  }
+  const ct_device *gpu_to = to && to->ops == &ct_cuda_device_ops ? to : NULL;
+  const ct_device *gpu_from = from && from->ops == &ct_cuda_device_ops ? from : NULL;
   if (gpu_to && !gpu_from) { /* from host memory, through a pinned buffer */
-    cudaSetDevice(gpu_to->gpu->ordinal);
-    return ct_staging_copy_to_gpu(gpu_to->gpu->staging, dst, src, nbytes, stream_of(gpu_to),
-                                  status);
+    cudaSetDevice(ct_gpu_of(gpu_to)->ordinal);
+    return ct_staging_copy_to_gpu(ct_gpu_of(gpu_to)->staging, dst, src, nbytes,
+                                  stream_of(gpu_to), status);
   }
   if (!gpu_to) return copy_to_host(gpu_from, dst, src, nbytes, ready, status);
   /* Between GPUs: the copy runs on the destination's stream after the
@@ -255,7 +265,7 @@ int ct_cuda_copy(ct_device *to, void *dst, ct_device *from, const void *src, siz
    * source buffer) waits for the copy. The two waits go in under
    * ct_cuda_order_lock: queued between the ranks of an NCCL all-reduce
    * they could make each rank wait for the other (cuda_device.h). */
-  cudaSetDevice(gpu_to->gpu->ordinal);
+  cudaSetDevice(ct_gpu_of(gpu_to)->ordinal);
   cudaStream_t s_to = stream_of(gpu_to), s_from = stream_of(gpu_from);
   pthread_mutex_lock(&ct_cuda_order_lock);
   int failed = ct_cuda_stream_wait(s_to, s_from, status) ||
@@ -266,24 +276,25 @@ int ct_cuda_copy(ct_device *to, void *dst, ct_device *from, const void *src, siz
   return failed;
 }
 
-int ct_cuda_synchronize(ct_device *d, ct_status *status) {
-  /* a CPU device, or a GPU whose setup stopped before its stream existed */
-  if (d == NULL || d->gpu == NULL || d->gpu->stream == NULL) return 0;
-  cudaSetDevice(d->gpu->ordinal);
-  return ct_cuda_check(cudaStreamSynchronize(d->gpu->stream), d->name, status) ||
-         (d->gpu->copy_stream &&
-          ct_cuda_check(cudaStreamSynchronize(d->gpu->copy_stream), d->name, status)) ||
-         (d->gpu->comm_stream &&
-          ct_cuda_check(cudaStreamSynchronize(d->gpu->comm_stream), d->name, status));
+static int gpu_synchronize(ct_device *d, ct_status *status) {
+  const ct_gpu *gpu = ct_gpu_of(d);
+  /* a GPU whose setup stopped before its stream existed */
+  if (gpu == NULL || gpu->stream == NULL) return 0;
+  cudaSetDevice(gpu->ordinal);
+  return ct_cuda_check(cudaStreamSynchronize(gpu->stream), d->name, status) ||
+         (gpu->copy_stream &&
+          ct_cuda_check(cudaStreamSynchronize(gpu->copy_stream), d->name, status)) ||
+         (gpu->comm_stream &&
+          ct_cuda_check(cudaStreamSynchronize(gpu->comm_stream), d->name, status));
 }
 
 /* ---- timing marks ------------------------------------------------------------ */
 
-void *ct_cuda_mark_new(ct_device *d) {
+static void *gpu_mark_new(ct_device *d) {
   int current = -1;
   cudaGetDevice(&current);
   cudaEvent_t event = NULL;
-  if (cudaSetDevice(d->gpu->ordinal) != cudaSuccess || cudaEventCreate(&event) != cudaSuccess) {
+  if (cudaSetDevice(ct_gpu_of(d)->ordinal) != cudaSuccess || cudaEventCreate(&event) != cudaSuccess) {
     cudaGetLastError();
     event = NULL;
   }
@@ -293,16 +304,17 @@ void *ct_cuda_mark_new(ct_device *d) {
 
 /* Any thread may record a mark of any GPU (an AllReduce's outputs live on
  * other GPUs than its worker's); the event's GPU is made current for it. */
-int ct_cuda_mark_record(ct_device *d, void *mark, ct_status *status) {
+static int gpu_mark_record(ct_device *d, void *mark, ct_status *status) {
+  const ct_gpu *gpu = ct_gpu_of(d);
   int current = -1;
   cudaGetDevice(&current);
-  if (current != d->gpu->ordinal) cudaSetDevice(d->gpu->ordinal);
-  int failed = ct_cuda_check(cudaEventRecord((cudaEvent_t)mark, d->gpu->stream), d->name, status);
-  if (current >= 0 && current != d->gpu->ordinal) cudaSetDevice(current);
+  if (current != gpu->ordinal) cudaSetDevice(gpu->ordinal);
+  int failed = ct_cuda_check(cudaEventRecord((cudaEvent_t)mark, gpu->stream), d->name, status);
+  if (current >= 0 && current != gpu->ordinal) cudaSetDevice(current);
   return failed;
 }
 
-double ct_cuda_mark_elapsed_us(void *from, void *to) {
+static double gpu_mark_elapsed_us(void *from, void *to) {
   float ms = 0;
   if (cudaEventElapsedTime(&ms, (cudaEvent_t)from, (cudaEvent_t)to) != cudaSuccess) {
     cudaGetLastError();
@@ -311,10 +323,28 @@ double ct_cuda_mark_elapsed_us(void *from, void *to) {
   return (double)ms * 1e3;
 }
 
-void ct_cuda_mark_free(void *mark) { cudaEventDestroy((cudaEvent_t)mark); }
+static void gpu_mark_free(void *mark) { cudaEventDestroy((cudaEvent_t)mark); }
 
-int ct_cuda_mark_wait(ct_device *d, void *mark, ct_status *status) {
-  if (d->type != CT_DEVICE_GPU)
-    return ct_cuda_check(cudaEventSynchronize((cudaEvent_t)mark), d->name, status);
-  return ct_cuda_check(cudaStreamWaitEvent(d->gpu->stream, (cudaEvent_t)mark, 0), d->name, status);
+/* The GPU's compute stream waits, on the GPU, for a mark of any GPU. */
+static int gpu_mark_wait(ct_device *d, void *mark, ct_status *status) {
+  return ct_cuda_check(cudaStreamWaitEvent(ct_gpu_of(d)->stream, (cudaEvent_t)mark, 0), d->name,
+                       status);
 }
+
+const ct_device_ops ct_cuda_device_ops = {
+    .kind = CT_DEVICE_KIND_GPU,
+    .priority = 1,
+    .host_addressable = 0,
+    .create_devices = gpu_create_devices,
+    .count_devices = gpu_count_devices,
+    .release = gpu_release,
+    .region_alloc = gpu_region_alloc,
+    .region_free = gpu_region_free,
+    .copy = gpu_copy,
+    .synchronize = gpu_synchronize,
+    .mark_new = gpu_mark_new,
+    .mark_record = gpu_mark_record,
+    .mark_elapsed_us = gpu_mark_elapsed_us,
+    .mark_free = gpu_mark_free,
+    .mark_wait = gpu_mark_wait,
+};

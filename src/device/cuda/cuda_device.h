@@ -21,7 +21,7 @@
  * the exception: kernels queued after its producer change it in place, so
  * its copies (and those of values no step produced) run on the compute
  * stream, after everything queued there. Fetches and variable reads wait
- * for the whole device too (ct_cuda_synchronize).
+ * for the whole device too (ct_device_synchronize).
  *
  * Collectives run on the device's communication stream, so that an
  * all-reduce overlaps the compute stream's later kernels (the rest of the
@@ -39,14 +39,13 @@
 #include <cudnn.h>
 #include <pthread.h>
 
-#include "ctower/session.h"
+#include "ctower/session_options.h"
 #include "ctower/status.h"
+#include "device/device.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-struct ct_device;
 
 /* Pinned host buffers for copies into one GPU device (staging.c). */
 typedef struct ct_staging ct_staging;
@@ -74,19 +73,14 @@ typedef struct ct_gpu {
   void (*collectives_free)(void *collectives);
 } ct_gpu;
 
-/* The GPUs a session's options ask for, as devices /gpu:first_index ..;
- * appends to devices[*n] (capacity CT_MAX_DEVICES). A machine without GPUs
- * (or without a driver) adds none and is not an error. */
-int ct_cuda_devices_create(const ct_session_options *options, struct ct_device **devices,
-                           int *n, ct_status *status);
-void ct_cuda_device_release(struct ct_device *device);
+/* The GPU state of a GPU device. */
+static inline ct_gpu *ct_gpu_of(const ct_device *device) { return (ct_gpu *)device->impl; }
 
-/* Copies nbytes from src to dst; a NULL device is host memory. Ordered
- * after the work already queued on the devices involved (or, into host
- * memory with a `ready` event, after the work that event follows), and
- * before the work queued on them later. Returns 0 or fills status. */
-int ct_cuda_copy(struct ct_device *to, void *dst, struct ct_device *from, const void *src,
-                 size_t nbytes, void *ready, ct_status *status);
+/* GPUs as devices /gpu:0 .. under the session's GPU options (a machine
+ * without GPUs, or without a driver, has none, which is not an error);
+ * copies, marks (CUDA events with timing) and synchronization ordered as
+ * the header comment says. */
+extern const ct_device_ops ct_cuda_device_ops;
 
 /* Makes `waiter` wait (on the GPU, not the host) for the work queued on
  * `signaller` so far; the streams may be on different GPUs. Returns 0 or
@@ -99,27 +93,10 @@ int ct_cuda_stream_wait(cudaStream_t waiter, cudaStream_t signaller, ct_status *
  * between them (one rank before it, the other after) could deadlock. */
 extern pthread_mutex_t ct_cuda_order_lock;
 
-/* Marks (device.h's ct_device_mark_*): CUDA events with timing. */
-void *ct_cuda_mark_new(struct ct_device *device);
-int ct_cuda_mark_record(struct ct_device *device, void *mark, ct_status *status);
-double ct_cuda_mark_elapsed_us(void *from, void *to);
-void ct_cuda_mark_free(void *mark);
-/* Makes the device's later work wait for a mark recorded on any GPU's
- * stream: a GPU's compute stream waits on the GPU; a CPU device's caller
- * waits on the host. */
-int ct_cuda_mark_wait(struct ct_device *device, void *mark, ct_status *status);
-
-/* Waits until the device's queued work, compute, copies and collectives,
- * is done (for fetches and tests). */
-int ct_cuda_synchronize(struct ct_device *device, ct_status *status);
-
 /* Fills status from a CUDA, cuBLAS or cuDNN error; returns 1 for an error. */
 int ct_cuda_check(cudaError_t err, const char *what, ct_status *status);
 int ct_cublas_check(cublasStatus_t err, const char *what, ct_status *status);
 int ct_cudnn_check(cudnnStatus_t err, const char *what, ct_status *status);
-
-/* The number of GPUs the CUDA runtime sees (0 without a driver). */
-int ct_cuda_device_count(void);
 
 #ifdef __cplusplus
 }

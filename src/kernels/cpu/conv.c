@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/device.h"
+#include "device/cpu_device.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/conv_geometry.h"
 #include "kernels/kernel_shapes.h"
@@ -48,7 +48,7 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
   dnnl_memory_desc_t f_any_md = ct_dnnl_md(4, f_dims, dnnl_format_tag_any);
   dnnl_dims_t strides = {a->i[0], a->i[1]};
   dnnl_dims_t pad_l = {wh.pad_before, ww.pad_before}, pad_r = {wh.pad_after, ww.pad_after};
-  dnnl_engine_t engine = ctx->device->engine;
+  dnnl_engine_t engine = ct_cpu_of(ctx->device)->engine;
 
   conv_state *s = calloc(1, sizeof *s);
   if (s == NULL) {

@@ -1,7 +1,7 @@
 /* The CPU kernel table. */
 #include "kernels/cpu/cpu_kernels.h"
 
-#define K(op, fn) {op, CT_DEVICE_CPU, fn}
+#define K(op, fn) {op, CT_DEVICE_KIND_CPU, fn}
 
 const ct_kernel_def ct_cpu_kernels[] = {
     K("Placeholder", ct_cpu_nothing),
@@ -56,5 +56,5 @@ const ct_kernel_def ct_cpu_kernels[] = {
     K("ApplyGradientDescent", ct_cpu_apply_gradient_descent),
     K("ApplyMomentum", ct_cpu_apply_momentum),
     K("ApplyAdam", ct_cpu_apply_adam),
-    {0, CT_DEVICE_CPU, 0},
+    {0, CT_DEVICE_KIND_CPU, 0},
 };

@@ -1,7 +1,7 @@
 /* Small helpers over oneDNN's C API used by the CPU kernels. */
 #include <string.h>
 
-#include "device/device.h"
+#include "device/cpu_device.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 dnnl_memory_desc_t ct_dnnl_md(int ndims, const int64_t *dims, dnnl_format_tag_t tag) {
@@ -21,7 +21,7 @@ int ct_dnnl_check(ct_kernel_ctx *ctx, dnnl_status_t st, const char *what) {
 
 dnnl_memory_t ct_dnnl_memory(ct_kernel_ctx *ctx, const dnnl_memory_desc_t *md, void *data) {
   dnnl_memory_t mem = NULL;
-  if (ct_dnnl_check(ctx, dnnl_memory_create(&mem, md, ctx->device->engine, data),
+  if (ct_dnnl_check(ctx, dnnl_memory_create(&mem, md, ct_cpu_of(ctx->device)->engine, data),
                     "dnnl_memory_create"))
     return NULL;
   return mem;
@@ -29,8 +29,8 @@ dnnl_memory_t ct_dnnl_memory(ct_kernel_ctx *ctx, const dnnl_memory_desc_t *md, v
 
 int ct_dnnl_execute(ct_kernel_ctx *ctx, dnnl_primitive_t prim, int n_args,
                     const dnnl_exec_arg_t *args) {
-  if (ct_dnnl_check(ctx, dnnl_primitive_execute(prim, ctx->device->stream, n_args, args),
+  if (ct_dnnl_check(ctx, dnnl_primitive_execute(prim, ct_cpu_of(ctx->device)->stream, n_args, args),
                     "dnnl_primitive_execute"))
     return 1;
-  return ct_dnnl_check(ctx, dnnl_stream_wait(ctx->device->stream), "dnnl_stream_wait");
+  return ct_dnnl_check(ctx, dnnl_stream_wait(ct_cpu_of(ctx->device)->stream), "dnnl_stream_wait");
 }

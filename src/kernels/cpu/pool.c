@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/device.h"
+#include "device/cpu_device.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/conv_geometry.h"
 
@@ -87,7 +87,7 @@ static window_state *window_state_make(ct_kernel_ctx *ctx, window_alg alg, int g
   const int64_t y_dims[4] = {ys.dims[0], ys.dims[3], ys.dims[1], ys.dims[2]};
   dnnl_memory_desc_t x_md = ct_dnnl_md(4, x_dims, dnnl_nhwc);
   dnnl_memory_desc_t y_md = ct_dnnl_md(4, y_dims, dnnl_nhwc);
-  dnnl_engine_t engine = ctx->device->engine;
+  dnnl_engine_t engine = ct_cpu_of(ctx->device)->engine;
   window_state *s = calloc(1, sizeof *s);
   if (s == NULL) {
     ct_status_set(ctx->status, CT_RESOURCE_EXHAUSTED, "out of host memory in a pooling kernel");

@@ -1,7 +1,7 @@
 /* The GPU kernel table of the basic ops (see cuda_kernels.h). */
 #include "kernels/cuda/basic_kernels.h"
 
-#define K(op, fn) {op, CT_DEVICE_GPU, fn}
+#define K(op, fn) {op, CT_DEVICE_KIND_GPU, fn}
 
 const ct_kernel_def ct_cuda_basic_kernels[] = {
     K("Placeholder", ct_gpu_nothing),
@@ -41,5 +41,5 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     K("ApplyGradientDescent", ct_gpu_apply_gradient_descent),
     K("ApplyMomentum", ct_gpu_apply_momentum),
     K("ApplyAdam", ct_gpu_apply_adam),
-    {0, CT_DEVICE_GPU, 0},
+    {0, CT_DEVICE_KIND_GPU, 0},
 };

@@ -77,15 +77,15 @@ static nccl_state *communicators(ct_kernel_ctx *ctx, ct_gpu *owner, int n_ranks,
 }
 
 static cudaStream_t stream_of(const ct_kernel_ctx *ctx, int part) {
-  return ctx->input_devices[part]->gpu->stream;
+  return ct_gpu_of(ctx->input_devices[part])->stream;
 }
 
 static cudaStream_t comm_stream_of(const ct_kernel_ctx *ctx, int part) {
-  return ctx->input_devices[part]->gpu->comm_stream;
+  return ct_gpu_of(ctx->input_devices[part])->comm_stream;
 }
 
 static int ordinal_of(const ct_kernel_ctx *ctx, int part) {
-  return ctx->input_devices[part]->gpu->ordinal;
+  return ct_gpu_of(ctx->input_devices[part])->ordinal;
 }
 
 /* Stage 1: the leader's output = its GPU's parts, added in input order. */
@@ -120,7 +120,7 @@ static int join_leaders(ct_kernel_ctx *ctx, int n_leaders, const int *leaders) {
                             ctx->status))
       return 1;
   }
-  nccl_state *st = communicators(ctx, ctx->input_devices[leaders[0]]->gpu, n_leaders, ordinals);
+  nccl_state *st = communicators(ctx, ct_gpu_of(ctx->input_devices[leaders[0]]), n_leaders, ordinals);
   if (st == NULL) return 1;
   const size_t count = (size_t)ct_in_elements(ctx, 0);
   if (nccl_check(ncclGroupStart(), ctx)) return 1;
@@ -197,7 +197,7 @@ static int mark_outputs(ct_kernel_ctx *ctx, int n_leaders, const int *leaders,
 void ct_gpu_all_reduce(ct_kernel_ctx *ctx) {
   const int n = ctx->n_inputs;
   for (int k = 0; k < n; ++k)
-    if (ctx->input_devices[k] == NULL || ctx->input_devices[k]->type != CT_DEVICE_GPU) {
+    if (ctx->input_devices[k] == NULL || ctx->input_devices[k]->ops != ctx->device->ops) {
       ct_status_set(ctx->status, CT_INVALID_ARGUMENT,
                     "%s: an AllReduce on GPUs needs every part on a GPU, but part %d is on %s",
                     ctx->node->name, k,
@@ -232,6 +232,6 @@ void ct_gpu_all_reduce(ct_kernel_ctx *ctx) {
 }
 
 const ct_kernel_def ct_cuda_collective_kernels[] = {
-    {"AllReduce", CT_DEVICE_GPU, ct_gpu_all_reduce},
-    {0, CT_DEVICE_GPU, 0},
+    {"AllReduce", CT_DEVICE_KIND_GPU, ct_gpu_all_reduce},
+    {0, CT_DEVICE_KIND_GPU, 0},
 };

@@ -23,7 +23,7 @@ extern const ct_kernel_def ct_cuda_basic_kernels[];
 extern const ct_kernel_def ct_cuda_nn_kernels[];
 extern const ct_kernel_def ct_cuda_collective_kernels[]; /* collective.c: AllReduce */
 
-static inline ct_gpu *ct_kernel_gpu(const ct_kernel_ctx *ctx) { return ctx->device->gpu; }
+static inline ct_gpu *ct_kernel_gpu(const ct_kernel_ctx *ctx) { return ct_gpu_of(ctx->device); }
 
 /* Fills ctx->status from the last launch's error; returns 1 on error. */
 static inline int ct_kernel_launch_failed(ct_kernel_ctx *ctx, cudaError_t err) {

@@ -2,7 +2,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/nn_kernels.h"
 
-#define K(op, fn) {op, CT_DEVICE_GPU, fn}
+#define K(op, fn) {op, CT_DEVICE_KIND_GPU, fn}
 
 const ct_kernel_def ct_cuda_nn_kernels[] = {
     K("MatMul", ct_gpu_matmul),
@@ -19,5 +19,5 @@ const ct_kernel_def ct_cuda_nn_kernels[] = {
     K("FusedBatchNormInference", ct_gpu_batch_norm_inference),
     K("FusedBatchNormGrad", ct_gpu_batch_norm_grad),
     K("FusedBatchNormInferenceGrad", ct_gpu_batch_norm_inference_grad),
-    {0, CT_DEVICE_GPU, 0},
+    {0, CT_DEVICE_KIND_GPU, 0},
 };

@@ -1,15 +1,12 @@
-#include "graph/placer.h"
+#include "exec/placer.h"
 
 #include <string.h>
 
+#include "kernels/kernel.h"
 #include "ops/op_def.h"
 
-static ct_device_kind kind_of(const ct_device *d) {
-  return d->type == CT_DEVICE_GPU ? CT_DEVICE_KIND_GPU : CT_DEVICE_KIND_CPU;
-}
-
 static int has_kernel(const ct_node *n, const ct_device *d) {
-  return n->n_outputs == 0 || ct_kernel_find(n->op->name, d->type) != NULL;
+  return n->n_outputs == 0 || ct_kernel_find(n->op->name, d->ops->kind) != NULL;
 }
 
 /* Pass 1: the device a node must share with its variable, if any. */
@@ -23,22 +20,22 @@ static const char *colocated_request(const ct_graph *g, const ct_node *n) {
 }
 
 /* The first device that `spec` matches (NULL: any device) and that has a
- * kernel for n, in TensorFlow's priority order: GPUs before CPUs, lowest
- * index first; -1 when none. *matched (when not NULL) says whether the
- * spec matched any device at all. With no request this is pass 3's
- * default. */
+ * kernel for n, in TensorFlow's priority order: the device types of higher
+ * priority first (GPUs before CPUs), lowest index first; -1 when none.
+ * *matched (when not NULL) says whether the spec matched any device at
+ * all. With no request this is pass 3's default. */
 static int first_capable(const ct_node *n, const ct_device_spec *spec, ct_device *const *devices,
                          int n_devices, int *matched) {
   if (matched) *matched = 0;
-  for (int pass = 0; pass < 2; ++pass)
-    for (int i = 0; i < n_devices; ++i) {
-      if ((devices[i]->type == CT_DEVICE_GPU) != (pass == 0) ||
-          (spec && !ct_device_spec_matches(spec, kind_of(devices[i]), devices[i]->index)))
-        continue;
-      if (matched) *matched = 1;
-      if (has_kernel(n, devices[i])) return i;
-    }
-  return -1;
+  int chosen = -1;
+  for (int i = 0; i < n_devices; ++i) {
+    const ct_device *d = devices[i];
+    if (spec && !ct_device_spec_matches(spec, d->ops->kind, d->index)) continue;
+    if (matched) *matched = 1;
+    if ((chosen < 0 || d->ops->priority > devices[chosen]->ops->priority) && has_kernel(n, d))
+      chosen = i;
+  }
+  return chosen;
 }
 
 static void list_devices(ct_device *const *devices, int n_devices, char *buf, size_t size) {
@@ -51,10 +48,7 @@ void ct_log_device_mapping(ct_device *const *devices, int n_devices, FILE *log) 
   fprintf(log, "Device mapping:\n");
   for (int i = 0; i < n_devices; ++i) {
     const ct_device *d = devices[i];
-    if (d->type == CT_DEVICE_CPU)
-      fprintf(log, "%s -> device: %d, name: cpu, cores: %d\n", d->name, d->index, d->threads);
-    else
-      fprintf(log, "%s -> device: %d, name: %s\n", d->name, d->index, d->description);
+    fprintf(log, "%s -> device: %d, %s\n", d->name, d->index, d->mapping);
   }
 }
 

@@ -9,8 +9,8 @@
  *      device does not exist or cannot run it moves to a device of the same
  *      type that can, else to the default; without it, placement fails with
  *      TensorFlow's message. */
-#ifndef CTOWER_PLACER_H
-#define CTOWER_PLACER_H
+#ifndef CTOWER_EXEC_PLACER_H
+#define CTOWER_EXEC_PLACER_H
 
 #include <stdio.h>
 

@@ -1,0 +1,20 @@
+/* CPU devices: what a CPU kernel needs from its device (oneDNN's engine and
+ * stream), and the CPU's table of device operations. */
+#ifndef CTOWER_CPU_DEVICE_H
+#define CTOWER_CPU_DEVICE_H
+
+#include <dnnl.h>
+
+#include "device/device.h"
+
+typedef struct ct_cpu {
+  dnnl_engine_t engine; /* the oneDNN CPU engine its kernels use */
+  dnnl_stream_t stream;
+} ct_cpu;
+
+/* The CPU state of a CPU device. */
+static inline ct_cpu *ct_cpu_of(const ct_device *device) { return (ct_cpu *)device->impl; }
+
+extern const ct_device_ops ct_cpu_device_ops;
+
+#endif

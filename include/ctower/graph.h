@@ -121,33 +121,16 @@ typedef struct ct_initializer {
   float value;   /* CT_INIT_CONSTANT: the value; UNIFORM/NORMAL: the scale */
 } ct_initializer;
 
-/* Gets or creates the variable "<variable scopes>/<name>" (f32). A second
- * call with the same full name returns the same variable, read here (under
- * the current name scope); a different shape is an error. Trainable
- * variables are what ct_trainable_variables lists for optimizers. */
-ct_output ct_variable(ct_graph *graph, const char *name, ct_shape shape,
-                      ct_initializer init, int trainable);
-
 int ct_graph_variable_count(const ct_graph *graph);
 /* Full name of variable i, e.g. "conv1/weights". */
 const char *ct_graph_variable_name(const ct_graph *graph, int index);
 ct_shape ct_graph_variable_shape(const ct_graph *graph, int index);
 int ct_graph_variable_trainable(const ct_graph *graph, int index);
-/* A read of variable i under the current scopes (a node of op "Variable"). */
-ct_output ct_graph_variable_read(ct_graph *graph, int index);
-
 /* Update ops (batch-norm moving averages...) that a training step must run;
  * layer helpers register them, the trainer runs them with the train op. */
 void ct_graph_add_update_op(ct_graph *graph, ct_node *node);
 int ct_graph_update_op_count(const ct_graph *graph);
 ct_node *ct_graph_update_op(const ct_graph *graph, int index);
-
-/* Reverse-mode differentiation: fills dxs[i] with d(sum of y)/d(xs[i]),
- * built into the graph under name scope "gradients/". A gradient that does
- * not depend on y is {NULL, 0}. Returns 0, or records and returns an error
- * (an op on the path without a gradient, a non-f32 y). */
-int ct_gradients(ct_graph *graph, ct_output y, int n_xs, const ct_output *xs,
-                 ct_output *dxs);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,17 @@ extern "C" {
 
 typedef enum ct_padding { CT_PADDING_VALID = 0, CT_PADDING_SAME = 1 } ct_padding;
 
+/* Variables (their scopes and table: ctower/graph.h). */
+/* Gets or creates the variable "<variable scopes>/<name>" (f32). A second
+ * call with the same full name returns the same variable, read here (under
+ * the current name scope); a different shape is an error. Trainable
+ * variables are what ct_trainable_variables lists for optimizers. */
+ct_output ct_variable(ct_graph *graph, const char *name, ct_shape shape,
+                      ct_initializer init, int trainable);
+
+/* A read of variable i under the current scopes (a node of op "Variable"). */
+ct_output ct_variable_read(ct_graph *graph, int index);
+
 /* Sources. */
 ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape shape);
 /* A constant holding a copy of `value` (the graph keeps the copy). */
@@ -90,6 +101,15 @@ ct_output ct_accuracy(ct_graph *g, ct_output logits, ct_output labels);
 
 /* A node that does nothing; run it to run its control inputs. */
 ct_node *ct_group(ct_graph *g, const char *name, int n, ct_node *const *nodes);
+
+/* Gradients: ----------------------------------------------------------- */
+
+/* Reverse-mode differentiation: fills dxs[i] with d(sum of y)/d(xs[i]),
+ * built into the graph under name scope "gradients/". A gradient that does
+ * not depend on y is {NULL, 0}. Returns 0, or records and returns an error
+ * (an op on the path without a gradient, a non-f32 y). */
+int ct_gradients(ct_graph *graph, ct_output y, int n_xs, const ct_output *xs,
+                 ct_output *dxs);
 
 #ifdef __cplusplus
 }

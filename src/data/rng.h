@@ -6,12 +6,13 @@
 
 #include <stdint.h>
 
+#include "core/hash.h"
+
 /* Advances *state and returns the next splitmix64 output. */
 static inline uint64_t ct_splitmix64(uint64_t *state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  const uint64_t z = ct_mix64(*state);
+  *state += 0x9E3779B97F4A7C15ull;
+  return z;
 }
 
 typedef struct ct_xoshiro {

@@ -61,16 +61,15 @@ static ct_device *cpu_device_new(int index, int threads, int first_core, size_t 
   snprintf(d->mapping, sizeof d->mapping, "name: cpu, cores: %d", d->threads);
   ct_cpu *cpu = calloc(1, sizeof *cpu);
   d->impl = cpu;
-  if (cpu == NULL) ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating %s",
-                                 d->name);
+  if (cpu == NULL)
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating %s", d->name);
   if (cpu == NULL || ct_device_make_allocator(d, memory_limit, 1, NULL, status)) {
     ct_device_free(d);
     return NULL;
   }
   if (dnnl_engine_create(&cpu->engine, dnnl_cpu, 0) != dnnl_success ||
       dnnl_stream_create(&cpu->stream, cpu->engine, dnnl_stream_default_flags) != dnnl_success) {
-    ct_status_set(status, CT_UNAVAILABLE, "could not create the oneDNN CPU engine for %s",
-                  d->name);
+    ct_status_set(status, CT_UNAVAILABLE, "could not create the oneDNN CPU engine for %s", d->name);
     ct_device_free(d);
     return NULL;
   }
@@ -111,7 +110,7 @@ static int cpu_create_devices(const ct_session_options *o, ct_device **devices, 
   for (int i = 0; i < n_cpu; ++i) {
     /* an even share, the first devices taking the remainder; at least one */
     threads[i] = o->cpu_device_threads[i] > 0 ? o->cpu_device_threads[i]
-                                               : total / n_cpu + (i < total % n_cpu);
+                                              : total / n_cpu + (i < total % n_cpu);
     if (threads[i] < 1) threads[i] = 1;
     sum += threads[i];
   }
@@ -120,7 +119,8 @@ static int cpu_create_devices(const ct_session_options *o, ct_device **devices, 
   const int pin = n_cpu > 1 && sum <= cores;
   int next_core = 0;
   for (int i = 0; i < n_cpu; ++i) {
-    size_t limit = o->cpu_device_memory_limit[i] ? o->cpu_device_memory_limit[i] : o->cpu_memory_limit;
+    size_t limit =
+        o->cpu_device_memory_limit[i] ? o->cpu_device_memory_limit[i] : o->cpu_memory_limit;
     devices[*n] = cpu_device_new(i, threads[i], pin ? next_core : -1, limit, status);
     if (devices[*n] == NULL) return 1;
     ++*n;

@@ -25,8 +25,8 @@ ct_device *ct_device_new_common(const ct_device_ops *ops, int index, ct_status *
 
 int ct_device_make_allocator(ct_device *d, size_t limit, int allow_growth, void *context,
                              ct_status *status) {
-  ct_allocator_options options = {d->name, limit, allow_growth, 0, d->ops->region_alloc,
-                                  d->ops->region_free, context};
+  ct_allocator_options options = {
+      d->name, limit, allow_growth, 0, d->ops->region_alloc, d->ops->region_free, context};
   d->allocator = ct_allocator_new_with(&options, status);
   return d->allocator == NULL;
 }
@@ -76,8 +76,7 @@ int ct_device_reserve(ct_device *d, int tasks, ct_status *status) {
   }
   pthread_mutex_unlock(&d->mutex);
   if (failed)
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for the queue of %s",
-                  d->name);
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for the queue of %s", d->name);
   return failed;
 }
 
@@ -106,7 +105,7 @@ void ct_device_free(ct_device *d) {
     pthread_join(d->worker, NULL);
   }
   ct_status ignored = CT_STATUS_INIT;
-  ct_device_synchronize(d, &ignored); /* no queued work may use what is freed below */
+  ct_device_synchronize(d, &ignored);  /* no queued work may use what is freed below */
   ct_allocator_free_all(d->allocator); /* regions go back through the type's region_free */
   if (d->ops->release) d->ops->release(d);
   pthread_mutex_destroy(&d->mutex);

@@ -24,10 +24,10 @@ typedef struct ct_device ct_device;
 /* What a device type does; one static table per type. A NULL function is
  * "nothing to do" where the comment says so. */
 typedef struct ct_device_ops {
-  ct_device_kind kind;   /* the type's name in device specs and the kernel registry's key */
-  int priority;          /* default placement tries higher first (TensorFlow: GPU, then CPU) */
-  int host_addressable;  /* its buffers are host memory: host-addressable devices read one
-                            another's values in place, with no copy */
+  ct_device_kind kind;  /* the type's name in device specs and the kernel registry's key */
+  int priority;         /* default placement tries higher first (TensorFlow: GPU, then CPU) */
+  int host_addressable; /* its buffers are host memory: host-addressable devices read one
+                           another's values in place, with no copy */
   /* Appends the devices of this type that `options` ask for to devices[*n]
    * (capacity CT_MAX_DEVICES), each with its allocator and its worker
    * started. Returns 0, or fills status; devices already appended stay for
@@ -67,16 +67,16 @@ typedef struct ct_device_task {
 } ct_device_task;
 
 struct ct_device {
-  const ct_device_ops *ops;  /* its type */
-  char name[128];            /* canonical: /job:localhost/replica:0/task:0/device:CPU:0 */
-  char description[320];     /* GPU: "NVIDIA H100 80GB HBM3, CUDA device 0"; CPU: "" */
-  char mapping[352];         /* the placement log's "Device mapping:" entry after the index:
-                                "name: cpu, cores: 1" */
-  int index;                 /* N in /cpu:N */
-  int threads;               /* CPU: the worker's OpenMP team size; GPU: its SMs */
-  int first_core;            /* pinned to cores [first_core, first_core + threads), or -1 */
+  const ct_device_ops *ops; /* its type */
+  char name[128];           /* canonical: /job:localhost/replica:0/task:0/device:CPU:0 */
+  char description[320];    /* GPU: "NVIDIA H100 80GB HBM3, CUDA device 0"; CPU: "" */
+  char mapping[352];        /* the placement log's "Device mapping:" entry after the index:
+                               "name: cpu, cores: 1" */
+  int index;                /* N in /cpu:N */
+  int threads;              /* CPU: the worker's OpenMP team size; GPU: its SMs */
+  int first_core;           /* pinned to cores [first_core, first_core + threads), or -1 */
   ct_allocator *allocator;
-  void *impl;                /* the type's own state (cpu_device.h, cuda/cuda_device.h) */
+  void *impl; /* the type's own state (cpu_device.h, cuda/cuda_device.h) */
   /* the worker and its FIFO queue */
   void (*thread_init)(struct ct_device *device); /* runs first on the worker */
   pthread_t worker;
@@ -147,8 +147,8 @@ int ct_available_cores(void);
  * device_types.c (/cpu:0 .. /cpu:n-1, then the GPUs when built with CUDA
  * and present). Returns 0 and an array the caller frees with
  * ct_devices_free, or fills status. */
-int ct_devices_create(const ct_session_options *options, ct_device ***devices,
-                      int *n_devices, ct_status *status);
+int ct_devices_create(const ct_session_options *options, ct_device ***devices, int *n_devices,
+                      ct_status *status);
 void ct_devices_free(ct_device **devices, int n_devices);
 
 /* The registered device types (device_types.c), in creation order. */

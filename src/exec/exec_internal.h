@@ -1,5 +1,6 @@
 /* Session internals shared by session.c (lifecycle, devices, placement,
- * variables), executor.c (plans and runs) and run_metadata.c. */
+ * variables, runs), plan.c and partition.c (plans), executor.c (running a
+ * plan) and run_metadata.c. */
 #ifndef CTOWER_EXEC_INTERNAL_H
 #define CTOWER_EXEC_INTERNAL_H
 
@@ -34,14 +35,6 @@ struct ct_session {
   int n_plans, plans_cap;
   pthread_mutex_t run_mutex;  /* runs of one session are serialized */
 };
-
-/* Places nodes added since the last call. Returns 0 or fills status. */
-int ct_session_place_new_nodes(ct_session *session, ct_status *status);
-
-/* Initializes variable values of the graph that have none yet. */
-int ct_session_init_variables(ct_session *session, ct_status *status);
-
-void ct_plan_free(ct_plan *plan);
 
 /* Fills `out` with values from the variable's initializer; the stream is a
  * function of the graph seed and the variable's name only. */

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
-#include "ops/op_def.h"
+#include "graph/op_def.h"
 
 static int has_kernel(const ct_node *n, const ct_device *d) {
   return n->n_outputs == 0 || ct_kernel_find(n->op->name, d->ops->kind) != NULL;
@@ -52,9 +52,8 @@ void ct_log_device_mapping(ct_device *const *devices, int n_devices, FILE *log) 
   }
 }
 
-static int place_node(const ct_graph *g, const ct_node *n, ct_device *const *devices,
-                      int n_devices, int allow_soft, FILE *log, int *device_of,
-                      ct_status *status) {
+static int place_node(const ct_graph *g, const ct_node *n, ct_device *const *devices, int n_devices,
+                      int allow_soft, FILE *log, int *device_of, ct_status *status) {
   const char *colocated = colocated_request(g, n);
   const char *request = colocated ? colocated : n->requested_device;
   ct_device_spec spec;

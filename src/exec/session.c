@@ -1,9 +1,10 @@
-/* Session lifecycle: devices, placement, variable storage. Runs are in
- * executor.c. */
+/* Sessions: their devices, placement, variable storage, and runs: a run
+ * checks its request, places new nodes, takes its plan (plan.c) and hands
+ * it to the executor (executor.c). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_internal.h"
+#include "exec/executor.h"
 #include "exec/placer.h"
 
 void ct_session_options_defaults(ct_session_options *options) {
@@ -19,7 +20,8 @@ static FILE *log_stream(const ct_session *s) {
   return s->options.log ? s->options.log : stderr;
 }
 
-int ct_session_place_new_nodes(ct_session *s, ct_status *status) {
+/* Places nodes added since the last call. Returns 0 or fills status. */
+static int place_new_nodes(ct_session *s, ct_status *status) {
   const ct_graph *g = s->graph;
   if (s->n_placed == g->n_nodes) return 0;
   int *device_of = realloc(s->device_of, (size_t)g->n_nodes * sizeof *device_of);
@@ -36,8 +38,7 @@ int ct_session_place_new_nodes(ct_session *s, ct_status *status) {
   return 0;
 }
 
-ct_session *ct_session_new(ct_graph *graph, const ct_session_options *options,
-                           ct_status *status) {
+ct_session *ct_session_new(ct_graph *graph, const ct_session_options *options, ct_status *status) {
   if (graph == NULL) {
     ct_status_set(status, CT_INVALID_ARGUMENT, "ct_session_new: the graph is null");
     return NULL;
@@ -73,7 +74,7 @@ ct_session *ct_session_new(ct_graph *graph, const ct_session_options *options,
   }
   FILE *log = log_stream(s);
   if (log) ct_log_device_mapping(s->devices, s->n_devices, log);
-  if (ct_session_place_new_nodes(s, status)) {
+  if (place_new_nodes(s, status)) {
     ct_session_free(s);
     return NULL;
   }
@@ -105,9 +106,10 @@ static int variable_device(const ct_session *s, int v) {
   return 0;
 }
 
-int ct_session_init_variables(ct_session *s, ct_status *status) {
+/* Initializes variable values of the graph that have none yet. */
+static int init_variables(ct_session *s, ct_status *status) {
   const ct_graph *g = s->graph;
-  if (ct_session_place_new_nodes(s, status)) return 1;
+  if (place_new_nodes(s, status)) return 1;
   if (s->n_variables < g->n_variables) {
     ct_tensor **vars = realloc(s->variables, (size_t)g->n_variables * sizeof *vars);
     if (vars) s->variables = vars;
@@ -154,7 +156,7 @@ static int variable_ready(ct_session *s, int index, ct_status *status) {
     ct_status_set(status, CT_INVALID_ARGUMENT, "the graph has no variable %d", index);
     return 1;
   }
-  return ct_session_init_variables(s, status);
+  return init_variables(s, status);
 }
 
 ct_tensor *ct_session_variable(ct_session *s, int index, ct_status *status) {
@@ -248,6 +250,80 @@ int ct_session_device_info(const ct_session *s, int index, ct_device_info *info)
 const char *ct_session_node_device(ct_session *s, const ct_node *node, ct_status *status) {
   if (node == NULL || node->id >= s->graph->n_nodes || s->graph->nodes[node->id] != node)
     return NULL;
-  if (ct_session_place_new_nodes(s, status)) return NULL;
+  if (place_new_nodes(s, status)) return NULL;
   return s->devices[s->device_of[node->id]]->name;
+}
+
+/* ---- runs -------------------------------------------------------------------- */
+
+static int check_feed(const ct_feed *feed, ct_status *status) {
+  if (feed->output.node == NULL) {
+    ct_status_set(status, CT_INVALID_ARGUMENT, "a feed names no node");
+    return 1;
+  }
+  const ct_node *n = feed->output.node;
+  ct_shape want = n->shapes[feed->output.index];
+  const ct_tensor *t = feed->value;
+  if (t == NULL) {
+    ct_status_set(status, CT_INVALID_ARGUMENT, "the feed for '%s' is null", n->name);
+    return 1;
+  }
+  int ok = t->dtype == n->dtypes[feed->output.index] && t->shape.rank == want.rank;
+  for (int d = 0; ok && d < want.rank; ++d)
+    ok = want.dims[d] < 0 || want.dims[d] == t->shape.dims[d];
+  if (!ok) {
+    char got[96], expected[96];
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "the feed for '%s' is %s %s but the node expects %s %s", n->name,
+                  ct_dtype_name(t->dtype), ct_shape_str(&t->shape, got, sizeof got),
+                  ct_dtype_name(n->dtypes[feed->output.index]),
+                  ct_shape_str(&want, expected, sizeof expected));
+    return 1;
+  }
+  return 0;
+}
+
+int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,
+                          const ct_output *fetches, int n_fetches, ct_node *const *targets,
+                          int n_targets, ct_tensor **results, ct_run_metadata *metadata,
+                          ct_status *status) {
+  for (int i = 0; i < n_fetches; ++i) results[i] = NULL;
+  if (s->graph->status.code != CT_OK) {
+    ct_status_set(status, CT_FAILED_PRECONDITION, "the graph failed to build: %s",
+                  s->graph->status.message);
+    return 1;
+  }
+  for (int i = 0; i < n_fetches; ++i)
+    if (fetches[i].node == NULL) {
+      ct_status_set(status, CT_INVALID_ARGUMENT, "fetch %d is null", i);
+      return 1;
+    }
+  for (int i = 0; i < n_targets; ++i)
+    if (targets[i] == NULL) {
+      ct_status_set(status, CT_INVALID_ARGUMENT, "target %d is null", i);
+      return 1;
+    }
+  for (int i = 0; i < n_feeds; ++i)
+    if (check_feed(&feeds[i], status)) return 1;
+  if (metadata) ct_run_metadata_clear(metadata);
+  pthread_mutex_lock(&s->run_mutex);
+  int failed = place_new_nodes(s, status) || init_variables(s, status);
+  ct_plan *p = failed
+                   ? NULL
+                   : ct_plan_get(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, status);
+  failed = p == NULL || ct_executor_run(s, p, feeds, metadata, results, status);
+  pthread_mutex_unlock(&s->run_mutex);
+  if (failed)
+    for (int i = 0; i < n_fetches; ++i) {
+      ct_tensor_free(results[i]);
+      results[i] = NULL;
+    }
+  return failed;
+}
+
+int ct_session_run(ct_session *s, const ct_feed *feeds, int n_feeds, const ct_output *fetches,
+                   int n_fetches, ct_node *const *targets, int n_targets, ct_tensor **results,
+                   ct_status *status) {
+  return ct_session_run_traced(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, results,
+                               NULL, status);
 }

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "exec/exec_internal.h"
 
 typedef struct rng {

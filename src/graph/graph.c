@@ -6,16 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/op_def.h"
-
-uint64_t ct_hash_string(uint64_t seed, const char *text) {
-  uint64_t h = 1469598103934665603ull ^ seed;
-  for (const unsigned char *p = (const unsigned char *)text; *p; ++p) {
-    h ^= *p;
-    h *= 1099511628211ull;
-  }
-  return ct_mix64(h);
-}
+#include "core/hash.h"
+#include "graph/op_def.h"
 
 ct_graph *ct_graph_new(void) {
   ct_graph *g = calloc(1, sizeof *g);
@@ -345,3 +337,14 @@ void ct_graph_add_update_op(ct_graph *g, ct_node *node) {
 }
 int ct_graph_update_op_count(const ct_graph *g) { return g->n_update_ops; }
 ct_node *ct_graph_update_op(const ct_graph *g, int index) { return g->update_ops[index]; }
+
+int ct_graph_variable_count(const ct_graph *g) { return g->n_variables; }
+const char *ct_graph_variable_name(const ct_graph *g, int index) {
+  return g->variables[index].name;
+}
+ct_shape ct_graph_variable_shape(const ct_graph *g, int index) {
+  return g->variables[index].shape;
+}
+int ct_graph_variable_trainable(const ct_graph *g, int index) {
+  return g->variables[index].trainable;
+}

@@ -78,11 +78,6 @@ ct_node *ct_graph_add_node(ct_graph *g, const struct ct_op_def *op, const char *
                            int n_inputs, const ct_output *inputs, int n_outputs,
                            const ct_attrs *attrs);
 
-/* Gets or creates a variable by its full name, ignoring variable scopes
- * (optimizer slots: "conv1/weights/Momentum"). */
-ct_output ct_graph_variable_absolute(ct_graph *g, const char *full_name, ct_shape shape,
-                                     ct_initializer init, int trainable);
-
 /* Puts context in front of the recorded error's message (a no-op without one). */
 void ct_graph_prefix_error(ct_graph *g, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -96,16 +91,6 @@ static inline ct_output ct_out(ct_node *node, int index) {
   o.node = node;
   o.index = node ? index : 0;
   return o;
-}
-
-/* 64-bit hash of a string mixed with a seed (FNV-1a then a finalizer). */
-uint64_t ct_hash_string(uint64_t seed, const char *text);
-/* splitmix64 finalizer: a good 64-bit mix. */
-static inline uint64_t ct_mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
 }
 
 #endif

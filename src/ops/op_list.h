@@ -3,7 +3,7 @@
 #ifndef CTOWER_OP_LIST_H
 #define CTOWER_OP_LIST_H
 
-#include "ops/op_def.h"
+#include "ops/op_registry.h"
 
 #define CT_OP_LIST(X)                                                                    \
   X(ct_op_placeholder) X(ct_op_const) X(ct_op_variable) X(ct_op_identity)                \

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/op_def.h"
+#include "ops/op_registry.h"
 #include "ops/op_list.h"
 
 static const ct_op_def *const all_ops[] = {CT_OP_LIST(CT_OP_ADDRESS)};

@@ -6,6 +6,7 @@
 
 #include "ctower/optimizer.h"
 #include "ops/op_list.h"
+#include "ops/variables.h"
 
 void ct_optimizer_config_defaults(ct_optimizer_config *c, ct_optimizer_kind kind) {
   memset(c, 0, sizeof *c);
@@ -38,7 +39,7 @@ static ct_output slot(ct_graph *g, int v, const char *suffix) {
   char name[1024];
   snprintf(name, sizeof name, "%s/%s", g->variables[v].name, suffix);
   ct_initializer zeros = {CT_INIT_ZEROS, 0.0f};
-  ct_output read = ct_graph_variable_absolute(g, name, g->variables[v].shape, zeros, 0);
+  ct_output read = ct_variable_absolute(g, name, g->variables[v].shape, zeros, 0);
   if (read.node == NULL) return read;
   ct_variable_info *slot_var = &g->variables[read.node->variable];
   slot_var->colocate_with = v; /* slots live beside v */
@@ -56,7 +57,7 @@ static ct_node *apply_update(ct_graph *g, const ct_optimizer_config *c, int v, c
   ct_attrs a;
   memset(&a, 0, sizeof a);
   a.f[3] = c->weight_decay;
-  ct_output var = ct_graph_variable_read(g, v);
+  ct_output var = ct_variable_read(g, v);
   switch (c->kind) {
     case CT_OPTIMIZER_SGD: {
       ct_output in[3] = {var, lr, grad};

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
-#include "ops/op_def.h"
+#include "ops/op_registry.h"
 #include "test_support.h"
 
 enum { BATCH = 26, STEPS = 4, MAX_WEIGHTS = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10 };

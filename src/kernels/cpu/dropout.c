@@ -3,6 +3,7 @@
  * first_example times the example size): the gradient recomputes the same
  * mask, and the result does not depend on threads, on what ran before, or
  * on how the batch is split across towers (src/ops/ops_nn.c). */
+#include "core/hash.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernel_shapes.h"
 

@@ -1,7 +1,9 @@
-/* What defines an op: its shape rule, its gradient and its flags.
- * Kernels are registered separately per device type (src/kernels). */
-#ifndef CTOWER_OP_DEF_H
-#define CTOWER_OP_DEF_H
+/* What defines an op, as the graph sees it: its name, its shape rule, its
+ * gradient and its flags. The ops themselves are defined in src/ops (the
+ * list: ops/op_list.h); kernels are registered separately per device type
+ * (src/kernels). */
+#ifndef CTOWER_GRAPH_OP_DEF_H
+#define CTOWER_GRAPH_OP_DEF_H
 
 #include "graph/graph_internal.h"
 
@@ -42,27 +44,10 @@ enum ct_op_flags {
 };
 
 typedef struct ct_op_def {
-  const char *name;   /* TensorFlow's name where one exists: "Conv2D" */
+  const char *name; /* TensorFlow's name where one exists: "Conv2D" */
   ct_shape_fn infer;
-  ct_grad_fn grad;    /* NULL for ops with CT_OP_NO_GRADIENT or backward-only ops */
+  ct_grad_fn grad; /* NULL for ops with CT_OP_NO_GRADIENT or backward-only ops */
   unsigned flags;
 } ct_op_def;
-
-/* The op definitions, one per op family file. */
-const ct_op_def *ct_op_find(const char *name);
-
-/* Shape-rule helpers used by many ops. */
-int ct_infer_fail(ct_infer_ctx *ctx, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-int ct_infer_same_as_input0(ct_infer_ctx *ctx);
-/* NumPy broadcasting of two shapes; -1 stays unknown. Returns 0 or fails. */
-int ct_broadcast_shapes(ct_infer_ctx *ctx, const ct_shape *a, const ct_shape *b, ct_shape *out);
-int ct_require_dtype(ct_infer_ctx *ctx, int input, ct_dtype dtype);
-int ct_require_rank(ct_infer_ctx *ctx, int input, int rank);
-
-#define CT_OP_DECLARE(var) extern const ct_op_def var
 
 #endif

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
-#include "ops/op_def.h"
+#include "ops/op_registry.h"
 
 /* Gradients arriving at one output, summed when the node is processed. */
 typedef struct grad_list {

@@ -1,10 +1,12 @@
-/* Shared variables: get-or-create by full name inside variable scopes. */
+/* Variables as ops: get-or-create a variable of the graph's table by its
+ * full name inside variable scopes, read by a "Variable" node. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
-#include "ops/op_def.h"
+#include "ops/op_registry.h"
+#include "ops/variables.h"
 
 static int find_variable(const ct_graph *g, const char *full_name) {
   for (int i = 0; i < g->n_variables; ++i)
@@ -12,9 +14,9 @@ static int find_variable(const ct_graph *g, const char *full_name) {
   return -1;
 }
 
-/* A "Variable" node reading variable `index`, named after its last path
- * component under the current name scope ("tower_0/conv1/weights"). */
-ct_output ct_graph_variable_read(ct_graph *g, int index) {
+/* The node is named after the variable's last path component, under the
+ * current name scope ("tower_0/conv1/weights"). */
+ct_output ct_variable_read(ct_graph *g, int index) {
   if (g->status.code != CT_OK) return ct_out(NULL, 0);
   if (index < 0 || index >= g->n_variables) {
     ct_graph_set_error(g, CT_INVALID_ARGUMENT, "no variable with index %d", index);
@@ -31,7 +33,7 @@ ct_output ct_graph_variable_read(ct_graph *g, int index) {
   return ct_out(n, 0);
 }
 
-ct_output ct_graph_variable_absolute(ct_graph *g, const char *full_name, ct_shape shape,
+ct_output ct_variable_absolute(ct_graph *g, const char *full_name, ct_shape shape,
                                      ct_initializer init, int trainable) {
   if (g->status.code != CT_OK) return ct_out(NULL, 0);
   if (!ct_shape_is_known(&shape) || shape.rank > CT_MAX_RANK) {
@@ -50,7 +52,7 @@ ct_output ct_graph_variable_absolute(ct_graph *g, const char *full_name, ct_shap
                          ct_shape_str(&shape, want, sizeof want));
       return ct_out(NULL, 0);
     }
-    return ct_graph_variable_read(g, index);
+    return ct_variable_read(g, index);
   }
   if (g->n_variables == g->variables_cap) {
     int cap = g->variables_cap ? g->variables_cap * 2 : 32;
@@ -85,7 +87,7 @@ ct_output ct_graph_variable_absolute(ct_graph *g, const char *full_name, ct_shap
                        full_name);
     return ct_out(NULL, 0);
   }
-  return ct_graph_variable_read(g, g->n_variables++);
+  return ct_variable_read(g, g->n_variables++);
 }
 
 ct_output ct_variable(ct_graph *g, const char *name, ct_shape shape, ct_initializer init,
@@ -93,16 +95,5 @@ ct_output ct_variable(ct_graph *g, const char *name, ct_shape shape, ct_initiali
   const char *prefix = g->n_variable_scopes ? g->variable_scopes[g->n_variable_scopes - 1] : "";
   char full[1024];
   snprintf(full, sizeof full, "%s%s%s", prefix, prefix[0] ? "/" : "", name);
-  return ct_graph_variable_absolute(g, full, shape, init, trainable);
-}
-
-int ct_graph_variable_count(const ct_graph *g) { return g->n_variables; }
-const char *ct_graph_variable_name(const ct_graph *g, int index) {
-  return g->variables[index].name;
-}
-ct_shape ct_graph_variable_shape(const ct_graph *g, int index) {
-  return g->variables[index].shape;
-}
-int ct_graph_variable_trainable(const ct_graph *g, int index) {
-  return g->variables[index].trainable;
+  return ct_variable_absolute(g, full, shape, init, trainable);
 }

@@ -1,0 +1,316 @@
+/* Building a plan, in numbered passes:
+ *   1. mark the nodes the fetches and targets need, stopping at fed nodes;
+ *   2. make a step per needed node, on the device the placer chose, with its
+ *      kernel from the registry, and a slot per output;
+ *   3. partition (partition.c): where a step reads a value that lives on a
+ *      device it cannot read in place, insert a copy step on the reading
+ *      device (one per value and device);
+ *   4. link each step to the steps that wait for it, and count each value's
+ *      consumers so that a run returns a buffer as soon as its last consumer
+ *      has run;
+ *   5. give each value that a copy takes into host memory a mark
+ *      (partition.c);
+ *   6. note the devices a run uses, reserve room in their queues for every
+ *      step, and size the per-run state once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/plan.h"
+#include "ops/op_registry.h"
+
+void ct_plan_free(ct_plan *p) {
+  if (p == NULL) return;
+  for (int i = 0; i < p->n_steps; ++i) {
+    free(p->steps[i].input_slots);
+    free(p->steps[i].consumers);
+    free(p->steps[i].copy_name);
+    if (p->steps[i].state.free_fn) p->steps[i].state.free_fn(p->steps[i].state.data);
+    ct_device_mark_free(p->devices[p->steps[i].device], p->steps[i].mark_begin);
+    ct_device_mark_free(p->devices[p->steps[i].device], p->steps[i].mark_end);
+  }
+  for (int d = 0; d < p->n_devices; ++d) ct_device_mark_free(p->devices[d], p->device_marks[d]);
+  for (int slot = 0; p->slot_ready && slot < p->n_slots; ++slot)
+    if (p->slot_ready[slot])
+      ct_device_mark_free(p->devices[p->slot_device[slot]], p->slot_ready[slot]);
+  free(p->slot_ready);
+  free(p->slot_side_mark);
+  free(p->steps);
+  free(p->feed_outputs);
+  free(p->fetch_outputs);
+  free(p->targets);
+  free(p->slot_device);
+  free(p->slot_consumers);
+  free(p->feed_slots);
+  free(p->fetch_slots);
+  free(p->values);
+  free(p->value_buffers);
+  free(p->buffers);
+  free(p->remaining);
+  free(p->pending);
+  free(p);
+}
+
+static int plan_matches(const ct_plan *p, const ct_feed *feeds, int n_feeds,
+                        const ct_output *fetches, int n_fetches, ct_node *const *targets,
+                        int n_targets) {
+  if (p->n_feeds != n_feeds || p->n_fetches != n_fetches || p->n_targets != n_targets) return 0;
+  for (int i = 0; i < n_feeds; ++i)
+    if (p->feed_outputs[i].node != feeds[i].output.node ||
+        p->feed_outputs[i].index != feeds[i].output.index)
+      return 0;
+  for (int i = 0; i < n_fetches; ++i)
+    if (p->fetch_outputs[i].node != fetches[i].node ||
+        p->fetch_outputs[i].index != fetches[i].index)
+      return 0;
+  for (int i = 0; i < n_targets; ++i)
+    if (p->targets[i] != targets[i]) return 0;
+  return 1;
+}
+
+/* ---- building --------------------------------------------------------------- */
+
+int ct_plan_grow(void **array, int *cap, int need, size_t item) {
+  if (need <= *cap) return 0;
+  int cap2 = *cap ? *cap : 64;
+  while (cap2 < need) cap2 *= 2;
+  void *a = realloc(*array, (size_t)cap2 * item);
+  if (a == NULL) return 1;
+  memset((char *)a + (size_t)*cap * item, 0, (size_t)(cap2 - *cap) * item);
+  *array = a;
+  *cap = cap2;
+  return 0;
+}
+
+int ct_plan_add_slots(ct_plan *p, int count, int device) {
+  int old_cap = p->slots_cap;
+  int cap = old_cap;
+  if (ct_plan_grow((void **)&p->slot_device, &cap, p->n_slots + count, sizeof *p->slot_device))
+    return -1;
+  cap = old_cap;
+  if (ct_plan_grow((void **)&p->slot_consumers, &cap, p->n_slots + count,
+                   sizeof *p->slot_consumers))
+    return -1;
+  p->slots_cap = cap;
+  int first = p->n_slots;
+  for (int i = 0; i < count; ++i) p->slot_device[first + i] = device;
+  p->n_slots += count;
+  return first;
+}
+
+ct_plan_step *ct_plan_add_step(ct_plan *p) {
+  if (ct_plan_grow((void **)&p->steps, &p->steps_cap, p->n_steps + 1, sizeof *p->steps))
+    return NULL;
+  ct_plan_step *step = &p->steps[p->n_steps++];
+  memset(step, 0, sizeof *step);
+  return step;
+}
+
+static int add_consumer(ct_plan_step *producer, int consumer) {
+  for (int i = 0; i < producer->n_consumers; ++i)
+    if (producer->consumers[i] == consumer) return 0; /* already linked */
+  int *c = realloc(producer->consumers, (size_t)(producer->n_consumers + 1) * sizeof *c);
+  if (c == NULL) return 1;
+  producer->consumers = c;
+  producer->consumers[producer->n_consumers++] = consumer;
+  return 0;
+}
+
+static int out_of_memory(ct_status *status) {
+  ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory planning a run");
+  return 1;
+}
+
+/* What the passes share while a plan is built. */
+typedef struct plan_builder {
+  const ct_session *session;
+  ct_plan *plan;
+  unsigned char *needed; /* per node: the run needs it */
+  unsigned char *fed;    /* per node: a feed gives its value */
+  int *slot_base;        /* per node: the slot of its output 0 */
+  int *step_of;          /* per node: its step, or -1 */
+  int *producer_of;      /* per slot: the step that writes it, or -1 */
+} plan_builder;
+
+/* Pass 1: what the fetches and targets need. Fed nodes always get their
+ * slots, even when nothing reads them (a feed may be unused). */
+static int mark_needed(plan_builder *b, const ct_plan *p) {
+  const int n_nodes = b->session->graph->n_nodes;
+  ct_node **stack = calloc((size_t)n_nodes + 1, sizeof *stack);
+  if (stack == NULL) return 1;
+  int top = 0;
+  for (int i = 0; i < p->n_feeds; ++i) b->needed[p->feed_outputs[i].node->id] = 1;
+  for (int i = 0; i < p->n_fetches + p->n_targets; ++i) {
+    ct_node *n = i < p->n_fetches ? p->fetch_outputs[i].node : p->targets[i - p->n_fetches];
+    if (!b->needed[n->id]) b->needed[n->id] = 1, stack[top++] = n;
+  }
+  while (top > 0) {
+    ct_node *n = stack[--top];
+    if (b->fed[n->id]) continue;
+    for (int j = 0; j < n->n_inputs + n->n_control; ++j) {
+      ct_node *in = j < n->n_inputs ? n->inputs[j].node : n->control[j - n->n_inputs];
+      if (!b->needed[in->id]) b->needed[in->id] = 1, stack[top++] = in;
+    }
+  }
+  free(stack);
+  return 0;
+}
+
+/* Pass 2: a step per needed node on its device; a slot per output. */
+static int add_node_steps(plan_builder *b, ct_status *status) {
+  const ct_session *s = b->session;
+  ct_plan *p = b->plan;
+  for (int id = 0; id < s->graph->n_nodes; ++id) {
+    b->step_of[id] = -1;
+    if (!b->needed[id]) continue;
+    ct_node *n = s->graph->nodes[id];
+    const int device = b->fed[id] ? -1 : s->device_of[id];
+    b->slot_base[id] = ct_plan_add_slots(p, n->n_outputs, device);
+    if (b->slot_base[id] < 0) return out_of_memory(status);
+    if (b->fed[id]) continue;
+    if (n->op == ct_op_find("Placeholder")) {
+      ct_status_set(status, CT_INVALID_ARGUMENT, "you must feed a value for placeholder '%s' (%s)",
+                    n->name, ct_dtype_name(n->dtypes[0]));
+      return 1;
+    }
+    ct_plan_step *step = ct_plan_add_step(p);
+    if (step == NULL) return out_of_memory(status);
+    b->step_of[id] = p->n_steps - 1;
+    step->node = n;
+    step->device = device;
+    step->first_slot = b->slot_base[id];
+    step->n_outputs = n->n_outputs;
+    step->n_inputs = n->n_inputs;
+    if (n->n_outputs > 0) {
+      step->kernel = ct_kernel_find(n->op->name, s->devices[device]->ops->kind);
+      if (step->kernel == NULL) {
+        ct_status_set(status, CT_UNIMPLEMENTED, "no %s kernel for op %s (node '%s')",
+                      s->devices[device]->name, n->op->name, n->name);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Pass 4: who waits for whom (data and control dependencies). */
+static int link_steps(plan_builder *b) {
+  ct_plan *p = b->plan;
+  b->producer_of = malloc((size_t)p->n_slots * sizeof *b->producer_of + 1);
+  if (b->producer_of == NULL) return 1;
+  for (int slot = 0; slot < p->n_slots; ++slot) b->producer_of[slot] = -1;
+  for (int i = 0; i < p->n_steps; ++i)
+    for (int o = 0; o < p->steps[i].n_outputs; ++o) b->producer_of[p->steps[i].first_slot + o] = i;
+  for (int i = 0; i < p->n_steps; ++i) {
+    ct_plan_step *step = &p->steps[i];
+    const int n_control = step->node ? step->node->n_control : 0;
+    for (int j = 0; j < step->n_inputs + n_control; ++j) {
+      const int producer = j < step->n_inputs
+                               ? b->producer_of[step->input_slots[j]]
+                               : b->step_of[step->node->control[j - step->n_inputs]->id];
+      if (producer < 0) continue; /* fed */
+      const int before = p->steps[producer].n_consumers;
+      if (add_consumer(&p->steps[producer], i)) return 1;
+      step->n_deps += p->steps[producer].n_consumers > before;
+    }
+  }
+  return 0;
+}
+
+/* Pass 6: the devices a run must wait for at its end, room in each one's
+ * queue for all its steps at once (a run queues each step once), and the
+ * per-run state. */
+static int prepare_runs(plan_builder *b, ct_status *status) {
+  ct_plan *p = b->plan;
+  int steps_on[CT_MAX_DEVICES] = {0};
+  for (int i = 0; i < p->n_steps; ++i) {
+    p->uses_device[p->steps[i].device] = 1;
+    ++steps_on[p->steps[i].device];
+  }
+  for (int slot = 0; slot < p->n_slots; ++slot)
+    if (p->slot_device[slot] >= 0) p->uses_device[p->slot_device[slot]] = 1;
+  for (int d = 0; d < p->n_devices; ++d)
+    if (ct_device_reserve(p->devices[d], steps_on[d], status)) return 1;
+  p->slot_side_mark = calloc((size_t)p->n_slots + 1, sizeof *p->slot_side_mark);
+  p->values = calloc((size_t)p->n_slots + 1, sizeof *p->values);
+  p->value_buffers = calloc((size_t)p->n_slots + 1, sizeof *p->value_buffers);
+  p->buffers = calloc((size_t)p->n_slots + 1, sizeof *p->buffers);
+  p->remaining = calloc((size_t)p->n_slots + 1, sizeof *p->remaining);
+  p->pending = calloc((size_t)p->n_steps + 1, sizeof *p->pending);
+  return (!p->slot_side_mark || !p->values || !p->value_buffers || !p->buffers || !p->remaining ||
+          !p->pending) &&
+         out_of_memory(status);
+}
+
+/* The plan's key: its feeds, fetches and targets, copied. */
+static ct_plan *plan_new(const ct_session *s, const ct_feed *feeds, int n_feeds,
+                         const ct_output *fetches, int n_fetches, ct_node *const *targets,
+                         int n_targets) {
+  ct_plan *p = calloc(1, sizeof *p);
+  if (p == NULL) return NULL;
+  p->devices = s->devices;
+  p->n_devices = s->n_devices;
+  p->n_feeds = n_feeds;
+  p->n_fetches = n_fetches;
+  p->n_targets = n_targets;
+  p->feed_outputs = calloc((size_t)n_feeds + 1, sizeof *p->feed_outputs);
+  p->fetch_outputs = calloc((size_t)n_fetches + 1, sizeof *p->fetch_outputs);
+  p->targets = calloc((size_t)n_targets + 1, sizeof *p->targets);
+  p->feed_slots = calloc((size_t)n_feeds + 1, sizeof *p->feed_slots);
+  p->fetch_slots = calloc((size_t)n_fetches + 1, sizeof *p->fetch_slots);
+  if (!p->feed_outputs || !p->fetch_outputs || !p->targets || !p->feed_slots || !p->fetch_slots) {
+    ct_plan_free(p);
+    return NULL;
+  }
+  for (int i = 0; i < n_feeds; ++i) p->feed_outputs[i] = feeds[i].output;
+  if (n_fetches) memcpy(p->fetch_outputs, fetches, (size_t)n_fetches * sizeof *fetches);
+  if (n_targets) memcpy(p->targets, targets, (size_t)n_targets * sizeof *targets);
+  return p;
+}
+
+static ct_plan *plan_build(const ct_session *s, const ct_feed *feeds, int n_feeds,
+                           const ct_output *fetches, int n_fetches, ct_node *const *targets,
+                           int n_targets, ct_status *status) {
+  const size_t n_nodes = (size_t)s->graph->n_nodes + 1;
+  plan_builder b = {s,
+                    plan_new(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets),
+                    calloc(n_nodes, 1),
+                    calloc(n_nodes, 1),
+                    calloc(n_nodes, sizeof(int)),
+                    calloc(n_nodes, sizeof(int)),
+                    NULL};
+  ct_plan *p = b.plan;
+  int failed = (!p || !b.needed || !b.fed || !b.slot_base || !b.step_of) && out_of_memory(status);
+  for (int i = 0; !failed && i < n_feeds; ++i) b.fed[feeds[i].output.node->id] = 1;
+  failed = failed || (mark_needed(&b, p) && out_of_memory(status)) || add_node_steps(&b, status) ||
+           ct_plan_partition(p, b.slot_base, status);
+  for (int i = 0; !failed && i < n_feeds; ++i)
+    p->feed_slots[i] = b.slot_base[feeds[i].output.node->id] + feeds[i].output.index;
+  for (int i = 0; !failed && i < n_fetches; ++i) {
+    p->fetch_slots[i] = b.slot_base[fetches[i].node->id] + fetches[i].index;
+    p->slot_consumers[p->fetch_slots[i]]++;
+  }
+  failed = failed || (link_steps(&b) && out_of_memory(status)) ||
+           ct_plan_mark_copies_to_host(p, b.producer_of, status) || prepare_runs(&b, status);
+  free(b.needed), free(b.fed), free(b.slot_base), free(b.step_of), free(b.producer_of);
+  if (failed) {
+    ct_plan_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+ct_plan *ct_plan_get(ct_session *s, const ct_feed *feeds, int n_feeds, const ct_output *fetches,
+                     int n_fetches, ct_node *const *targets, int n_targets, ct_status *status) {
+  for (int i = 0; i < s->n_plans; ++i)
+    if (plan_matches(s->plans[i], feeds, n_feeds, fetches, n_fetches, targets, n_targets))
+      return s->plans[i];
+  ct_plan *p = plan_build(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, status);
+  if (p == NULL) return NULL;
+  if (ct_plan_grow((void **)&s->plans, &s->plans_cap, s->n_plans + 1, sizeof *s->plans)) {
+    ct_plan_free(p);
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory caching a plan");
+    return NULL;
+  }
+  s->plans[s->n_plans++] = p;
+  return p;
+}

@@ -4,15 +4,9 @@
 
 #include "ctower/graph.h"
 #include "ctower/ops.h"
+#include "graph/op_attrs.h"
 
 struct ct_op_def;
-
-/* Attributes of a node: each op documents which slots it uses. */
-typedef struct ct_attrs {
-  int64_t i[8];
-  float f[6];
-  ct_shape shape;
-} ct_attrs;
 
 typedef struct ct_variable_info {
   char *name;           /* full name, "conv1/weights" */

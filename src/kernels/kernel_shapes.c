@@ -37,7 +37,7 @@ int64_t ct_outer_count(const ct_shape *s, int axis) {
 }
 
 int ct_kernel_axis(const ct_kernel_ctx *ctx, int rank) {
-  int64_t axis = ctx->attrs->i[0];
+  int64_t axis = ctx->attrs->axis.axis;
   return (int)(axis < 0 ? axis + rank : axis);
 }
 

@@ -1,22 +1,15 @@
 /* Sources and shape ops: Placeholder, Const, Variable, Identity, ZerosLike,
  * OnesLike, NoOp, Reshape, Concat, Split (and their backward helpers). */
 #include <stdlib.h>
-#include <string.h>
 
 #include "ops/op_list.h"
 
-static ct_attrs no_attrs(void) {
-  ct_attrs a;
-  memset(&a, 0, sizeof a);
-  return a;
-}
-
 /* ---- sources ------------------------------------------------------------ */
 
-/* attrs.shape and attrs.i[0] (dtype) give the output. */
+/* attrs.source gives the output. */
 static int infer_from_attrs(ct_infer_ctx *ctx) {
-  ctx->out_shapes[0] = ctx->attrs->shape;
-  ctx->out_dtypes[0] = (ct_dtype)ctx->attrs->i[0];
+  ctx->out_shapes[0] = ctx->attrs->source.shape;
+  ctx->out_dtypes[0] = ctx->attrs->source.dtype;
   return 0;
 }
 
@@ -26,16 +19,12 @@ const ct_op_def ct_op_variable = {"Variable", infer_from_attrs, NULL, CT_OP_STAT
 const ct_op_def ct_op_no_op = {"NoOp", NULL, NULL, CT_OP_NO_GRADIENT};
 
 ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape shape) {
-  ct_attrs a = no_attrs();
-  a.shape = shape;
-  a.i[0] = dtype;
+  ct_attrs a = {.source = {.shape = shape, .dtype = dtype}};
   return ct_out(ct_graph_add_node(g, &ct_op_placeholder, name, 0, NULL, 1, &a), 0);
 }
 
 ct_output ct_constant(ct_graph *g, const char *name, const ct_tensor *value) {
-  ct_attrs a = no_attrs();
-  a.shape = value->shape;
-  a.i[0] = value->dtype;
+  ct_attrs a = {.source = {.shape = value->shape, .dtype = value->dtype}};
   ct_node *n = ct_graph_add_node(g, &ct_op_const, name ? name : "Const", 0, NULL, 1, &a);
   if (n == NULL) return ct_out(NULL, 0);
   ct_status status = CT_STATUS_INIT;
@@ -81,10 +70,10 @@ ct_output ct_ones_like(ct_graph *g, ct_output x) {
 
 /* ---- reshape ------------------------------------------------------------ */
 
-/* Resolves one -1 in `target` from the element count of `in`. */
+/* Resolves one -1 in attrs.reshape.shape from the element count of the input. */
 static int infer_reshape(ct_infer_ctx *ctx) {
   const ct_shape *in = &ctx->in_shapes[0];
-  ct_shape out = ctx->attrs->shape;
+  ct_shape out = ctx->attrs->reshape.shape;
   int64_t known = 1;
   int unknown_at = -1;
   for (int i = 0; i < out.rank; ++i) {
@@ -136,8 +125,7 @@ const ct_op_def ct_op_reshape_like = {"ReshapeLike", infer_reshape_like, grad_re
                                       CT_OP_ALIAS_INPUT0};
 
 ct_output ct_reshape(ct_graph *g, ct_output x, ct_shape shape) {
-  ct_attrs a = no_attrs();
-  a.shape = shape;
+  ct_attrs a = {.reshape = {.shape = shape}};
   return ct_out(ct_graph_add_node(g, &ct_op_reshape, NULL, 1, &x, 1, &a), 0);
 }
 
@@ -151,10 +139,10 @@ static int normalize_axis(ct_infer_ctx *ctx, int64_t axis, int rank, int *out) {
   return 0;
 }
 
-/* attrs.i[0]: axis. All inputs agree on every other dimension. */
+/* attrs.axis. All inputs agree on every other dimension. */
 static int infer_concat(ct_infer_ctx *ctx) {
   int axis = 0;
-  if (normalize_axis(ctx, ctx->attrs->i[0], ctx->in_shapes[0].rank, &axis)) return 1;
+  if (normalize_axis(ctx, ctx->attrs->axis.axis, ctx->in_shapes[0].rank, &axis)) return 1;
   ct_shape out = ctx->in_shapes[0];
   for (int k = 1; k < ctx->n_inputs; ++k) {
     const ct_shape *s = &ctx->in_shapes[k];
@@ -202,15 +190,14 @@ ct_output ct_concat(ct_graph *g, int n, const ct_output *xs, int axis) {
     ct_graph_set_error(g, CT_INVALID_ARGUMENT, "ct_concat takes 1 to 63 inputs, got %d", n);
     return ct_out(NULL, 0);
   }
-  ct_attrs a = no_attrs();
-  a.i[0] = axis;
+  ct_attrs a = {.axis = {.axis = axis}};
   return ct_out(ct_graph_add_node(g, &ct_op_concat, NULL, n, xs, 1, &a), 0);
 }
 
-/* attrs.i[0]: axis; the node's output count is the number of parts. */
+/* attrs.axis; the node's output count is the number of parts. */
 static int infer_split(ct_infer_ctx *ctx) {
   int axis = 0;
-  if (normalize_axis(ctx, ctx->attrs->i[0], ctx->in_shapes[0].rank, &axis)) return 1;
+  if (normalize_axis(ctx, ctx->attrs->axis.axis, ctx->in_shapes[0].rank, &axis)) return 1;
   ct_shape part = ctx->in_shapes[0];
   int64_t d = part.dims[axis];
   if (d >= 0 && d % ctx->n_outputs != 0)
@@ -240,8 +227,7 @@ void ct_split(ct_graph *g, ct_output x, int axis, int n, ct_output *outs) {
     ct_graph_set_error(g, CT_INVALID_ARGUMENT, "ct_split makes 1 to 64 parts, got %d", n);
     return;
   }
-  ct_attrs a = no_attrs();
-  a.i[0] = axis;
+  ct_attrs a = {.axis = {.axis = axis}};
   ct_node *node = ct_graph_add_node(g, &ct_op_split, NULL, 1, &x, n, &a);
   for (int k = 0; node && k < n; ++k) outs[k] = ct_out(node, k);
 }

@@ -1,6 +1,4 @@
 /* Elementwise math, reductions and matmul: shape rules, gradients, builders. */
-#include <string.h>
-
 #include "ops/op_list.h"
 
 static ct_node *add1(ct_graph *g, const ct_op_def *op, ct_output x) {
@@ -162,18 +160,18 @@ ct_output ct_add_n(ct_graph *g, int n, const ct_output *xs) {
 
 /* ---- reductions ------------------------------------------------------------ */
 
-/* attrs.i[0]: mask of reduced axes (resolved when built), i[1]: keep_dims. */
+/* attrs.reduce: the reduced axes and keep_dims. */
 static int infer_reduce(ct_infer_ctx *ctx) {
   if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
   const ct_shape *in = &ctx->in_shapes[0];
-  unsigned mask = (unsigned)ctx->attrs->i[0];
+  unsigned mask = ctx->attrs->reduce.axes_mask;
   if (mask >> in->rank)
     return ct_infer_fail(ctx, "reduction axes mask 0x%x names axes past rank %d", mask, in->rank);
   ct_shape out;
   out.rank = 0;
   for (int d = 0; d < in->rank; ++d) {
     if (mask & (1u << d)) {
-      if (ctx->attrs->i[1]) out.dims[out.rank++] = 1;
+      if (ctx->attrs->reduce.keep_dims) out.dims[out.rank++] = 1;
     } else {
       out.dims[out.rank++] = in->dims[d];
     }
@@ -184,7 +182,7 @@ static int infer_reduce(ct_infer_ctx *ctx) {
 }
 
 /* ReduceGrad(dy, x): dy broadcast back over the reduced axes (divided by
- * their size for a mean). attrs as the reduction's, i[2]: 1 for mean. */
+ * their size for a mean). attrs.reduce as the reduction's, with `mean` set. */
 static int infer_reduce_grad(ct_infer_ctx *ctx) {
   ctx->out_shapes[0] = ctx->in_shapes[1];
   ctx->out_dtypes[0] = CT_F32;
@@ -194,7 +192,7 @@ static int infer_reduce_grad(ct_infer_ctx *ctx) {
 static void grad_reduce(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx,
                         int mean) {
   ct_attrs a = n->attrs;
-  a.i[2] = mean;
+  a.reduce.mean = mean;
   ct_output in[2] = {gy[0], n->inputs[0]};
   gx[0] = ct_out(ct_graph_add_node(g, &ct_op_reduce_grad, NULL, 2, in, 1, &a), 0);
 }
@@ -211,11 +209,9 @@ const ct_op_def ct_op_reduce_grad = {"ReduceGrad", infer_reduce_grad, NULL, 0};
 
 static ct_output reduce(ct_graph *g, const ct_op_def *op, ct_output x, unsigned mask,
                         int keep_dims) {
-  ct_attrs a;
-  memset(&a, 0, sizeof a);
   int rank = ct_output_shape(x).rank;
-  a.i[0] = mask ? mask : (rank ? (1u << rank) - 1 : 0);
-  a.i[1] = keep_dims;
+  ct_attrs a = {.reduce = {.axes_mask = mask ? mask : (rank ? (1u << rank) - 1 : 0),
+                           .keep_dims = keep_dims}};
   return ct_out(ct_graph_add_node(g, op, NULL, 1, &x, 1, &a), 0);
 }
 ct_output ct_reduce_sum(ct_graph *g, ct_output x, unsigned mask, int keep_dims) {
@@ -227,13 +223,13 @@ ct_output ct_reduce_mean(ct_graph *g, ct_output x, unsigned mask, int keep_dims)
 
 /* ---- matmul ---------------------------------------------------------------- */
 
-/* attrs.i[0]: transpose a, i[1]: transpose b. a [M, K] (or [K, M]), b [K, N]. */
+/* attrs.matmul. a [M, K] (or [K, M]), b [K, N] (or [N, K]). */
 static int infer_matmul(ct_infer_ctx *ctx) {
   if (ct_require_rank(ctx, 0, 2) || ct_require_rank(ctx, 1, 2) ||
       ct_require_dtype(ctx, 0, CT_F32) || ct_require_dtype(ctx, 1, CT_F32))
     return 1;
   const ct_shape *a = &ctx->in_shapes[0], *b = &ctx->in_shapes[1];
-  int ta = ctx->attrs->i[0] != 0, tb = ctx->attrs->i[1] != 0;
+  int ta = ctx->attrs->matmul.transpose_a != 0, tb = ctx->attrs->matmul.transpose_b != 0;
   int64_t m = a->dims[ta], ka = a->dims[1 - ta], kb = b->dims[tb], n = b->dims[1 - tb];
   if (ka >= 0 && kb >= 0 && ka != kb) {
     char sa[96], sb[96];
@@ -249,7 +245,7 @@ static int infer_matmul(ct_infer_ctx *ctx) {
 
 static void grad_matmul(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   ct_output a = n->inputs[0], b = n->inputs[1], dy = gy[0];
-  int ta = n->attrs.i[0] != 0, tb = n->attrs.i[1] != 0;
+  int ta = n->attrs.matmul.transpose_a != 0, tb = n->attrs.matmul.transpose_b != 0;
   if (!ta && !tb) {
     gx[0] = ct_matmul(g, dy, b, 0, 1);
     gx[1] = ct_matmul(g, a, dy, 1, 0);
@@ -268,10 +264,7 @@ static void grad_matmul(ct_graph *g, const ct_node *n, const ct_output *gy, ct_o
 const ct_op_def ct_op_matmul = {"MatMul", infer_matmul, grad_matmul, 0};
 
 ct_output ct_matmul(ct_graph *g, ct_output a, ct_output b, int transpose_a, int transpose_b) {
-  ct_attrs attrs;
-  memset(&attrs, 0, sizeof attrs);
-  attrs.i[0] = transpose_a;
-  attrs.i[1] = transpose_b;
+  ct_attrs attrs = {.matmul = {.transpose_a = transpose_a, .transpose_b = transpose_b}};
   ct_output in[2] = {a, b};
   return ct_out(ct_graph_add_node(g, &ct_op_matmul, NULL, 2, in, 1, &attrs), 0);
 }

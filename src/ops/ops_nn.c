@@ -1,15 +1,7 @@
 /* Neural-network ops: convolution, pooling, LRN, batch norm, dropout,
  * softmax cross-entropy, argmax and accuracy. */
-#include <string.h>
-
 #include "ops/conv_geometry.h"
 #include "ops/op_list.h"
-
-static ct_attrs no_attrs(void) {
-  ct_attrs a;
-  memset(&a, 0, sizeof a);
-  return a;
-}
 
 static ct_node *add_with(ct_graph *g, const ct_op_def *op, int n_in, const ct_output *in,
                          int n_out, const ct_attrs *a) {
@@ -27,22 +19,22 @@ static int infer_like_inputs(ct_infer_ctx *ctx, const int *inputs) {
 
 /* ---- Conv2D ----------------------------------------------------------------
  * x [N, H, W, C], filter [R, S, C, K] -> [N, P, Q, K].
- * attrs.i[0], i[1]: strides; i[2]: 1 for SAME. */
+ * attrs.conv2d. */
 static int infer_conv2d(ct_infer_ctx *ctx) {
   if (ct_require_rank(ctx, 0, 4) || ct_require_rank(ctx, 1, 4) ||
       ct_require_dtype(ctx, 0, CT_F32) || ct_require_dtype(ctx, 1, CT_F32))
     return 1;
   const ct_shape *x = &ctx->in_shapes[0], *f = &ctx->in_shapes[1];
-  const ct_attrs *a = ctx->attrs;
-  if (a->i[0] < 1 || a->i[1] < 1) return ct_infer_fail(ctx, "strides must be >= 1");
+  const ct_conv2d_attrs *a = &ctx->attrs->conv2d;
+  if (a->strides[0] < 1 || a->strides[1] < 1) return ct_infer_fail(ctx, "strides must be >= 1");
   if (x->dims[3] >= 0 && x->dims[3] != f->dims[2]) {
     char sx[96], sf[96];
     return ct_infer_fail(ctx, "input %s has %lld channels but filter %s expects %lld",
                          ct_shape_str(x, sx, sizeof sx), (long long)x->dims[3],
                          ct_shape_str(f, sf, sizeof sf), (long long)f->dims[2]);
   }
-  ct_window h = ct_window_of(x->dims[1], f->dims[0], a->i[0], (int)a->i[2]);
-  ct_window w = ct_window_of(x->dims[2], f->dims[1], a->i[1], (int)a->i[2]);
+  ct_window h = ct_window_of(x->dims[1], f->dims[0], a->strides[0], a->same_padding);
+  ct_window w = ct_window_of(x->dims[2], f->dims[1], a->strides[1], a->same_padding);
   if (h.out == 0 || w.out == 0) return ct_infer_fail(ctx, "the filter is larger than the input");
   ctx->out_shapes[0] = ct_shape_of(4, x->dims[0], h.out, w.out, f->dims[3]);
   ctx->out_dtypes[0] = CT_F32;
@@ -76,23 +68,21 @@ const ct_op_def ct_op_conv2d_backprop_filter = {"Conv2DBackpropFilter",
 
 ct_output ct_conv2d(ct_graph *g, ct_output x, ct_output filter, int stride_h, int stride_w,
                     ct_padding padding) {
-  ct_attrs a = no_attrs();
-  a.i[0] = stride_h;
-  a.i[1] = stride_w;
-  a.i[2] = padding == CT_PADDING_SAME;
+  ct_attrs a = {.conv2d = {.strides = {stride_h, stride_w},
+                           .same_padding = padding == CT_PADDING_SAME}};
   ct_output in[2] = {x, filter};
   return ct_out(add_with(g, &ct_op_conv2d, 2, in, 1, &a), 0);
 }
 
 /* ---- pooling ------------------------------------------------------------------
- * attrs.i[0]: window, i[1]: stride, i[2]: 1 for SAME. x [N, H, W, C]. */
+ * attrs.pool. x [N, H, W, C]. */
 static int infer_pool(ct_infer_ctx *ctx) {
   if (ct_require_rank(ctx, 0, 4) || ct_require_dtype(ctx, 0, CT_F32)) return 1;
   const ct_shape *x = &ctx->in_shapes[0];
-  const ct_attrs *a = ctx->attrs;
-  if (a->i[0] < 1 || a->i[1] < 1) return ct_infer_fail(ctx, "window and stride must be >= 1");
-  ct_window h = ct_window_of(x->dims[1], a->i[0], a->i[1], (int)a->i[2]);
-  ct_window w = ct_window_of(x->dims[2], a->i[0], a->i[1], (int)a->i[2]);
+  const ct_pool_attrs *a = &ctx->attrs->pool;
+  if (a->window < 1 || a->stride < 1) return ct_infer_fail(ctx, "window and stride must be >= 1");
+  ct_window h = ct_window_of(x->dims[1], a->window, a->stride, a->same_padding);
+  ct_window w = ct_window_of(x->dims[2], a->window, a->stride, a->same_padding);
   if (h.out == 0 || w.out == 0) return ct_infer_fail(ctx, "the window is larger than the input");
   ctx->out_shapes[0] = ct_shape_of(4, x->dims[0], h.out, w.out, x->dims[3]);
   ctx->out_dtypes[0] = CT_F32;
@@ -125,10 +115,8 @@ const ct_op_def ct_op_avg_pool_grad = {"AvgPoolGrad", infer_avg_pool_grad, NULL,
 
 static ct_output pool(ct_graph *g, const ct_op_def *op, ct_output x, int ksize, int stride,
                       ct_padding padding) {
-  ct_attrs a = no_attrs();
-  a.i[0] = ksize;
-  a.i[1] = stride;
-  a.i[2] = padding == CT_PADDING_SAME;
+  ct_attrs a = {
+      .pool = {.window = ksize, .stride = stride, .same_padding = padding == CT_PADDING_SAME}};
   return ct_out(add_with(g, op, 1, &x, 1, &a), 0);
 }
 ct_output ct_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding) {
@@ -139,7 +127,7 @@ ct_output ct_avg_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_paddin
 }
 
 /* ---- LRN -----------------------------------------------------------------------
- * attrs.i[0]: depth radius; f[0] bias, f[1] alpha, f[2] beta. LRNGrad(x, dy). */
+ * attrs.lrn. LRNGrad(x, dy). */
 static int infer_lrn(ct_infer_ctx *ctx) {
   if (ct_require_rank(ctx, 0, 4) || ct_require_dtype(ctx, 0, CT_F32)) return 1;
   return ct_infer_same_as_input0(ctx);
@@ -153,16 +141,13 @@ const ct_op_def ct_op_lrn_grad = {"LRNGrad", ct_infer_same_as_input0, NULL, 0};
 
 ct_output ct_lrn(ct_graph *g, ct_output x, int depth_radius, float bias, float alpha,
                  float beta) {
-  ct_attrs a = no_attrs();
-  a.i[0] = depth_radius;
-  a.f[0] = bias;
-  a.f[1] = alpha;
-  a.f[2] = beta;
+  ct_attrs a = {
+      .lrn = {.depth_radius = depth_radius, .bias = bias, .alpha = alpha, .beta = beta}};
   return ct_out(add_with(g, &ct_op_lrn, 1, &x, 1, &a), 0);
 }
 
 /* ---- batch norm -------------------------------------------------------------------
- * Channels are the last axis (C). attrs.f[0]: epsilon.
+ * Channels are the last axis (C). attrs.batch_norm.
  * BatchNormTraining(x, gamma, beta) -> y, batch mean [C], unbiased batch
  *   variance [C] (for the moving average), inverse std [C] (for the gradient).
  * BatchNormInference(x, gamma, beta, mean, var) -> y.
@@ -224,7 +209,7 @@ const ct_op_def ct_op_batch_norm_inference_grad = {"FusedBatchNormInferenceGrad"
                                                    NULL, 0};
 
 /* AssignMovingAverage(variable, value): variable = momentum * variable +
- * (1 - momentum) * value. attrs.f[0]: momentum. */
+ * (1 - momentum) * value. attrs.moving_average. */
 static int infer_assign(ct_infer_ctx *ctx) {
   if (!ct_shape_equal(&ctx->in_shapes[0], &ctx->in_shapes[1]))
     return ct_infer_fail(ctx, "value and variable shapes differ");
@@ -237,8 +222,7 @@ const ct_op_def ct_op_assign_moving_average = {
 ct_output ct_batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output beta,
                         ct_output moving_mean, ct_output moving_var, int training,
                         float momentum, float epsilon) {
-  ct_attrs a = no_attrs();
-  a.f[0] = epsilon;
+  ct_attrs a = {.batch_norm = {.epsilon = epsilon}};
   if (!training) {
     ct_output in[5] = {x, gamma, beta, moving_mean, moving_var};
     return ct_out(add_with(g, &ct_op_batch_norm_inference, 5, in, 1, &a), 0);
@@ -246,8 +230,7 @@ ct_output ct_batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output bet
   ct_output in[3] = {x, gamma, beta};
   ct_node *bn = add_with(g, &ct_op_batch_norm_training, 3, in, 4, &a);
   if (bn && moving_mean.node && moving_var.node) {
-    ct_attrs m = no_attrs();
-    m.f[0] = momentum;
+    ct_attrs m = {.moving_average = {.momentum = momentum}};
     ct_output mean_in[2] = {moving_mean, ct_out(bn, 1)};
     ct_output var_in[2] = {moving_var, ct_out(bn, 2)};
     ct_graph_add_update_op(g, add_with(g, &ct_op_assign_moving_average, 2, mean_in, 1, &m));
@@ -258,8 +241,8 @@ ct_output ct_batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output bet
 
 /* ---- dropout ------------------------------------------------------------------------
  * Dropout(x [, first_example]) and DropoutGrad(dy [, first_example]).
- * attrs.f[0]: rate; i[0]: the random stream (the forward node's seed), shared
- * with DropoutGrad so that both see the same mask. Element i of example e
+ * attrs.dropout: the rate and the random stream (the forward node's seed),
+ * shared with DropoutGrad so that both see the same mask. Element i of example e
  * of the batch keeps or drops by a hash of (stream, step, e * example size +
  * i); e counts from first_example, an i64 scalar (0 when absent), so that a
  * replica computing examples 40.. of a batch draws their masks as one
@@ -283,11 +266,10 @@ ct_output ct_dropout(ct_graph *g, ct_output x, float rate) {
                        (double)rate);
     return ct_out(NULL, 0);
   }
-  ct_attrs a = no_attrs();
-  a.f[0] = rate;
+  ct_attrs a = {.dropout = {.rate = rate}};
   ct_output in[2] = {x, g->replica_first_example};
   ct_node *n = add_with(g, &ct_op_dropout, in[1].node ? 2 : 1, in, 1, &a);
-  if (n) n->attrs.i[0] = (int64_t)(n->seed >> 1);
+  if (n) n->attrs.dropout.stream = n->seed >> 1;
   return ct_out(n, 0);
 }
 

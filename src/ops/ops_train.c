@@ -8,8 +8,7 @@
  * ApplyAdam(var, m, v, lr, grad): g = grad + wd * var;
  *   m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; var -= lr * m / (sqrt(v) + eps)
  *   (lr already carries the bias correction, as TensorFlow's Adam)
- * attrs: f[0] momentum or beta1, f[1] beta2, f[2] epsilon, f[3] weight decay,
- *        i[0] nesterov. */
+ * attrs.gradient_descent, attrs.momentum, attrs.adam. */
 #include "ops/op_list.h"
 
 static int infer_apply(ct_infer_ctx *ctx) {

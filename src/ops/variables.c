@@ -25,9 +25,7 @@ ct_output ct_variable_read(ct_graph *g, int index) {
   const ct_variable_info *var = &g->variables[index];
   const char *base = strrchr(var->name, '/');
   base = base ? base + 1 : var->name;
-  ct_attrs attrs;
-  memset(&attrs, 0, sizeof attrs);
-  attrs.shape = var->shape;
+  ct_attrs attrs = {.source = {.shape = var->shape, .dtype = CT_F32}};
   ct_node *n = ct_graph_add_node(g, ct_op_find("Variable"), base, 0, NULL, 1, &attrs);
   if (n) n->variable = index;
   return ct_out(n, 0);

@@ -121,7 +121,9 @@ static void test_towers_give_the_result_of_one(void **state) {
         printf("  %-17s %d tower(s), %s split: max relative difference to 1 tower %.2e, "
                "replicas differ by %.1e\n",
                names[kind], n, skewed ? "skewed" : "even", diff, other.max_replica_diff);
-        assert_true(diff <= 1e-5);
+        /* the reference's own configuration, run again: bitwise the same (determinism) */
+        const int same_as_reference = kind == 0 && n == 1 && !skewed;
+        assert_true(same_as_reference ? diff == 0.0 : diff <= 1e-5);
         assert_true(other.max_replica_diff == 0.0);
       }
   }

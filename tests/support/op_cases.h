@@ -1,7 +1,7 @@
 /* The op cases the gradient check and the GPU test share: each builds one
  * op (or a short chain) from placeholders x[0..n_inputs-1] with inputs of
  * fixed shapes and values of a chosen kind. Every differentiable op has at
- * least one case. */
+ * least one case (tests/ops/test_op_registry.c checks it). */
 #ifndef CTOWER_OP_CASES_H
 #define CTOWER_OP_CASES_H
 

@@ -70,7 +70,7 @@ void ct_cpu_batch_norm_training(ct_kernel_ctx *ctx) {
   column_sums(ctx, x, NULL, NULL, NULL, rows, C, partial, mean);
   for (int64_t c = 0; c < C; ++c) mean[c] /= (float)(rows ? rows : 1);
   column_sums(ctx, NULL, x, mean, ones, rows, C, partial, var); /* sum (x - mean)^2 */
-  const float eps = ctx->attrs->f[0];
+  const float eps = ctx->attrs->batch_norm.epsilon;
   for (int64_t c = 0; c < C; ++c) {
     float biased = var[c] / (float)(rows ? rows : 1);
     if (biased < 0) biased = 0;
@@ -88,7 +88,8 @@ void ct_cpu_batch_norm_inference(ct_kernel_ctx *ctx) {
   float *inv_std = ct_kernel_scratch(ctx, (size_t)C * sizeof(float));
   if (inv_std == NULL) return;
   const float *var = ct_in_f32(ctx, 4);
-  for (int64_t c = 0; c < C; ++c) inv_std[c] = 1.0f / sqrtf(var[c] + ctx->attrs->f[0]);
+  const float eps = ctx->attrs->batch_norm.epsilon;
+  for (int64_t c = 0; c < C; ++c) inv_std[c] = 1.0f / sqrtf(var[c] + eps);
   normalize(ctx, ct_in_f32(ctx, 0), ct_in_f32(ctx, 1), ct_in_f32(ctx, 2), ct_in_f32(ctx, 3),
             inv_std, rows, C, ct_out_f32(ctx, 0));
 }
@@ -134,7 +135,8 @@ void ct_cpu_batch_norm_inference_grad(ct_kernel_ctx *ctx) {
   float *partial = ct_kernel_scratch(ctx, (size_t)(CHUNKS + 1) * (size_t)C * sizeof(float));
   if (partial == NULL) return;
   float *inv_std = partial + (int64_t)CHUNKS * C;
-  for (int64_t c = 0; c < C; ++c) inv_std[c] = 1.0f / sqrtf(var[c] + ctx->attrs->f[0]);
+  const float eps = ctx->attrs->batch_norm.epsilon;
+  for (int64_t c = 0; c < C; ++c) inv_std[c] = 1.0f / sqrtf(var[c] + eps);
   param_grads(ctx, x, dy, mean, inv_std, rows, C, ct_out_f32(ctx, 1), ct_out_f32(ctx, 2),
               partial);
   const int threads = ctx->threads;
@@ -148,7 +150,7 @@ void ct_cpu_batch_norm_inference_grad(ct_kernel_ctx *ctx) {
 void ct_cpu_assign_moving_average(ct_kernel_ctx *ctx) {
   float *v = ct_in_f32(ctx, 0);
   const float *value = ct_in_f32(ctx, 1);
-  const float m = ctx->attrs->f[0];
+  const float m = ctx->attrs->moving_average.momentum;
   const int64_t n = ct_in_elements(ctx, 0);
   for (int64_t i = 0; i < n; ++i) v[i] = m * v[i] + (1.0f - m) * value[i];
 }

@@ -35,10 +35,9 @@ static void conv_state_free(void *data) {
 static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int64_t *key) {
   const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
   ct_conv_shapes(ctx, kind, &xs, &fs, &ys);
-  const ct_attrs *a = ctx->attrs;
-  const int same = (int)a->i[2];
-  ct_window wh = ct_window_of(xs->dims[1], fs->dims[0], a->i[0], same);
-  ct_window ww = ct_window_of(xs->dims[2], fs->dims[1], a->i[1], same);
+  const ct_conv2d_attrs *a = &ctx->attrs->conv2d;
+  ct_window wh = ct_window_of(xs->dims[1], fs->dims[0], a->strides[0], a->same_padding);
+  ct_window ww = ct_window_of(xs->dims[2], fs->dims[1], a->strides[1], a->same_padding);
   const int64_t x_dims[4] = {xs->dims[0], xs->dims[3], xs->dims[1], xs->dims[2]};
   const int64_t f_dims[4] = {fs->dims[3], fs->dims[2], fs->dims[0], fs->dims[1]};
   const int64_t y_dims[4] = {ys->dims[0], ys->dims[3], ys->dims[1], ys->dims[2]};
@@ -46,7 +45,7 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
   dnnl_memory_desc_t y_md = ct_dnnl_md(4, y_dims, dnnl_nhwc);
   dnnl_memory_desc_t f_user_md = ct_dnnl_md(4, f_dims, dnnl_hwio);
   dnnl_memory_desc_t f_any_md = ct_dnnl_md(4, f_dims, dnnl_format_tag_any);
-  dnnl_dims_t strides = {a->i[0], a->i[1]};
+  dnnl_dims_t strides = {a->strides[0], a->strides[1]};
   dnnl_dims_t pad_l = {wh.pad_before, ww.pad_before}, pad_r = {wh.pad_after, ww.pad_after};
   dnnl_engine_t engine = ct_cpu_of(ctx->device)->engine;
 
@@ -121,9 +120,10 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
 static conv_state *conv_state_get(ct_kernel_ctx *ctx, conv_kind kind) {
   const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
   ct_conv_shapes(ctx, kind, &xs, &fs, &ys);
+  const ct_conv2d_attrs *a = &ctx->attrs->conv2d;
   int64_t key[11] = {xs->dims[0], xs->dims[1], xs->dims[2], xs->dims[3], fs->dims[0],
-                     fs->dims[1], fs->dims[2], fs->dims[3], ctx->attrs->i[0], ctx->attrs->i[1],
-                     ctx->attrs->i[2]};
+                     fs->dims[1], fs->dims[2], fs->dims[3], a->strides[0], a->strides[1],
+                     a->same_padding};
   conv_state *s = ctx->state->data;
   if (s && memcmp(s->key, key, sizeof key) == 0) return s;
   conv_state_free(s);

@@ -13,10 +13,10 @@ static inline int keep(uint64_t stream, uint64_t step, int64_t i, uint32_t thres
 }
 
 static void dropout(ct_kernel_ctx *ctx) {
-  const float rate = ctx->attrs->f[0];
+  const float rate = ctx->attrs->dropout.rate;
   const float scale = 1.0f / (1.0f - rate);
   const uint32_t threshold = (uint32_t)((double)rate * 4294967296.0);
-  const uint64_t stream = (uint64_t)ctx->attrs->i[0], step = ctx->step;
+  const uint64_t stream = ctx->attrs->dropout.stream, step = ctx->step;
   const float *x = ct_in_f32(ctx, 0);
   float *y = ct_out_f32(ctx, 0);
   const int64_t n = ct_in_elements(ctx, 0);

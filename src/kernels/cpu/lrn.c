@@ -19,9 +19,10 @@ typedef struct lrn_params {
   float bias, alpha, beta;
 } lrn_params;
 
-/* attrs: i[0] depth_radius, f[0] bias, f[1] alpha, f[2] beta; x is input 0. */
+/* attrs.lrn; x is input 0. */
 static lrn_params lrn_params_of(const ct_kernel_ctx *ctx, const ct_shape *x) {
-  lrn_params p = {0, 0, ctx->attrs->i[0], ctx->attrs->f[0], ctx->attrs->f[1], ctx->attrs->f[2]};
+  const ct_lrn_attrs *a = &ctx->attrs->lrn;
+  lrn_params p = {0, 0, a->depth_radius, a->bias, a->alpha, a->beta};
   ct_rows_channels(x, &p.rows, &p.channels);
   return p;
 }

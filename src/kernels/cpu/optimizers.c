@@ -6,7 +6,7 @@
 
 void ct_cpu_apply_gradient_descent(ct_kernel_ctx *ctx) {
   float *var = ct_in_f32(ctx, 0);
-  const float lr = ct_in_f32(ctx, 1)[0], wd = ctx->attrs->f[3];
+  const float lr = ct_in_f32(ctx, 1)[0], wd = ctx->attrs->gradient_descent.weight_decay;
   const float *grad = ct_in_f32(ctx, 2);
   const int64_t n = ct_in_elements(ctx, 0);
   const int threads = ctx->threads;
@@ -18,8 +18,9 @@ void ct_cpu_apply_momentum(ct_kernel_ctx *ctx) {
   float *var = ct_in_f32(ctx, 0), *accum = ct_in_f32(ctx, 1);
   const float lr = ct_in_f32(ctx, 2)[0];
   const float *grad = ct_in_f32(ctx, 3);
-  const float momentum = ctx->attrs->f[0], wd = ctx->attrs->f[3];
-  const int nesterov = ctx->attrs->i[0] != 0;
+  const ct_momentum_attrs *a = &ctx->attrs->momentum;
+  const float momentum = a->momentum, wd = a->weight_decay;
+  const int nesterov = a->nesterov != 0;
   const int64_t n = ct_in_elements(ctx, 0);
   const int threads = ctx->threads;
 #pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
@@ -34,8 +35,9 @@ void ct_cpu_apply_adam(ct_kernel_ctx *ctx) {
   float *var = ct_in_f32(ctx, 0), *m = ct_in_f32(ctx, 1), *v = ct_in_f32(ctx, 2);
   const float lr = ct_in_f32(ctx, 3)[0];
   const float *grad = ct_in_f32(ctx, 4);
-  const float b1 = ctx->attrs->f[0], b2 = ctx->attrs->f[1], eps = ctx->attrs->f[2];
-  const float wd = ctx->attrs->f[3];
+  const ct_adam_attrs *a = &ctx->attrs->adam;
+  const float b1 = a->beta1, b2 = a->beta2, eps = a->epsilon;
+  const float wd = a->weight_decay;
   const int64_t n = ct_in_elements(ctx, 0);
   const int threads = ctx->threads;
 #pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)

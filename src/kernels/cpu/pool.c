@@ -41,16 +41,16 @@ typedef struct pool_geometry {
   dnnl_dims_t strides, kernel, pad_l, pad_r;
 } pool_geometry;
 
-static pool_geometry pool_geometry_of(const ct_attrs *a, const ct_shape *x) {
-  ct_window wh = ct_window_of(x->dims[1], a->i[0], a->i[1], (int)a->i[2]);
-  ct_window ww = ct_window_of(x->dims[2], a->i[0], a->i[1], (int)a->i[2]);
-  pool_geometry g = {{a->i[1], a->i[1]}, {a->i[0], a->i[0]}, {wh.pad_before, ww.pad_before},
-                     {wh.pad_after, ww.pad_after}};
+static pool_geometry pool_geometry_of(const ct_pool_attrs *a, const ct_shape *x) {
+  ct_window wh = ct_window_of(x->dims[1], a->window, a->stride, a->same_padding);
+  ct_window ww = ct_window_of(x->dims[2], a->window, a->stride, a->same_padding);
+  pool_geometry g = {{a->stride, a->stride}, {a->window, a->window},
+                     {wh.pad_before, ww.pad_before}, {wh.pad_after, ww.pad_after}};
   return g;
 }
 
 static dnnl_status_t forward_desc(window_desc *d, window_alg alg, dnnl_prop_kind_t prop,
-                                  const ct_attrs *a, const dnnl_memory_desc_t *x_md,
+                                  const ct_pool_attrs *a, const dnnl_memory_desc_t *x_md,
                                   const dnnl_memory_desc_t *y_md, const ct_shape *x) {
   pool_geometry g = pool_geometry_of(a, x);
   return dnnl_pooling_forward_desc_init(
@@ -58,7 +58,7 @@ static dnnl_status_t forward_desc(window_desc *d, window_alg alg, dnnl_prop_kind
       x_md, y_md, g.strides, g.kernel, g.pad_l, g.pad_r);
 }
 
-static dnnl_status_t backward_desc(window_desc *d, window_alg alg, const ct_attrs *a,
+static dnnl_status_t backward_desc(window_desc *d, window_alg alg, const ct_pool_attrs *a,
                                    const dnnl_memory_desc_t *x_md,
                                    const dnnl_memory_desc_t *y_md, const ct_shape *x) {
   pool_geometry g = pool_geometry_of(a, x);
@@ -99,12 +99,12 @@ static window_state *window_state_make(ct_kernel_ctx *ctx, window_alg alg, int g
   int failed =
       ct_dnnl_check(ctx,
                     forward_desc(&fd, alg, grad ? dnnl_forward_training : dnnl_forward_inference,
-                                 ctx->attrs, &x_md, &y_md, &xs),
+                                 &ctx->attrs->pool, &x_md, &y_md, &xs),
                     "forward descriptor") ||
       ct_dnnl_check(ctx, dnnl_primitive_desc_create(&fwd_pd, &fd, NULL, engine, NULL),
                     "forward primitive descriptor");
   if (!failed && grad) {
-    failed = ct_dnnl_check(ctx, backward_desc(&bd, alg, ctx->attrs, &x_md, &y_md, &xs),
+    failed = ct_dnnl_check(ctx, backward_desc(&bd, alg, &ctx->attrs->pool, &x_md, &y_md, &xs),
                            "backward descriptor") ||
              ct_dnnl_check(ctx, dnnl_primitive_desc_create(&bwd_pd, &bd, NULL, engine, fwd_pd),
                            "backward primitive descriptor") ||

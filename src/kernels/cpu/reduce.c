@@ -6,7 +6,7 @@
 
 static void reduce(ct_kernel_ctx *ctx, int mean) {
   int64_t count;
-  ct_shape kept = ct_reduce_kept_shape(&ctx->inputs[0].shape, (unsigned)ctx->attrs->i[0], &count);
+  ct_shape kept = ct_reduce_kept_shape(&ctx->inputs[0].shape, ctx->attrs->reduce.axes_mask, &count);
   float *Y = ct_out_f32(ctx, 0);
   ct_cpu_sum_to(ctx, ct_in_f32(ctx, 0), &ctx->inputs[0].shape, Y, &kept);
   if (mean && count > 0) {
@@ -19,11 +19,11 @@ static void reduce(ct_kernel_ctx *ctx, int mean) {
 void ct_cpu_sum(ct_kernel_ctx *ctx) { reduce(ctx, 0); }
 void ct_cpu_mean(ct_kernel_ctx *ctx) { reduce(ctx, 1); }
 
-/* ReduceGrad(dy, x): attrs as the reduction's; i[2] is 1 for a mean. */
+/* ReduceGrad(dy, x): attrs.reduce as the reduction's, with `mean` set. */
 void ct_cpu_reduce_grad(ct_kernel_ctx *ctx) {
   int64_t count;
-  ct_shape kept = ct_reduce_kept_shape(&ctx->inputs[1].shape, (unsigned)ctx->attrs->i[0], &count);
-  float scale = ctx->attrs->i[2] && count > 0 ? 1.0f / (float)count : 1.0f;
+  ct_shape kept = ct_reduce_kept_shape(&ctx->inputs[1].shape, ctx->attrs->reduce.axes_mask, &count);
+  float scale = ctx->attrs->reduce.mean && count > 0 ? 1.0f / (float)count : 1.0f;
   ct_cpu_broadcast_to(ctx, ct_in_f32(ctx, 0), &kept, ct_out_f32(ctx, 0), &ctx->outputs[0].shape,
                       scale);
 }

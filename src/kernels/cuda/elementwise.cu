@@ -90,25 +90,32 @@ extern "C" cudaError_t ct_launch_copy_rows(void *dst, size_t dst_pitch, const vo
   return cudaSuccess;
 }
 
-/* ---- unary ---- */
+/* ---- unary ----
+ * Each op's formula is a specialization of unary_formula: an op launched
+ * without one is an incomplete type, so it does not compile. */
 
 template <ct_unary_op OP>
-static __device__ __forceinline__ float unary(float x) {
-  switch (OP) {
-    case CT_UNARY_NEG:
-      return -x;
-    case CT_UNARY_RELU:
-      return x > 0.0f ? x : 0.0f;
-    case CT_UNARY_SIGMOID:
-      return 1.0f / (1.0f + expf(-x));
-    default: /* CT_UNARY_TANH */
-      return tanhf(x);
-  }
-}
+struct unary_formula;
+template <>
+struct unary_formula<CT_UNARY_NEG> {
+  static __device__ __forceinline__ float of(float x) { return -x; }
+};
+template <>
+struct unary_formula<CT_UNARY_RELU> {
+  static __device__ __forceinline__ float of(float x) { return x > 0.0f ? x : 0.0f; }
+};
+template <>
+struct unary_formula<CT_UNARY_SIGMOID> {
+  static __device__ __forceinline__ float of(float x) { return 1.0f / (1.0f + expf(-x)); }
+};
+template <>
+struct unary_formula<CT_UNARY_TANH> {
+  static __device__ __forceinline__ float of(float x) { return tanhf(x); }
+};
 
 template <ct_unary_op OP>
 __global__ static void unary_kernel(const float *x, float *y, int64_t n) {
-  FOR_EACH(i, n) y[i] = unary<OP>(x[i]);
+  FOR_EACH(i, n) y[i] = unary_formula<OP>::of(x[i]);
 }
 
 extern "C" cudaError_t ct_launch_unary(ct_unary_op op, const float *x, float *y, int64_t n,
@@ -117,48 +124,61 @@ extern "C" cudaError_t ct_launch_unary(ct_unary_op op, const float *x, float *y,
   switch (op) {
     case CT_UNARY_NEG:
       unary_kernel<CT_UNARY_NEG><<<blocks, THREADS, 0, stream>>>(x, y, n);
-      break;
+      return cudaGetLastError();
     case CT_UNARY_RELU:
       unary_kernel<CT_UNARY_RELU><<<blocks, THREADS, 0, stream>>>(x, y, n);
-      break;
+      return cudaGetLastError();
     case CT_UNARY_SIGMOID:
       unary_kernel<CT_UNARY_SIGMOID><<<blocks, THREADS, 0, stream>>>(x, y, n);
-      break;
+      return cudaGetLastError();
     case CT_UNARY_TANH:
       unary_kernel<CT_UNARY_TANH><<<blocks, THREADS, 0, stream>>>(x, y, n);
-      break;
-    default:
-      return cudaErrorInvalidValue;
+      return cudaGetLastError();
   }
-  return cudaGetLastError();
+  /* not a ct_unary_op (a listed op without its case fails -Wswitch) */
+  return cudaErrorInvalidValue;
 }
 
-/* ---- binary ---- */
+/* ---- binary ----
+ * As for unary ops: an op without its binary_formula does not compile. */
 
 template <ct_binary_op OP>
-static __device__ __forceinline__ float binary(float a, float b) {
-  switch (OP) {
-    case CT_BINARY_ADD:
-      return a + b;
-    case CT_BINARY_SUB:
-      return a - b;
-    case CT_BINARY_MUL:
-      return a * b;
-    case CT_BINARY_DIV:
-      return a / b;
-    case CT_BINARY_RELU_GRAD:
-      return b > 0.0f ? a : 0.0f;
-    case CT_BINARY_SIGMOID_GRAD:
-      return b * a * (1.0f - a);
-    default: /* CT_BINARY_TANH_GRAD */
-      return b * (1.0f - __fmul_rn(a, a));
+struct binary_formula;
+template <>
+struct binary_formula<CT_BINARY_ADD> {
+  static __device__ __forceinline__ float of(float a, float b) { return a + b; }
+};
+template <>
+struct binary_formula<CT_BINARY_SUB> {
+  static __device__ __forceinline__ float of(float a, float b) { return a - b; }
+};
+template <>
+struct binary_formula<CT_BINARY_MUL> {
+  static __device__ __forceinline__ float of(float a, float b) { return a * b; }
+};
+template <>
+struct binary_formula<CT_BINARY_DIV> {
+  static __device__ __forceinline__ float of(float a, float b) { return a / b; }
+};
+template <>
+struct binary_formula<CT_BINARY_RELU_GRAD> {
+  static __device__ __forceinline__ float of(float a, float b) { return b > 0.0f ? a : 0.0f; }
+};
+template <>
+struct binary_formula<CT_BINARY_SIGMOID_GRAD> {
+  static __device__ __forceinline__ float of(float a, float b) { return b * a * (1.0f - a); }
+};
+template <>
+struct binary_formula<CT_BINARY_TANH_GRAD> {
+  static __device__ __forceinline__ float of(float a, float b) {
+    return b * (1.0f - __fmul_rn(a, a));
   }
-}
+};
 
 /* Each y[i] reads its operands before writing: y may be a or b. */
 template <ct_binary_op OP>
 __global__ static void binary_same(const float *a, const float *b, float *y, int64_t n) {
-  FOR_EACH(i, n) y[i] = binary<OP>(a[i], b[i]);
+  FOR_EACH(i, n) y[i] = binary_formula<OP>::of(a[i], b[i]);
 }
 
 template <ct_binary_op OP>
@@ -167,7 +187,7 @@ __global__ static void binary_repeat_b(const float *a, const float *b, float *y,
   FOR_EACH(i, n) {
     int64_t j = 0;
     if (block > 1) div_rem(i, block, &j);
-    y[i] = binary<OP>(a[i], b[j]);
+    y[i] = binary_formula<OP>::of(a[i], b[j]);
   }
 }
 
@@ -177,7 +197,7 @@ __global__ static void binary_repeat_a(const float *a, const float *b, float *y,
   FOR_EACH(i, n) {
     int64_t j = 0;
     if (block > 1) div_rem(i, block, &j);
-    y[i] = binary<OP>(a[j], b[i]);
+    y[i] = binary_formula<OP>::of(a[j], b[i]);
   }
 }
 
@@ -187,7 +207,7 @@ __global__ static void binary_strided(const float *a, const float *b, float *y, 
   FOR_EACH(i, n) {
     int64_t oa, ob;
     offsets_of(i, a_map, b_map, &oa, &ob);
-    y[i] = binary<OP>(a[oa], b[ob]);
+    y[i] = binary_formula<OP>::of(a[oa], b[ob]);
   }
 }
 
@@ -232,9 +252,9 @@ extern "C" cudaError_t ct_launch_binary(ct_binary_op op, const float *a, const f
       return launch_binary<CT_BINARY_SIGMOID_GRAD>(a, b, y, n, layout, stream);
     case CT_BINARY_TANH_GRAD:
       return launch_binary<CT_BINARY_TANH_GRAD>(a, b, y, n, layout, stream);
-    default:
-      return cudaErrorInvalidValue;
   }
+  /* not a ct_binary_op (a listed op without its case fails -Wswitch) */
+  return cudaErrorInvalidValue;
 }
 
 /* ---- broadcast, AddN, dropout ---- */

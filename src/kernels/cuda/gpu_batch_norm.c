@@ -17,8 +17,9 @@ void ct_gpu_batch_norm_training(ct_kernel_ctx *ctx) {
   cudaStream_t stream = ct_kernel_gpu(ctx)->stream;
   const float *x = ct_in_f32(ctx, 0);
   float *mean = ct_out_f32(ctx, 1), *inv_std = ct_out_f32(ctx, 3);
-  if (ct_kernel_launch_failed(ctx, ct_launch_bn_stats(x, mean, ct_out_f32(ctx, 2), inv_std, scratch,
-                                                      rows, C, ctx->attrs->f[0], stream)) ||
+  if (ct_kernel_launch_failed(
+          ctx, ct_launch_bn_stats(x, mean, ct_out_f32(ctx, 2), inv_std, scratch, rows, C,
+                                  ctx->attrs->batch_norm.epsilon, stream)) ||
       rows == 0)
     return;
   ct_kernel_launch_failed(
@@ -34,8 +35,8 @@ void ct_gpu_batch_norm_inference(ct_kernel_ctx *ctx) {
   float *inv_std = ct_kernel_scratch(ctx, (size_t)C * sizeof(float));
   if (inv_std == NULL) return;
   cudaStream_t stream = ct_kernel_gpu(ctx)->stream;
-  if (ct_kernel_launch_failed(
-          ctx, ct_launch_bn_inv_std(ct_in_f32(ctx, 4), inv_std, C, ctx->attrs->f[0], stream)))
+  if (ct_kernel_launch_failed(ctx, ct_launch_bn_inv_std(ct_in_f32(ctx, 4), inv_std, C,
+                                                        ctx->attrs->batch_norm.epsilon, stream)))
     return;
   ct_kernel_launch_failed(
       ctx, ct_launch_bn_normalize(ct_in_f32(ctx, 0), ct_in_f32(ctx, 1), ct_in_f32(ctx, 2),
@@ -74,8 +75,8 @@ void ct_gpu_batch_norm_inference_grad(ct_kernel_ctx *ctx) {
   cudaStream_t stream = ct_kernel_gpu(ctx)->stream;
   const float *x = ct_in_f32(ctx, 0), *gamma = ct_in_f32(ctx, 1), *mean = ct_in_f32(ctx, 2);
   const float *dy = ct_in_f32(ctx, 4);
-  if (ct_kernel_launch_failed(
-          ctx, ct_launch_bn_inv_std(ct_in_f32(ctx, 3), inv_std, C, ctx->attrs->f[0], stream)) ||
+  if (ct_kernel_launch_failed(ctx, ct_launch_bn_inv_std(ct_in_f32(ctx, 3), inv_std, C,
+                                                        ctx->attrs->batch_norm.epsilon, stream)) ||
       ct_kernel_launch_failed(
           ctx, ct_launch_bn_param_grads(x, dy, mean, inv_std, ct_out_f32(ctx, 1),
                                         ct_out_f32(ctx, 2), scratch, rows, C, stream)) ||

@@ -163,15 +163,14 @@ static int choose_algo(ct_kernel_ctx *ctx, conv_kind kind, conv_state *s) {
 static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int64_t *key) {
   const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
   ct_conv_shapes(ctx, kind, &xs, &fs, &ys);
-  const ct_attrs *a = ctx->attrs;
-  const int same = (int)a->i[2];
-  const ct_window wh = ct_window_of(xs->dims[1], fs->dims[0], a->i[0], same);
-  const ct_window ww = ct_window_of(xs->dims[2], fs->dims[1], a->i[1], same);
+  const ct_conv2d_attrs *a = &ctx->attrs->conv2d;
+  const ct_window wh = ct_window_of(xs->dims[1], fs->dims[0], a->strides[0], a->same_padding);
+  const ct_window ww = ct_window_of(xs->dims[2], fs->dims[1], a->strides[1], a->same_padding);
   const int64_t extra_h = wh.pad_after - wh.pad_before, extra_w = ww.pad_after - ww.pad_before;
   const int64_t n = xs->dims[0], h = xs->dims[1] + extra_h, w = xs->dims[2] + extra_w;
   const int64_t c = xs->dims[3], r = fs->dims[0], sw = fs->dims[1], k = fs->dims[3];
   const int64_t p = ys->dims[1], q = ys->dims[2];
-  const int64_t dims[] = {n, h, w, c, r, sw, k, p, q, a->i[0], a->i[1]};
+  const int64_t dims[] = {n, h, w, c, r, sw, k, p, q, a->strides[0], a->strides[1]};
   for (size_t i = 0; i < sizeof dims / sizeof dims[0]; ++i)
     if (dims[i] > INT_MAX) {
       ct_status_set(ctx->status, CT_UNIMPLEMENTED,
@@ -208,8 +207,8 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
                                                 (int)k, (int)c, (int)r, (int)sw),
                      what, st) ||
       ct_cudnn_check(cudnnSetConvolution2dDescriptor(
-                         s->conv_desc, (int)wh.pad_before, (int)ww.pad_before, (int)a->i[0],
-                         (int)a->i[1], 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                         s->conv_desc, (int)wh.pad_before, (int)ww.pad_before, (int)a->strides[0],
+                         (int)a->strides[1], 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                      what, st) ||
       ct_cudnn_check(cudnnSetConvolutionMathType(s->conv_desc, math), what, st);
   if (!failed) {
@@ -236,10 +235,11 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
 static conv_state *conv_state_get(ct_kernel_ctx *ctx, conv_kind kind) {
   const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
   ct_conv_shapes(ctx, kind, &xs, &fs, &ys);
-  const int64_t key[12] = {
-      xs->dims[0],      xs->dims[1],      xs->dims[2],      xs->dims[3],
-      fs->dims[0],      fs->dims[1],      fs->dims[2],      fs->dims[3],
-      ctx->attrs->i[0], ctx->attrs->i[1], ctx->attrs->i[2], (int64_t)ct_kernel_gpu(ctx)->precision};
+  const ct_conv2d_attrs *a = &ctx->attrs->conv2d;
+  const int64_t key[12] = {xs->dims[0],   xs->dims[1],     xs->dims[2],
+                           xs->dims[3],   fs->dims[0],     fs->dims[1],
+                           fs->dims[2],   fs->dims[3],     a->strides[0],
+                           a->strides[1], a->same_padding, (int64_t)ct_kernel_gpu(ctx)->precision};
   conv_state *s = ctx->state->data;
   if (s && memcmp(s->key, key, sizeof key) == 0) return s;
   conv_state_free(s);

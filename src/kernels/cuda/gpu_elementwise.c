@@ -204,13 +204,13 @@ void ct_gpu_sum_like(ct_kernel_ctx *ctx) {
  * recomputes the same mask from (stream, step, global index); the first
  * example's index (input 1) is read on the GPU. */
 static void dropout(ct_kernel_ctx *ctx) {
-  const float rate = ctx->attrs->f[0];
+  const float rate = ctx->attrs->dropout.rate;
   const float scale = 1.0f / (1.0f - rate);
   const uint32_t threshold = (uint32_t)((double)rate * 4294967296.0);
   const int64_t n = ct_in_elements(ctx, 0);
   if (n == 0) return;
   cudaError_t err =
-      ct_launch_dropout(ct_in_f32(ctx, 0), ct_out_f32(ctx, 0), n, (uint64_t)ctx->attrs->i[0],
+      ct_launch_dropout(ct_in_f32(ctx, 0), ct_out_f32(ctx, 0), n, ctx->attrs->dropout.stream,
                         ctx->step, ctx->n_inputs > 1 ? (const int64_t *)ctx->inputs[1].data : NULL,
                         ct_example_elements(ctx), threshold, scale, ct_kernel_gpu(ctx)->stream);
   ct_kernel_launch_failed(ctx, err);

@@ -21,7 +21,7 @@ static cublasComputeType_t compute_type(ct_precision precision) {
 
 void ct_gpu_matmul(ct_kernel_ctx *ctx) {
   const ct_shape *a = &ctx->inputs[0].shape, *b = &ctx->inputs[1].shape;
-  const int ta = ctx->attrs->i[0] != 0, tb = ctx->attrs->i[1] != 0;
+  const int ta = ctx->attrs->matmul.transpose_a != 0, tb = ctx->attrs->matmul.transpose_b != 0;
   const int64_t m = a->dims[ta], k = a->dims[1 - ta], n = b->dims[1 - tb];
   ct_gpu *gpu = ct_kernel_gpu(ctx);
   float *c = ct_out_f32(ctx, 0);

@@ -8,25 +8,25 @@
 #include "kernels/cuda/nn_kernels.h"
 #include "ops/conv_geometry.h"
 
-/* attrs.i[0]: window, i[1]: stride, i[2]: 1 for SAME; x [N, H, W, C]. */
-static ct_pool_geometry pool_geometry_of(const ct_attrs *a, const ct_shape *x) {
-  const ct_window wh = ct_window_of(x->dims[1], a->i[0], a->i[1], (int)a->i[2]);
-  const ct_window ww = ct_window_of(x->dims[2], a->i[0], a->i[1], (int)a->i[2]);
+/* x [N, H, W, C]. */
+static ct_pool_geometry pool_geometry_of(const ct_pool_attrs *a, const ct_shape *x) {
+  const ct_window wh = ct_window_of(x->dims[1], a->window, a->stride, a->same_padding);
+  const ct_window ww = ct_window_of(x->dims[2], a->window, a->stride, a->same_padding);
   ct_pool_geometry g = {x->dims[0], x->dims[1], x->dims[2], x->dims[3],    wh.out,
-                        ww.out,     a->i[0],    a->i[1],    wh.pad_before, ww.pad_before};
+                        ww.out,     a->window,  a->stride,  wh.pad_before, ww.pad_before};
   return g;
 }
 
 void ct_gpu_max_pool(ct_kernel_ctx *ctx) {
   if (ct_shape_elements(&ctx->outputs[0].shape) == 0) return;
-  ct_pool_geometry g = pool_geometry_of(ctx->attrs, &ctx->inputs[0].shape);
+  ct_pool_geometry g = pool_geometry_of(&ctx->attrs->pool, &ctx->inputs[0].shape);
   ct_kernel_launch_failed(ctx, ct_launch_max_pool(ct_in_f32(ctx, 0), ct_out_f32(ctx, 0), g,
                                                   ct_kernel_gpu(ctx)->stream));
 }
 
 void ct_gpu_avg_pool(ct_kernel_ctx *ctx) {
   if (ct_shape_elements(&ctx->outputs[0].shape) == 0) return;
-  ct_pool_geometry g = pool_geometry_of(ctx->attrs, &ctx->inputs[0].shape);
+  ct_pool_geometry g = pool_geometry_of(&ctx->attrs->pool, &ctx->inputs[0].shape);
   ct_kernel_launch_failed(ctx, ct_launch_avg_pool(ct_in_f32(ctx, 0), ct_out_f32(ctx, 0), g,
                                                   ct_kernel_gpu(ctx)->stream));
 }
@@ -35,7 +35,7 @@ void ct_gpu_avg_pool(ct_kernel_ctx *ctx) {
  * maximum, as on the CPU. */
 void ct_gpu_max_pool_grad(ct_kernel_ctx *ctx) {
   if (ct_shape_elements(&ctx->outputs[0].shape) == 0) return;
-  ct_pool_geometry g = pool_geometry_of(ctx->attrs, &ctx->inputs[0].shape);
+  ct_pool_geometry g = pool_geometry_of(&ctx->attrs->pool, &ctx->inputs[0].shape);
   int32_t *argmax = ct_kernel_scratch(ctx, (size_t)ct_in_elements(ctx, 1) * sizeof(int32_t));
   if (argmax == NULL) return;
   ct_kernel_launch_failed(
@@ -46,22 +46,21 @@ void ct_gpu_max_pool_grad(ct_kernel_ctx *ctx) {
 /* AvgPoolGrad(dy, x_like): only x's shape matters. */
 void ct_gpu_avg_pool_grad(ct_kernel_ctx *ctx) {
   if (ct_shape_elements(&ctx->outputs[0].shape) == 0) return;
-  ct_pool_geometry g = pool_geometry_of(ctx->attrs, &ctx->outputs[0].shape);
+  ct_pool_geometry g = pool_geometry_of(&ctx->attrs->pool, &ctx->outputs[0].shape);
   ct_kernel_launch_failed(ctx, ct_launch_avg_pool_grad(ct_in_f32(ctx, 0), ct_out_f32(ctx, 0), g,
                                                        ct_kernel_gpu(ctx)->stream));
 }
 
-/* LRN over the channels (the last axis): attrs.i[0] depth radius, f[0]
- * bias, f[1] alpha, f[2] beta. */
+/* LRN over the channels (the last axis): attrs.lrn. */
 void ct_gpu_lrn(ct_kernel_ctx *ctx) {
   const int64_t elements = ct_in_elements(ctx, 0);
   if (elements == 0) return;
   const ct_shape *x = &ctx->inputs[0].shape;
   const int64_t channels = x->dims[x->rank - 1];
-  const ct_attrs *a = ctx->attrs;
+  const ct_lrn_attrs *a = &ctx->attrs->lrn;
   ct_kernel_launch_failed(
       ctx, ct_launch_lrn(ct_in_f32(ctx, 0), ct_out_f32(ctx, 0), elements / channels, channels,
-                         a->i[0], a->f[0], a->f[1], a->f[2], ct_kernel_gpu(ctx)->stream));
+                         a->depth_radius, a->bias, a->alpha, a->beta, ct_kernel_gpu(ctx)->stream));
 }
 
 /* LRNGrad(x, dy). */
@@ -70,11 +69,11 @@ void ct_gpu_lrn_grad(ct_kernel_ctx *ctx) {
   if (elements == 0) return;
   const ct_shape *x = &ctx->inputs[0].shape;
   const int64_t channels = x->dims[x->rank - 1];
-  const ct_attrs *a = ctx->attrs;
+  const ct_lrn_attrs *a = &ctx->attrs->lrn;
   float *scratch = ct_kernel_scratch(ctx, 2 * (size_t)elements * sizeof(float));
   if (scratch == NULL) return;
   ct_kernel_launch_failed(
       ctx, ct_launch_lrn_grad(ct_in_f32(ctx, 0), ct_in_f32(ctx, 1), ct_out_f32(ctx, 0), scratch,
-                              elements / channels, channels, a->i[0], a->f[0], a->f[1], a->f[2],
-                              ct_kernel_gpu(ctx)->stream));
+                              elements / channels, channels, a->depth_radius, a->bias, a->alpha,
+                              a->beta, ct_kernel_gpu(ctx)->stream));
 }

@@ -1,0 +1,113 @@
+/* The attributes of a node, one typed struct per op (or family of ops that
+ * share them): the op's builder fills its member of ct_attrs, and its shape
+ * rule, gradient and kernels (CPU and CUDA) read that member alone, e.g.
+ * ctx->attrs->conv2d.strides[0]. Ops without attributes leave ct_attrs
+ * zeroed. */
+#ifndef CTOWER_GRAPH_OP_ATTRS_H
+#define CTOWER_GRAPH_OP_ATTRS_H
+
+#include <stdint.h>
+
+#include "ctower/tensor.h"
+
+/* Placeholder, Const, Variable. */
+typedef struct ct_source_attrs {
+  ct_shape shape; /* the output's shape, -1 where unknown */
+  ct_dtype dtype; /* the output's dtype */
+} ct_source_attrs;
+
+/* Reshape. */
+typedef struct ct_reshape_attrs {
+  ct_shape shape; /* the target shape; at most one -1, resolved from the input's size */
+} ct_reshape_attrs;
+
+/* ConcatV2, ConcatGrad (as its Concat's), Split. */
+typedef struct ct_axis_attrs {
+  int64_t axis; /* the axis joined or split; negative counts back from the rank */
+} ct_axis_attrs;
+
+/* Sum, Mean, ReduceGrad (as its reduction's, plus `mean`). */
+typedef struct ct_reduce_attrs {
+  unsigned axes_mask; /* bit d set: axis d is reduced (resolved when built) */
+  int keep_dims;      /* reduced axes stay, with size 1 */
+  int mean;           /* ReduceGrad only: 1 when the reduction was a mean */
+} ct_reduce_attrs;
+
+/* MatMul. */
+typedef struct ct_matmul_attrs {
+  int transpose_a; /* a is [K, M] rather than [M, K] */
+  int transpose_b; /* b is [N, K] rather than [K, N] */
+} ct_matmul_attrs;
+
+/* Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter (as their Conv2D's). */
+typedef struct ct_conv2d_attrs {
+  int64_t strides[2]; /* along H and W */
+  int same_padding;   /* 1 for SAME, 0 for VALID */
+} ct_conv2d_attrs;
+
+/* MaxPool, AvgPool and their gradients: a square window. */
+typedef struct ct_pool_attrs {
+  int64_t window;   /* the window's height and width */
+  int64_t stride;   /* along H and W */
+  int same_padding; /* 1 for SAME, 0 for VALID */
+} ct_pool_attrs;
+
+/* LRN, LRNGrad. */
+typedef struct ct_lrn_attrs {
+  int64_t depth_radius; /* channels on each side of the centre in the window */
+  float bias, alpha, beta;
+} ct_lrn_attrs;
+
+/* FusedBatchNorm, FusedBatchNormInference and their gradients. */
+typedef struct ct_batch_norm_attrs {
+  float epsilon; /* added to the variance */
+} ct_batch_norm_attrs;
+
+/* AssignMovingAvg. */
+typedef struct ct_moving_average_attrs {
+  float momentum; /* the weight of the old value */
+} ct_moving_average_attrs;
+
+/* Dropout, DropoutGrad (as its Dropout's, so that both see the same mask). */
+typedef struct ct_dropout_attrs {
+  float rate;      /* the probability of dropping an element */
+  uint64_t stream; /* the random stream: the forward node's seed */
+} ct_dropout_attrs;
+
+/* ApplyGradientDescent. */
+typedef struct ct_gradient_descent_attrs {
+  float weight_decay;
+} ct_gradient_descent_attrs;
+
+/* ApplyMomentum. */
+typedef struct ct_momentum_attrs {
+  float momentum;
+  float weight_decay;
+  int nesterov; /* 1 for Nesterov's update */
+} ct_momentum_attrs;
+
+/* ApplyAdam. */
+typedef struct ct_adam_attrs {
+  float beta1, beta2, epsilon;
+  float weight_decay;
+} ct_adam_attrs;
+
+/* A node's attributes: the member named for its op. */
+typedef union ct_attrs {
+  ct_source_attrs source;
+  ct_reshape_attrs reshape;
+  ct_axis_attrs axis;
+  ct_reduce_attrs reduce;
+  ct_matmul_attrs matmul;
+  ct_conv2d_attrs conv2d;
+  ct_pool_attrs pool;
+  ct_lrn_attrs lrn;
+  ct_batch_norm_attrs batch_norm;
+  ct_moving_average_attrs moving_average;
+  ct_dropout_attrs dropout;
+  ct_gradient_descent_attrs gradient_descent;
+  ct_momentum_attrs momentum;
+  ct_adam_attrs adam;
+} ct_attrs;
+
+#endif

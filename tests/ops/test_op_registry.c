@@ -1,0 +1,164 @@
+/* Every op of the op list (src/ops/op_list.h) has what the kernels and the
+ * op cases promise: a shape rule, a CPU kernel, a GPU kernel in a CUDA
+ * build, and a gradient check. A differentiable op is checked when an op
+ * case (tests/support/op_cases.c) builds it; a backward-only op when the
+ * gradient of an op case builds it, as test_gradients computes it. An op
+ * that lacks one of these is listed in `exemptions`, with the reason. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/kernel.h"
+#include "op_cases.h"
+#include "ops/op_list.h"
+
+typedef enum { SHAPE_RULE, CPU_KERNEL, GPU_KERNEL, GRADIENT_CHECK } requirement;
+static const char *const requirement_names[] = {"a shape rule", "a CPU kernel", "a GPU kernel",
+                                                "a gradient check"};
+
+typedef struct exemption {
+  const char *op;
+  requirement waived;
+  const char *reason;
+} exemption;
+
+static const exemption exemptions[] = {
+    {"NoOp", SHAPE_RULE, "it has no outputs"},
+    {"NoOp", CPU_KERNEL, "it has no outputs: the executor runs no kernel for it"},
+    {"NoOp", GPU_KERNEL, "it has no outputs: the executor runs no kernel for it"},
+    {"NoOp", GRADIENT_CHECK, "it has no outputs"},
+    {"ReshapeLike", GRADIENT_CHECK,
+     "only Reshape's gradient builds it (no builder of its own); the Reshape case runs it"},
+    {"Placeholder", GRADIENT_CHECK, "a source: its value is fed"},
+    {"Const", GRADIENT_CHECK, "a source: its value is fixed"},
+    {"Variable", GRADIENT_CHECK, "a source: gradients stop at variables"},
+    {"ZerosLike", GRADIENT_CHECK, "its output does not depend on its input's values"},
+    {"OnesLike", GRADIENT_CHECK, "its output does not depend on its input's values"},
+    {"ArgMax", GRADIENT_CHECK, "its output is an integer index"},
+    {"Accuracy", GRADIENT_CHECK, "a metric: it counts integer matches"},
+    {"ApplyGradientDescent", GRADIENT_CHECK, "an optimizer update (tests/kernels checks it)"},
+    {"ApplyMomentum", GRADIENT_CHECK, "an optimizer update (tests/kernels checks it)"},
+    {"ApplyAdam", GRADIENT_CHECK, "an optimizer update (tests/kernels checks it)"},
+    {"AssignMovingAvg", GRADIENT_CHECK, "a variable update (tests/kernels checks it)"},
+};
+enum { N_EXEMPTIONS = sizeof exemptions / sizeof exemptions[0] };
+
+static const ct_op_def *const all_ops[] = {CT_OP_LIST(CT_OP_ADDRESS)};
+enum { N_OPS = sizeof all_ops / sizeof all_ops[0] };
+
+static int op_index(const ct_op_def *op) {
+  for (int k = 0; k < N_OPS; ++k)
+    if (all_ops[k] == op) return k;
+  return -1;
+}
+
+static const exemption *exemption_of(const ct_op_def *op, requirement r) {
+  for (int e = 0; e < N_EXEMPTIONS; ++e)
+    if (exemptions[e].waived == r && strcmp(exemptions[e].op, op->name) == 0) return &exemptions[e];
+  return NULL;
+}
+
+/* Marks the op of every node from `first` on. */
+static void mark_ops(const ct_graph *g, int first, int *marked) {
+  for (int i = first; i < g->n_nodes; ++i) {
+    int k = op_index(g->nodes[i]->op);
+    assert_true(k >= 0);
+    marked[k] = 1;
+  }
+}
+
+/* built[k]: an op case builds op k; in_gradient[k]: the gradient of an op
+ * case's loss builds op k. */
+static void find_checked_ops(int *built, int *in_gradient) {
+  int n_cases = 0;
+  const op_case *cases = ct_op_cases(&n_cases);
+  for (int c = 0; c < n_cases; ++c) {
+    ct_graph *g = ct_graph_new();
+    ct_output x[CT_CASE_MAX_INPUTS];
+    for (int i = 0; i < cases[c].n_inputs; ++i)
+      x[i] = ct_placeholder(g, "x", CT_F32, cases[c].shapes[i]);
+    const int first = g->n_nodes;
+    cases[c].build(g, x);
+    assert_status_ok(ct_graph_status(g));
+    mark_ops(g, first, built);
+    ct_graph_free(g);
+
+    g = ct_graph_new();
+    op_case_graph case_graph;
+    ct_op_case_build(&cases[c], g, &case_graph);
+    const int first_backward = g->n_nodes;
+    ct_output grads[CT_CASE_MAX_INPUTS];
+    assert_int_equal(ct_gradients(g, case_graph.loss, cases[c].n_inputs, case_graph.x, grads), 0);
+    assert_status_ok(ct_graph_status(g));
+    mark_ops(g, first_backward, in_gradient);
+    ct_op_case_graph_free(&case_graph, cases[c].n_inputs);
+    ct_graph_free(g);
+  }
+}
+
+typedef struct tally {
+  int has, exempt;
+} tally;
+
+/* Counts op's requirement r as met or exempt; appends to `missing` when it
+ * is neither, or when it is met but still listed as exempt. */
+static void check(const ct_op_def *op, requirement r, int met, tally *t, char *missing,
+                  size_t size) {
+  const exemption *e = exemption_of(op, r);
+  size_t used = strlen(missing);
+  if (met && e)
+    snprintf(missing + used, size - used, "  %s has %s but is listed as exempt (\"%s\")\n",
+             op->name, requirement_names[r], e->reason);
+  else if (!met && !e)
+    snprintf(missing + used, size - used, "  %s lacks %s\n", op->name, requirement_names[r]);
+  t->has += met;
+  t->exempt += e != NULL;
+}
+
+static void test_every_op_is_complete(void **state) {
+  (void)state;
+  for (int e = 0; e < N_EXEMPTIONS; ++e)
+    if (ct_op_find(exemptions[e].op) == NULL)
+      fail_msg("the exemption of '%s' names no op", exemptions[e].op);
+
+  int built[N_OPS] = {0}, in_gradient[N_OPS] = {0};
+  find_checked_ops(built, in_gradient);
+  char missing[8192] = "";
+  tally shape_rules = {0, 0}, cpu_kernels = {0, 0}, gpu_kernels = {0, 0};
+  tally by_case = {0, 0}, by_case_gradient = {0, 0}, without_gradient = {0, 0};
+  for (int k = 0; k < N_OPS; ++k) {
+    const ct_op_def *op = all_ops[k];
+    check(op, SHAPE_RULE, op->infer != NULL, &shape_rules, missing, sizeof missing);
+    check(op, CPU_KERNEL, ct_kernel_find(op->name, CT_DEVICE_KIND_CPU) != NULL, &cpu_kernels, missing,
+          sizeof missing);
+#ifdef CTOWER_HAVE_CUDA
+    check(op, GPU_KERNEL, ct_kernel_find(op->name, CT_DEVICE_KIND_GPU) != NULL, &gpu_kernels, missing,
+          sizeof missing);
+#endif
+    if (op->grad != NULL)
+      check(op, GRADIENT_CHECK, built[k], &by_case, missing, sizeof missing);
+    else if (op->flags & CT_OP_NO_GRADIENT)
+      check(op, GRADIENT_CHECK, 0, &without_gradient, missing, sizeof missing);
+    else /* backward-only (or a source) */
+      check(op, GRADIENT_CHECK, in_gradient[k], &by_case_gradient, missing, sizeof missing);
+  }
+  printf("%d ops: %d shape rules + %d exempt, %d CPU kernels + %d exempt, ", N_OPS, shape_rules.has,
+         shape_rules.exempt, cpu_kernels.has, cpu_kernels.exempt);
+#ifdef CTOWER_HAVE_CUDA
+  printf("%d GPU kernels + %d exempt, ", gpu_kernels.has, gpu_kernels.exempt);
+#else
+  printf("GPU kernels not checked (no CUDA in this build), ");
+#endif
+  printf(
+      "gradient checks: %d built by an op case, %d built by an op case's gradient, "
+      "%d exempt\n",
+      by_case.has, by_case_gradient.has,
+      by_case.exempt + by_case_gradient.exempt + without_gradient.exempt);
+  if (missing[0] != '\0') fail_msg("incomplete ops:\n%s", missing);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_op_is_complete),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "ctower/session.h"
+#include "ctower/session_options.h"
 #include "ctower/status.h"
 
 typedef struct ct_gpu_plan {

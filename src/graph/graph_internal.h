@@ -3,7 +3,6 @@
 #define CTOWER_GRAPH_INTERNAL_H
 
 #include "ctower/graph.h"
-#include "ctower/ops.h"
 #include "graph/op_attrs.h"
 
 struct ct_op_def;

@@ -3,6 +3,7 @@
 #ifndef CTOWER_OPS_OP_REGISTRY_H
 #define CTOWER_OPS_OP_REGISTRY_H
 
+#include "ctower/ops.h"
 #include "graph/op_def.h"
 
 /* The op named `name` (TensorFlow's name: "Conv2D"), or NULL. */

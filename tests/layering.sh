@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The layering of docs/architecture.md holds (scripts/check-layers.py), and
+# the check fails on a forbidden include: planted in a copy of the tree, an
+# include of a higher layer and one between sibling subfolders are each
+# named with their file and line.
+set -euo pipefail
+root=${1:?usage: layering.sh REPOSITORY}
+check() { /usr/bin/python3 "$root/scripts/check-layers.py" "$1"; }
+
+check "$root"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+plant() { # FILE LINE: a copy of src and include/ with LINE appended to FILE
+  rm -rf "$tmp/tree" && mkdir -p "$tmp/tree"
+  cp -r "$root/src" "$root/include" "$tmp/tree/"
+  echo "$2" >> "$tmp/tree/$1"
+  if out=$(check "$tmp/tree"); then
+    echo "FAIL: the check passed with '$2' planted in $1"; exit 1
+  fi
+  grep -q "^$1:[0-9]*: " <<<"$out" || { echo "FAIL: the check did not name $1: $out"; exit 1; }
+  echo "planted in $1, the check said: $(head -n 1 <<<"$out")"
+}
+plant src/core/tensor.c '#include "train/training_graph.h"'
+plant src/device/device.c '#include "ctower/session.h"'
+plant src/kernels/cpu/conv.c '#include "kernels/cuda/cuda_kernels.h"'
+echo "layering: ok"

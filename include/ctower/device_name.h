@@ -50,7 +50,7 @@ typedef struct ct_device_spec {
 /* Parses a device specification.
  *
  * On success returns 0, fills *spec (every field: absent parts are 0 / "")
- * and leaves status untouched. On failure returns -1, leaves *spec unchanged
+ * and leaves status untouched. On failure returns 1, leaves *spec unchanged
  * and records CT_INVALID_ARGUMENT in status (unless status already holds an
  * error, or is NULL) with the message
  *   "invalid device specification '<text>': <what is wrong>; use a name like

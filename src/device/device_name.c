@@ -14,11 +14,11 @@ enum { RANK_JOB = 0, RANK_REPLICA, RANK_TASK, RANK_DEVICE, RANK_COUNT };
 
 static const char *const rank_names[RANK_COUNT] = {"/job", "/replica", "/task", "/device"};
 
-/* Records the failure for `text`; `what` says what is wrong. Returns -1. */
+/* Records the failure for `text`; `what` says what is wrong. Returns 1. */
 static int spec_error(ct_status *status, const char *text, const char *what) {
   ct_status_set(status, CT_INVALID_ARGUMENT, "invalid device specification '%.256s': %s; %s",
                 text, what, CT_DEVICE_SPEC_HINT);
-  return -1;
+  return 1;
 }
 
 static int ieq_n(const char *a, size_t n, const char *b) {
@@ -100,7 +100,7 @@ int ct_device_spec_parse(const char *text, ct_device_spec *spec, ct_status *stat
                   "invalid device specification: got NULL instead of a string (\"\" means any "
                   "device); %s",
                   CT_DEVICE_SPEC_HINT);
-    return -1;
+    return 1;
   }
   ct_device_spec out;
   memset(&out, 0, sizeof out);
@@ -197,13 +197,13 @@ int ct_device_spec_parse(const char *text, ct_device_spec *spec, ct_status *stat
         case RANK_REPLICA:
           if (parse_index(text, qcomp, qlen, val, val_len, "replica", &out.has_replica,
                           &out.replica, status) != 0) {
-            return -1;
+            return 1;
           }
           break;
         case RANK_TASK:
           if (parse_index(text, qcomp, qlen, val, val_len, "task", &out.has_task, &out.task,
                           status) != 0) {
-            return -1;
+            return 1;
           }
           break;
         default: /* RANK_DEVICE */
@@ -211,16 +211,16 @@ int ct_device_spec_parse(const char *text, ct_device_spec *spec, ct_status *stat
             out.kind = legacy_kind;
             if (parse_index(text, qcomp, qlen, val, val_len, "device id", &out.has_id, &out.id,
                             status) != 0) {
-              return -1;
+              return 1;
             }
           } else {
             const char *c2 = memchr(val, ':', val_len);
             size_t type_len = c2 ? (size_t)(c2 - val) : val_len;
-            if (parse_kind(text, qcomp, qlen, val, type_len, &out.kind, status) != 0) return -1;
+            if (parse_kind(text, qcomp, qlen, val, type_len, &out.kind, status) != 0) return 1;
             if (c2 != NULL &&
                 parse_index(text, qcomp, qlen, c2 + 1, val_len - type_len - 1, "device id",
                             &out.has_id, &out.id, status) != 0) {
-              return -1;
+              return 1;
             }
           }
           break;

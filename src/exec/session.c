@@ -7,14 +7,6 @@
 #include "exec/executor.h"
 #include "exec/placer.h"
 
-void ct_session_options_defaults(ct_session_options *options) {
-  memset(options, 0, sizeof *options);
-  options->allow_soft_placement = 1;
-  options->device_count_cpu = 1;
-  options->device_count_gpu = -1;
-  options->gpu_options.per_process_gpu_memory_fraction = 1.0;
-}
-
 static FILE *log_stream(const ct_session *s) {
   if (!s->options.log_device_placement) return NULL;
   return s->options.log ? s->options.log : stderr;

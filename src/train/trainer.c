@@ -487,8 +487,8 @@ static int train_run_setup(train_run *r, ct_status *status) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
-  r->fetches[0] = r->tg.towers.loss;
-  for (int k = 0; k < towers; ++k) r->fetches[k + 1] = r->tg.towers.towers[k].logits;
+  r->fetches[0] = r->tg.train.towers.loss;
+  for (int k = 0; k < towers; ++k) r->fetches[k + 1] = r->tg.train.logits[k];
   return batch_buffers_init(&r->buf, c->dataset.batch_size, r->train_set, status);
 }
 
@@ -541,16 +541,16 @@ static int train_step(train_run *r, int64_t n, int64_t global_step, double epoch
   int measured = r->auto_split;
   for (int k = 0; k < towers; ++k) measured = measured && r->speeds[k] > 0;
   ct_towers_split(towers, n, measured ? r->speeds : NULL, r->sizes);
-  int n_feeds = ct_towers_make_feeds(&r->tg.towers, r->buf.images, r->buf.labels, n, r->sizes,
-                                     r->feeds, r->weights);
+  int n_feeds = ct_classifier_make_feeds(&r->tg.train, r->buf.images, r->buf.labels, n, r->sizes,
+                                         r->feeds, r->weights);
   float lr = ct_optimizer_learning_rate(&r->optimizer, ct_schedule_rate(&r->schedule, epochs_done),
                                         global_step + 1);
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
-  r->feeds->feeds[n_feeds++] = (ct_feed){r->tg.towers.train.learning_rate, &lr_tensor};
+  r->feeds->feeds[n_feeds++] = (ct_feed){r->tg.train.update.learning_rate, &lr_tensor};
   ct_tensor *out[CT_MAX_DEVICES + 1];
   ct_session_set_step(r->session, (uint64_t)global_step);
   if (ct_session_run_traced(r->session, r->feeds->feeds, n_feeds, r->fetches, towers + 1,
-                            &r->tg.towers.step, 1, out, r->timeline, status))
+                            &r->tg.train.step, 1, out, r->timeline, status))
     return 1;
   if (r->auto_split) update_speeds(r);
   *loss = ct_tensor_f32(out[0])[0];
@@ -591,7 +591,7 @@ int ct_train_main(const ct_config *c, const ct_train_flags *flags, ct_status *st
   printf("%s:", tower_summary(&r.towers, summary, sizeof summary));
   for (int k = 0; k < r.towers.n_towers; ++k) {
     ct_status ignored = CT_STATUS_INIT;
-    const char *device = ct_session_node_device(r.session, r.tg.towers.towers[k].logits.node, &ignored);
+    const char *device = ct_session_node_device(r.session, r.tg.train.logits[k].node, &ignored);
     ct_device_info info = {0};
     for (int d = 0; d < ct_session_device_count(r.session); ++d)
       if (device && strcmp(ct_session_device_name(r.session, d), device) == 0)

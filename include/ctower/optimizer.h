@@ -30,6 +30,9 @@ typedef struct ct_optimizer_config {
 /* Fills the defaults: momentum 0.9, no Nesterov, no decay, Adam 0.9/0.999/1e-8. */
 void ct_optimizer_config_defaults(ct_optimizer_config *config, ct_optimizer_kind kind);
 
+/* "sgd", "momentum" or "adam". */
+const char *ct_optimizer_name(ct_optimizer_kind kind);
+
 typedef struct ct_train_op {
   ct_node *op;              /* run it (as a target) to apply one update */
   ct_output learning_rate;  /* f32 scalar placeholder: feed ct_optimizer_learning_rate(...) */

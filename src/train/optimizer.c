@@ -17,6 +17,15 @@ void ct_optimizer_config_defaults(ct_optimizer_config *c, ct_optimizer_kind kind
   c->epsilon = 1e-8f;
 }
 
+const char *ct_optimizer_name(ct_optimizer_kind kind) {
+  switch (kind) {
+    case CT_OPTIMIZER_SGD: return "sgd";
+    case CT_OPTIMIZER_MOMENTUM: return "momentum";
+    case CT_OPTIMIZER_ADAM: return "adam";
+  }
+  return "?";
+}
+
 float ct_optimizer_learning_rate(const ct_optimizer_config *c, double rate, int64_t step) {
   if (c->kind != CT_OPTIMIZER_ADAM) return (float)rate;
   if (step < 1) step = 1;

@@ -1,6 +1,6 @@
 /* ctower configuration: the YAML file of ../docs/config.md as a C struct,
  * and its translation to the library's options (the library itself never
- * sees the config).
+ * sees the config). Built as its own library, ctower_config, with libyaml.
  *
  * ct_config_defaults fills every key with its default; ct_config_load reads a
  * file over it; ct_config_apply_override sets one KEY=VALUE (VALUE as YAML).

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/suggest.h"
+#include "config/suggest.h"
 #include "ctower/config.h"
 #include "ctower/trainer.h"
 

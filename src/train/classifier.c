@@ -1,3 +1,4 @@
+/* The image classifier of classifier.h: its tower loss and its update. */
 #include "train/classifier.h"
 
 #include <string.h>

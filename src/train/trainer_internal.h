@@ -42,7 +42,7 @@ typedef struct ct_eval_result {
 int ct_trainer_evaluate(ct_session *session, const ct_training_graph *tg,
                         const ct_dataset *test, ct_eval_result *result, ct_status *status);
 
-/* checkpoint_io.c: where training stands: the global step, the epochs
+/* trainer_checkpoint.c: where training stands: the global step, the epochs
  * done, and the index of the next example within the epoch under way (0
  * between epochs; a run stopped by max_steps stops inside one). */
 typedef struct ct_train_position {

@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
   ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_MOMENTUM);
   ct_training_graph tg;
   ct_tower_options towers;
-  ct_tower_options_single(&towers);
+  ct_tower_options_defaults(&towers);
   towers.n_towers = n_towers;
   for (int k = 0; k < n_towers; ++k) snprintf(towers.devices[k], sizeof towers.devices[k], "/cpu:%d", k);
   towers.variable_update = strcmp(update, "parameter_server") == 0
@@ -171,16 +171,16 @@ int main(int argc, char **argv) {
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
   static ct_tower_feeds step_feeds;
   float *weights = calloc((size_t)(batch + n_towers), sizeof *weights);
-  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, batch, NULL, &step_feeds, weights);
+  int n_feeds = ct_classifier_make_feeds(&tg.train, images, labels, batch, NULL, &step_feeds, weights);
   ct_feed *feeds = step_feeds.feeds;
-  feeds[n_feeds++] = (ct_feed){tg.towers.train.learning_rate, &lr_tensor};
+  feeds[n_feeds++] = (ct_feed){tg.train.update.learning_rate, &lr_tensor};
   double *times = calloc((size_t)steps, sizeof *times);
   double rss_before = peak_rss_mb();
   for (int i = 0; i < warmup + steps; ++i) {
     double t0 = now_seconds();
     ct_tensor *loss = NULL;
     ct_session_set_step(s, (uint64_t)i);
-    if (ct_session_run(s, feeds, n_feeds, &tg.towers.loss, 1, &tg.towers.step, 1, &loss, &st)) {
+    if (ct_session_run(s, feeds, n_feeds, &tg.train.towers.loss, 1, &tg.train.step, 1, &loss, &st)) {
       fprintf(stderr, "bench_step: %s\n", st.message);
       return 1;
     }
@@ -197,7 +197,7 @@ int main(int argc, char **argv) {
          "\"allocator_peak_mb\":%.1f}\n",
          model_name, (long long)batch, threads, n_towers, update, (double)batch / median, median * 1e3, rss_growth,
          (double)peak / 1048576.0);
-  if (profile) print_profile(s, feeds, n_feeds, tg.towers.loss, tg.towers.step, 10);
+  if (profile) print_profile(s, feeds, n_feeds, tg.train.towers.loss, tg.train.step, 10);
   free(weights);
   free(times);
   ct_tensor_free(images);

@@ -1,4 +1,6 @@
-/* ctower configuration: the YAML file of ../docs/config.md as a C struct.
+/* ctower configuration: the YAML file of ../docs/config.md as a C struct,
+ * and its translation to the library's options (the library itself never
+ * sees the config). Built as its own library, ctower_config, with libyaml.
  *
  * ct_config_defaults fills every key with its default; ct_config_load reads a
  * file over it; ct_config_apply_override sets one KEY=VALUE (VALUE as YAML).
@@ -10,7 +12,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ctower/session.h"
 #include "ctower/status.h"
+#include "ctower/towers.h"
+#include "ctower/trainer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -103,6 +108,24 @@ int ct_config_apply_override(ct_config *config, const char *assignment, ct_statu
 
 /* Writes the whole effective config as YAML. */
 void ct_config_write(const ct_config *config, FILE *out);
+
+/* The session options of the `session:` section (and train.precision). */
+void ct_config_session_options(const ct_config *config, ct_session_options *options);
+
+/* The trainer options of the model, dataset, train and devices.split keys,
+ * with ct_config_session_options. Returns 0, or INVALID_ARGUMENT for a
+ * synthetic dataset.image_shape that is not [height, width, channels]. */
+int ct_config_trainer_options(const ct_config *config, ct_trainer_options *options,
+                              ct_status *status);
+
+/* The towers of the `devices:` section on the devices a session with
+ * `session` options has (n_gpus, n_towers or the towers list; all_reduce
+ * auto picks the collective when every tower is on a GPU, else ring).
+ * Prints a warning to stderr when towers that want GPUs go to CPU devices.
+ * Returns 0, or INVALID_ARGUMENT for towers the session cannot hold or
+ * nccl with a tower off the GPUs. */
+int ct_config_tower_options(const ct_config *config, const ct_session_options *session,
+                            ct_tower_options *towers, ct_status *status);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 /* ctower: train neural networks on every device a machine has.
- * This header includes the whole public API. */
+ * This header includes the library's whole public API (the YAML config,
+ * ctower/config.h, is the ctower_config library's). */
 #ifndef CTOWER_CTOWER_H
 #define CTOWER_CTOWER_H
 
@@ -7,7 +8,6 @@
 #include "ctower/tensor.h"
 #include "ctower/device_name.h"
 #include "ctower/session_options.h"
-#include "ctower/config.h"
 #include "ctower/graph.h"
 #include "ctower/ops.h"
 #include "ctower/session.h"

@@ -30,6 +30,9 @@ typedef struct ct_optimizer_config {
 /* Fills the defaults: momentum 0.9, no Nesterov, no decay, Adam 0.9/0.999/1e-8. */
 void ct_optimizer_config_defaults(ct_optimizer_config *config, ct_optimizer_kind kind);
 
+/* "sgd", "momentum" or "adam". */
+const char *ct_optimizer_name(ct_optimizer_kind kind);
+
 typedef struct ct_train_op {
   ct_node *op;              /* run it (as a target) to apply one update */
   ct_output learning_rate;  /* f32 scalar placeholder: feed ct_optimizer_learning_rate(...) */
@@ -40,16 +43,11 @@ typedef struct ct_train_op {
 int ct_optimizer_minimize(ct_graph *graph, const ct_optimizer_config *config, ct_output loss,
                           ct_train_op *train_op);
 
-/* The two halves of ct_optimizer_minimize, as TensorFlow's
- * compute_gradients and apply_gradients, for strategies that transform the
- * gradients in between (all-reduce across replicas).
- * compute: fills variables[i] (graph variable indices) and grads[i] for the
- * *n trainable variables the loss depends on; the arrays hold at least
- * ct_graph_variable_count entries. apply: one update per (variable, grad)
- * beside its variable, grouped in train_op. Both return 0 or record an
- * error in the graph. */
-int ct_optimizer_compute_gradients(ct_graph *graph, ct_output loss, int *variables,
-                                   ct_output *grads, int *n);
+/* The second half of ct_optimizer_minimize, as TensorFlow's
+ * apply_gradients, for gradients transformed first (the towers' all-reduce:
+ * ct_towers_build; ct_variable_gradients is the first half): one update per
+ * (variables[i], grads[i]) beside its variable, grouped in train_op.
+ * Returns 0 or records an error in the graph. */
 int ct_optimizer_apply_gradients(ct_graph *graph, const ct_optimizer_config *config, int n,
                                  const int *variables, const ct_output *grads,
                                  ct_train_op *train_op);

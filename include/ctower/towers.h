@@ -1,27 +1,26 @@
 /* ctower towers: one model trained as N synchronized replicas ("towers") on
  * N devices, as TensorFlow's multi-GPU CIFAR-10 tutorial and cxflow do.
  *
- * ct_towers_build calls the model once per tower, under name scope tower_k
- * and the tower's device scope, each on its own shard of the global batch.
- * The loss is the batch mean: each example carries a weight (1/N for the N
- * real examples of the global batch, 0 for padding), so any split across
- * towers, uneven or with towers that hold only padding, gives the gradient
- * of the whole batch.
+ * ct_towers_build calls the caller's loss function once per tower, under
+ * name scope tower_k and the tower's device scope, each on its own shard of
+ * the global batch, and returns the gradients of the batch's loss. The loss
+ * is the batch mean: each example carries a weight (1/N for the N real
+ * examples of the global batch, 0 for padding), so any split across towers,
+ * uneven or with towers that hold only padding, gives the gradient of the
+ * whole batch. The caller applies the gradients (an optimizer).
  *
  * Variable updates:
  *   parameter_server: one set of variables on ps_device; towers read them,
- *     their gradients are summed there and applied there once;
+ *     their gradients are summed there, to be applied there once;
  *   replicated: each tower has its own copy (tower 0's keep the plain names,
  *     tower k's are "tower_k/<name>", starting from the same values); the
  *     gradients are all-reduced (ring, tree or one collective AllReduce op:
- *     a fixed order of additions; NCCL between physical GPUs)
- *     and the same update is applied to every copy, so the copies stay
- *     bitwise equal. */
+ *     a fixed order of additions; NCCL between physical GPUs), so the same
+ *     update applied to every copy keeps the copies bitwise equal. */
 #ifndef CTOWER_TOWERS_H
 #define CTOWER_TOWERS_H
 
-#include "ctower/models.h"
-#include "ctower/optimizer.h"
+#include "ctower/ops.h"
 #include "ctower/session.h"
 
 #ifdef __cplusplus
@@ -46,33 +45,78 @@ typedef enum ct_all_reduce_algorithm {
 
 typedef struct ct_tower_options {
   int n_towers;                          /* 1 .. CT_MAX_DEVICES */
-  char devices[CT_MAX_DEVICES][64];      /* tower k runs on devices[k] */
+  char devices[CT_MAX_DEVICES][64];      /* tower k runs on devices[k], each its own */
   ct_variable_update variable_update;
   char ps_device[64];                    /* parameter_server: where variables live */
   ct_all_reduce_algorithm all_reduce;    /* replicated */
 } ct_tower_options;
 
+/* One tower on /cpu:0, its variables there (parameter_server on /cpu:0),
+ * ring all-reduce. */
+void ct_tower_options_defaults(ct_tower_options *options);
+
+enum { CT_TOWER_MAX_INPUTS = 4 };
+
+/* A per-example input of the model: each tower gets a placeholder
+ * "tower_k/<name>" of this dtype and shape [n_k, shape...], fed with its
+ * shard of the batch. */
+typedef struct ct_tower_input {
+  const char *name;   /* "images" */
+  ct_dtype dtype;
+  ct_shape shape;     /* one example's: [H, W, C] for images, [] for labels */
+} ct_tower_input;
+
+/* Builds the model on one tower: inputs[i] is the tower's placeholder of
+ * the model's input i. Returns the f32 loss of each of the tower's examples,
+ * shape [n_k], which the towers weight and sum; or records an error in the
+ * graph. Called under the tower's name scope and device scope, once per
+ * tower, in tower order. */
+typedef ct_output (*ct_tower_loss_fn)(ct_graph *graph, int tower, const ct_output *inputs,
+                                      void *user_data);
+
+typedef struct ct_tower_model {
+  int n_inputs;                              /* 1 .. CT_TOWER_MAX_INPUTS */
+  ct_tower_input inputs[CT_TOWER_MAX_INPUTS];
+  ct_tower_loss_fn loss;
+  void *user_data;                           /* passed to loss */
+} ct_tower_model;
+
 typedef struct ct_tower {
-  ct_output images;   /* [n_k, H, W, C] f32 placeholder */
-  ct_output labels;   /* [n_k] i32 */
+  ct_output inputs[CT_TOWER_MAX_INPUTS]; /* placeholders [n_k, ...], as the model declares */
   ct_output weights;  /* [n_k] f32: 1/N for real examples, 0 for padding */
   ct_output first_example; /* [] i64: the index of its first example in the batch */
-  ct_output logits;   /* [n_k, classes] */
 } ct_tower;
 
 typedef struct ct_tower_graph {
   int n_towers;
+  int n_inputs;
   ct_tower towers[CT_MAX_DEVICES];
-  ct_output loss;          /* sum over towers of weight * cross-entropy: the batch mean */
-  ct_train_op train;       /* updates and the learning-rate feed */
-  ct_node *step;           /* runs the updates and the model's update ops */
+  ct_output loss;          /* sum over towers of weight * loss: the batch mean */
+  /* What to apply: gradients[i] is the batch's gradient for graph variable
+   * variables[i]. replicated: every copy's, all-reduced, on the copy's
+   * device; parameter_server: each variable's once, summed beside it. The
+   * arrays belong to the tower graph (ct_towers_free). */
+  int n_gradients;
+  int *variables;
+  ct_output *gradients;
 } ct_tower_graph;
 
-/* Builds the towers into `graph` (training mode). Returns 0, or records an
- * error in the graph and returns nonzero. */
-int ct_towers_build(ct_graph *graph, const ct_model_def *model, int64_t height, int64_t width,
-                    int64_t channels, int num_classes, const ct_tower_options *options,
-                    const ct_optimizer_config *optimizer, ct_tower_graph *towers);
+/* Builds the towers into `graph` (training mode) and their gradients.
+ * Returns 0, or records an error in the graph (INVALID_ARGUMENT for bad
+ * options or a bad model description) and returns nonzero. Free *towers
+ * with ct_towers_free either way. */
+int ct_towers_build(ct_graph *graph, const ct_tower_model *model,
+                    const ct_tower_options *options, ct_tower_graph *towers);
+void ct_towers_free(ct_tower_graph *towers);
+
+/* The gradient of the scalar `loss` with respect to every trainable
+ * variable it depends on, as TensorFlow's compute_gradients: each sums the
+ * gradients of the variable's reads (one per tower that reads it) beside
+ * the variable. Fills variables[i] (graph variable indices) and grads[i],
+ * *n of them; the arrays hold at least ct_graph_variable_count entries.
+ * Returns 0 or records an error in the graph. */
+int ct_variable_gradients(ct_graph *graph, ct_output loss, int *variables, ct_output *grads,
+                          int *n);
 
 /* Shard sizes for n examples over N towers, summing to n: even (speeds
  * NULL: the first n % N towers take one more), or in proportion to each
@@ -82,7 +126,7 @@ void ct_towers_split(int n_towers, int64_t n, const double *speeds, int64_t *siz
 
 /* One step's feeds and the headers and values they point to: the caller
  * keeps it (it is large: keep it off small stacks) and may reuse it. */
-enum { CT_TOWER_FEEDS = 4 }; /* per tower: images, labels, weights, first_example */
+enum { CT_TOWER_FEEDS = CT_TOWER_MAX_INPUTS + 2 }; /* per tower: inputs, weights, first_example */
 typedef struct ct_tower_feeds {
   ct_feed feeds[CT_TOWER_FEEDS * CT_MAX_DEVICES + 4]; /* room for a few of the caller's */
   int n_feeds;
@@ -90,17 +134,16 @@ typedef struct ct_tower_feeds {
   int64_t first_example[CT_MAX_DEVICES];
 } ct_tower_feeds;
 
-/* Feeds for one step: the first n examples of `images` [capacity, H, W, C]
- * and `labels` [capacity] split into contiguous shards, in order, of
- * `sizes` (NULL: even), each example weighted 1/n, and each tower's index
- * of its first example. A tower left without examples gets one padding
- * example (weight 0), so it computes but adds nothing. Fills out->feeds
- * (CT_TOWER_FEEDS per tower; append more after out->n_feeds); `weights`
- * must hold n + N floats. Returns the feed count. The feeds borrow images,
- * labels, weights and *out. */
-int ct_towers_make_feeds(const ct_tower_graph *towers, const ct_tensor *images,
-                         const ct_tensor *labels, int64_t n, const int64_t *sizes,
-                         ct_tower_feeds *out, float *weights);
+/* Feeds for one step: the first n examples (rows) of each of the model's
+ * inputs (batch[i] for input i, [capacity, shape...]) split into contiguous
+ * shards, in order, of `sizes` (NULL: even), each example weighted 1/n, and
+ * each tower's index of its first example. A tower left without examples
+ * gets one padding example (weight 0), so it computes but adds nothing.
+ * Fills out->feeds (the inputs, weights and first example of each tower;
+ * append more after out->n_feeds); `weights` must hold n + N floats.
+ * Returns the feed count. The feeds borrow the batch, weights and *out. */
+int ct_towers_make_feeds(const ct_tower_graph *towers, const ct_tensor *const *batch,
+                         int64_t n, const int64_t *sizes, ct_tower_feeds *out, float *weights);
 
 /* Joins per-example outputs fetched from each tower (parts[k] from tower
  * k, e.g. its logits) into one tensor in input order, leaving out padding:

@@ -1,14 +1,58 @@
-/* ctower trainer: what `ctower train` and `ctower eval` run. */
+/* ctower trainer: what `ctower train`, `ctower eval` and `ctower bench` run,
+ * for an image classifier of the model zoo on a dataset. Start from
+ * ct_trainer_options_defaults and change what differs. */
 #ifndef CTOWER_TRAINER_H
 #define CTOWER_TRAINER_H
 
-#include "ctower/config.h"
+#include <stdint.h>
+
+#include "ctower/optimizer.h"
 #include "ctower/session.h"
 #include "ctower/status.h"
+#include "ctower/towers.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+enum { CT_TRAINER_PATH = 512 };
+
+typedef struct ct_dataset_options {
+  char name[64];               /* "synthetic", or an IDX dataset read from path ("fashion_mnist") */
+  char path[CT_TRAINER_PATH];  /* IDX: the folder of its files */
+  int64_t batch_size;          /* global batch, split across towers; > 0 */
+  int shuffle;                 /* shuffle the training examples each epoch */
+  /* synthetic: random images of this shape and class count */
+  int64_t image_shape[3];      /* [height, width, channels] */
+  int64_t num_classes;
+  int64_t train_size, test_size;
+} ct_dataset_options;
+
+/* How a global batch is split across towers: evenly, or in proportion to
+ * each tower's measured speed. */
+typedef enum ct_batch_split { CT_BATCH_SPLIT_EVEN = 0, CT_BATCH_SPLIT_AUTO } ct_batch_split;
+
+typedef struct ct_train_options {
+  int64_t epochs;                  /* >= 0 */
+  int64_t max_steps;               /* stop after this many steps; 0: all epochs */
+  int64_t seed;                    /* weights, shuffling and synthetic data */
+  ct_optimizer_config optimizer;
+  ct_schedule schedule;            /* base_rate is the learning rate (> 0) */
+  char checkpoint[CT_TRAINER_PATH]; /* written after each epoch; "" saves none */
+  ct_batch_split split;
+} ct_train_options;
+
+typedef struct ct_trainer_options {
+  char model[64];                  /* a zoo model: ct_model_find */
+  ct_dataset_options dataset;
+  ct_train_options train;
+  ct_session_options session;      /* the devices, and train.precision as gpu_precision */
+} ct_trainer_options;
+
+/* fmnist_cnn on Fashion-MNIST (/usr/share/datasets/fashion-mnist), batch
+ * 128 shuffled, 10 epochs, seed 42, momentum 0.9 at a constant 0.01, no
+ * checkpoint, an even split, the session's defaults. */
+void ct_trainer_options_defaults(ct_trainer_options *options);
 
 typedef struct ct_train_flags {
   int memory_stats;      /* --memory-stats: print per-device allocator stats */
@@ -16,21 +60,23 @@ typedef struct ct_train_flags {
   int resume;            /* --resume: continue from train.checkpoint when it exists */
 } ct_train_flags;
 
-/* The session options the config's `session:` section asks for. */
-void ct_session_options_from_config(const ct_config *config, ct_session_options *options);
-
-/* Trains the model the config describes, printing progress to stdout and
- * writing the checkpoint after each epoch. Returns 0 or fills status. */
-int ct_train_main(const ct_config *config, const ct_train_flags *flags, ct_status *status);
+/* Trains the model the options describe on `towers`, printing progress to
+ * stdout and writing the checkpoint after each epoch. Returns 0 or fills
+ * status (INVALID_ARGUMENT for options out of range). */
+int ct_train_main(const ct_trainer_options *options, const ct_tower_options *towers,
+                  const ct_train_flags *flags, ct_status *status);
 
 /* `ctower bench`: trains `warmup` untimed then `steps` timed steps of the
- * config's model on its devices and prints the median images/sec. Saves
- * nothing. Returns 0 or fills status. */
-int ct_bench_main(const ct_config *config, int steps, int warmup, ct_status *status);
+ * model on `towers` and prints the median images/sec. Saves nothing.
+ * Returns 0 or fills status. */
+int ct_bench_main(const ct_trainer_options *options, const ct_tower_options *towers, int steps,
+                  int warmup, ct_status *status);
 
-/* Restores the checkpoint (the config's, or checkpoint_path when not NULL),
- * prints test accuracy and loss. Returns 0 or fills status. */
-int ct_eval_main(const ct_config *config, const char *checkpoint_path, ct_status *status);
+/* Restores the checkpoint (options->train.checkpoint, or checkpoint_path
+ * when not NULL) into one copy of the model and prints its test accuracy
+ * and loss. Returns 0 or fills status. */
+int ct_eval_main(const ct_trainer_options *options, const char *checkpoint_path,
+                 ct_status *status);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/suggest.h"
+#include "config/suggest.h"
 #include "ctower/config.h"
 #include "ctower/trainer.h"
 
@@ -258,6 +258,19 @@ static int runtime_exit(const ct_status *status, const char *what) {
 
 /* ---- commands -------------------------------------------------------------- */
 
+/* The trainer's options and, when towers is not NULL, the towers the config
+ * describes: 0, or the exit status of a config the options reject. */
+static int trainer_options(const ct_config *config, ct_trainer_options *options,
+                           ct_tower_options *towers) {
+  ct_status status = CT_STATUS_INIT;
+  ct_session_options session;
+  ct_config_session_options(config, &session);
+  if ((towers && ct_config_tower_options(config, &session, towers, &status)) ||
+      ct_config_trainer_options(config, options, &status))
+    return runtime_exit(&status, "reading the config");
+  return 0;
+}
+
 static int run_with_args(const command *cmd, int argc, char **argv, parsed_args *args,
                          ct_config *config) {
   args->overrides = calloc((size_t)argc + 1, sizeof *args->overrides);
@@ -274,11 +287,15 @@ static int run_with_args(const command *cmd, int argc, char **argv, parsed_args 
 static int cmd_train(const command *cmd, int argc, char **argv) {
   parsed_args args = {0};
   ct_config config;
+  ct_trainer_options options;
+  ct_tower_options towers;
   int rc = run_with_args(cmd, argc, argv, &args, &config);
+  if (rc == 0) rc = trainer_options(&config, &options, &towers);
   if (rc == 0) {
     ct_train_flags flags = {.memory_stats = args.memory_stats, .quiet = args.quiet, .resume = args.resume};
     ct_status status = CT_STATUS_INIT;
-    rc = ct_train_main(&config, &flags, &status) == 0 ? EXIT_OK : runtime_exit(&status, "training");
+    rc = ct_train_main(&options, &towers, &flags, &status) == 0 ? EXIT_OK
+                                                                 : runtime_exit(&status, "training");
   }
   free(args.overrides);
   return rc < 0 ? EXIT_OK : rc;
@@ -287,11 +304,13 @@ static int cmd_train(const command *cmd, int argc, char **argv) {
 static int cmd_eval(const command *cmd, int argc, char **argv) {
   parsed_args args = {0};
   ct_config config;
+  ct_trainer_options options;
   int rc = run_with_args(cmd, argc, argv, &args, &config);
+  if (rc == 0) rc = trainer_options(&config, &options, NULL);
   if (rc == 0) {
     ct_status status = CT_STATUS_INIT;
-    rc = ct_eval_main(&config, args.checkpoint, &status) == 0 ? EXIT_OK
-                                                              : runtime_exit(&status, "evaluation");
+    rc = ct_eval_main(&options, args.checkpoint, &status) == 0 ? EXIT_OK
+                                                               : runtime_exit(&status, "evaluation");
   }
   free(args.overrides);
   return rc < 0 ? EXIT_OK : rc;
@@ -300,7 +319,7 @@ static int cmd_eval(const command *cmd, int argc, char **argv) {
 /* Lists the devices a session made from the config's `session:` section has. */
 static int print_devices(const ct_config *config) {
   ct_session_options options;
-  ct_session_options_from_config(config, &options);
+  ct_config_session_options(config, &options);
   options.log_device_placement = 0;
   ct_graph *graph = ct_graph_new();
   ct_status status = CT_STATUS_INIT;
@@ -351,16 +370,19 @@ static int count_option(const char *name, const char *text, int fallback, int mi
 static int cmd_bench(const command *cmd, int argc, char **argv) {
   parsed_args args = {0};
   ct_config config;
+  ct_trainer_options options;
+  ct_tower_options towers;
   int rc = run_with_args(cmd, argc, argv, &args, &config);
   if (rc == 0) {
     int steps = count_option("--steps", args.steps, 30, 1);
     int warmup = count_option("--warmup", args.warmup, 5, 0);
     if (steps < 0 || warmup < 0) {
       rc = EXIT_USAGE;
-    } else {
+    } else if ((rc = trainer_options(&config, &options, &towers)) == 0) {
       ct_status status = CT_STATUS_INIT;
-      rc = ct_bench_main(&config, steps, warmup, &status) == 0 ? EXIT_OK
-                                                               : runtime_exit(&status, "the benchmark");
+      rc = ct_bench_main(&options, &towers, steps, warmup, &status) == 0
+               ? EXIT_OK
+               : runtime_exit(&status, "the benchmark");
     }
   }
   free(args.overrides);

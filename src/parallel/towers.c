@@ -1,5 +1,6 @@
-/* Towers: replication of a model on N devices, batch-weighted loss, and the
- * parameter-server and replicated variable updates. */
+/* Towers: replication of a model on N devices, batch-weighted loss, its
+ * gradients, and their sums for the parameter-server and replicated
+ * variable updates. */
 #include "ctower/towers.h"
 
 #include <stdio.h>
@@ -8,6 +9,15 @@
 
 #include "graph/graph_internal.h"
 #include "ops/op_list.h"
+
+void ct_tower_options_defaults(ct_tower_options *o) {
+  memset(o, 0, sizeof *o);
+  o->n_towers = 1;
+  snprintf(o->devices[0], sizeof o->devices[0], "/cpu:0");
+  o->variable_update = CT_VARIABLE_UPDATE_PARAMETER_SERVER;
+  snprintf(o->ps_device, sizeof o->ps_device, "/cpu:0");
+  o->all_reduce = CT_ALL_REDUCE_RING;
+}
 
 int ct_variable_is_original(const ct_graph *g, int index) {
   return g->variables[index].replica_of < 0;
@@ -206,13 +216,83 @@ static void all_reduce_gradients(ct_graph *g, const ct_tower_options *o, int n,
   free(copies);
 }
 
-int ct_towers_build(ct_graph *g, const ct_model_def *model, int64_t height, int64_t width,
-                    int64_t channels, int num_classes, const ct_tower_options *o,
-                    const ct_optimizer_config *optimizer, ct_tower_graph *out) {
-  memset(out, 0, sizeof *out);
+/* Adds the gradients of every read of variable v that reaches the loss. */
+static ct_output variable_gradient(ct_graph *g, int v, int n_reads, ct_node **reads,
+                                   const ct_output *grads) {
+  ct_output parts[64];
+  int n = 0;
+  for (int k = 0; k < n_reads; ++k)
+    if (reads[k]->variable == v && grads[k].node && n < 64) parts[n++] = grads[k];
+  if (n == 0) return ct_out(NULL, 0);
+  return n == 1 ? parts[0] : ct_add_n(g, n, parts);
+}
+
+int ct_variable_gradients(ct_graph *g, ct_output loss, int *variables, ct_output *grads,
+                          int *n_out) {
+  *n_out = 0;
+  if (g->status.code != CT_OK) return 1;
+  ct_shape loss_shape = ct_output_shape(loss);
+  if (loss.node == NULL || loss_shape.rank != 0) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "the loss to minimize must be an f32 scalar");
+    return 1;
+  }
+  /* Every read of a trainable variable is an x; a variable's gradient sums
+   * those of its reads (one per tower that uses it), beside the variable. */
+  int n_reads = 0;
+  ct_node **reads = malloc((size_t)(g->n_nodes + 1) * sizeof *reads);
+  ct_output *xs = malloc((size_t)(g->n_nodes + 1) * sizeof *xs);
+  ct_output *read_grads = malloc((size_t)(g->n_nodes + 1) * sizeof *read_grads);
+  if (!reads || !xs || !read_grads) {
+    free(reads), free(xs), free(read_grads);
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory computing gradients");
+    return 1;
+  }
+  for (int id = 0; id < g->n_nodes; ++id) {
+    ct_node *n = g->nodes[id];
+    if (n->variable >= 0 && g->variables[n->variable].trainable) {
+      reads[n_reads] = n;
+      xs[n_reads++] = ct_out(n, 0);
+    }
+  }
+  const int n_variables = g->n_variables;
+  if (ct_gradients(g, loss, n_reads, xs, read_grads) == 0) {
+    for (int v = 0; v < n_variables; ++v) {
+      if (!g->variables[v].trainable) continue;
+      ct_graph_push_device(g, g->variables[v].device);
+      ct_output grad = variable_gradient(g, v, n_reads, reads, read_grads);
+      ct_graph_pop_device(g);
+      if (grad.node == NULL) continue; /* does not affect the loss */
+      variables[*n_out] = v;
+      grads[(*n_out)++] = grad;
+    }
+    if (*n_out == 0 && g->status.code == CT_OK)
+      ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                         "the loss depends on no trainable variable: nothing to minimize");
+  }
+  free(reads), free(xs), free(read_grads);
+  return g->status.code != CT_OK;
+}
+
+/* Records an INVALID_ARGUMENT in the graph for options or a model
+ * description that cannot be built; returns nonzero then. */
+static int check_towers(ct_graph *g, const ct_tower_model *model, const ct_tower_options *o) {
   if (o->n_towers < 1 || o->n_towers > CT_MAX_DEVICES) {
     ct_graph_set_error(g, CT_INVALID_ARGUMENT, "the number of towers must be 1 to %d, got %d",
                        CT_MAX_DEVICES, o->n_towers);
+    return 1;
+  }
+  if (o->variable_update != CT_VARIABLE_UPDATE_PARAMETER_SERVER &&
+      o->variable_update != CT_VARIABLE_UPDATE_REPLICATED) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "unknown variable update %d; use "
+                       "CT_VARIABLE_UPDATE_PARAMETER_SERVER or CT_VARIABLE_UPDATE_REPLICATED",
+                       (int)o->variable_update);
+    return 1;
+  }
+  if (o->all_reduce != CT_ALL_REDUCE_RING && o->all_reduce != CT_ALL_REDUCE_TREE &&
+      o->all_reduce != CT_ALL_REDUCE_COLLECTIVE) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "unknown all-reduce algorithm %d; use "
+                       "CT_ALL_REDUCE_RING, CT_ALL_REDUCE_TREE or CT_ALL_REDUCE_COLLECTIVE",
+                       (int)o->all_reduce);
     return 1;
   }
   for (int a = 0; a < o->n_towers; ++a)
@@ -223,8 +303,39 @@ int ct_towers_build(ct_graph *g, const ct_model_def *model, int64_t height, int6
                            a, b, o->devices[a]);
         return 1;
       }
+  if (model->loss == NULL || model->n_inputs < 1 || model->n_inputs > CT_TOWER_MAX_INPUTS) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                       "a tower model needs a loss function and 1 to %d inputs, got %d inputs%s",
+                       CT_TOWER_MAX_INPUTS, model->n_inputs,
+                       model->loss == NULL ? " and no loss function" : "");
+    return 1;
+  }
+  for (int i = 0; i < model->n_inputs; ++i) {
+    const ct_tower_input *in = &model->inputs[i];
+    if (in->name == NULL || in->shape.rank < 0 || in->shape.rank >= CT_MAX_RANK) {
+      ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                         "tower input %d needs a name and an example shape of rank 0 to %d", i,
+                         CT_MAX_RANK - 1);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* [-1, example shape...]: a batch of any size. */
+static ct_shape batch_shape(const ct_shape *example) {
+  ct_shape s = {example->rank + 1, {-1}};
+  for (int d = 0; d < example->rank; ++d) s.dims[d + 1] = example->dims[d];
+  return s;
+}
+
+int ct_towers_build(ct_graph *g, const ct_tower_model *model, const ct_tower_options *o,
+                    ct_tower_graph *out) {
+  memset(out, 0, sizeof *out);
+  if (check_towers(g, model, o)) return 1;
   const int replicated = o->variable_update == CT_VARIABLE_UPDATE_REPLICATED;
   out->n_towers = o->n_towers;
+  out->n_inputs = model->n_inputs;
   ct_output losses[CT_MAX_DEVICES];
   if (!replicated) ct_graph_push_variable_device(g, o->ps_device);
   for (int k = 0; k < o->n_towers; ++k) {
@@ -235,15 +346,17 @@ int ct_towers_build(ct_graph *g, const ct_model_def *model, int64_t height, int6
     ct_graph_push_device(g, o->devices[k]);
     ct_graph_push_name_scope(g, scope);
     if (replicated && k > 0) ct_graph_push_variable_scope(g, scope);
-    t->images = ct_placeholder(g, "images", CT_F32, ct_shape_of(4, (int64_t)-1, height, width, channels));
-    t->labels = ct_placeholder(g, "labels", CT_I32, ct_shape_of(1, (int64_t)-1));
+    for (int i = 0; i < model->n_inputs; ++i)
+      t->inputs[i] = ct_placeholder(g, model->inputs[i].name, model->inputs[i].dtype,
+                                    batch_shape(&model->inputs[i].shape));
     t->weights = ct_placeholder(g, "weights", CT_F32, ct_shape_of(1, (int64_t)-1));
     t->first_example = ct_placeholder(g, "first_example", CT_I64, ct_shape_of(0));
     ct_graph_set_replica(g, scope, t->first_example); /* the same dropout masks on any split */
-    t->logits = model->build(g, t->images, num_classes, 1);
+    ct_output example_losses = model->loss(g, k, t->inputs, model->user_data);
     ct_graph_set_replica(g, NULL, ct_out(NULL, 0));
-    ct_output xent = ct_sparse_softmax_cross_entropy(g, t->logits, t->labels);
-    losses[k] = ct_reduce_sum(g, ct_mul(g, xent, t->weights), 0, 0);
+    if (example_losses.node == NULL && g->status.code == CT_OK)
+      ct_graph_set_error(g, CT_INVALID_ARGUMENT, "the model's loss function built no output");
+    losses[k] = ct_reduce_sum(g, ct_mul(g, example_losses, t->weights), 0, 0);
     if (replicated && k > 0) {
       ct_graph_pop_variable_scope(g);
       if (g->status.code == CT_OK) link_replicas(g, first_variable, scope);
@@ -261,27 +374,25 @@ int ct_towers_build(ct_graph *g, const ct_model_def *model, int64_t height, int6
   out->loss = ct_add_n(g, o->n_towers, losses);
   ct_graph_pop_device(g);
 
-  int *variables = malloc((size_t)(g->n_variables + 1) * sizeof *variables);
-  ct_output *grads = malloc((size_t)(g->n_variables + 1) * sizeof *grads);
-  int n = 0;
-  if (variables == NULL || grads == NULL) {
-    free(variables), free(grads);
+  out->variables = malloc((size_t)(g->n_variables + 1) * sizeof *out->variables);
+  out->gradients = malloc((size_t)(g->n_variables + 1) * sizeof *out->gradients);
+  if (out->variables == NULL || out->gradients == NULL) {
     ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the towers");
     return 1;
   }
-  if (ct_optimizer_compute_gradients(g, out->loss, variables, grads, &n) == 0 && replicated &&
-      o->n_towers > 1)
-    all_reduce_gradients(g, o, n, variables, grads);
-  ct_optimizer_apply_gradients(g, optimizer, n, variables, grads, &out->train);
-  free(variables);
-  free(grads);
-  ct_node *parts[65];
-  int n_parts = 0;
-  parts[n_parts++] = out->train.op;
-  for (int i = 0; i < ct_graph_update_op_count(g) && n_parts < 65; ++i)
-    parts[n_parts++] = ct_graph_update_op(g, i);
-  out->step = ct_group(g, "train_step", n_parts, parts);
+  if (ct_variable_gradients(g, out->loss, out->variables, out->gradients, &out->n_gradients) ==
+          0 &&
+      replicated && o->n_towers > 1)
+    all_reduce_gradients(g, o, out->n_gradients, out->variables, out->gradients);
   return g->status.code != CT_OK;
+}
+
+void ct_towers_free(ct_tower_graph *t) {
+  free(t->variables);
+  free(t->gradients);
+  t->variables = NULL;
+  t->gradients = NULL;
+  t->n_gradients = 0;
 }
 
 void ct_towers_split(int n_towers, int64_t n, const double *speeds, int64_t *sizes) {
@@ -310,10 +421,9 @@ void ct_towers_split(int n_towers, int64_t n, const double *speeds, int64_t *siz
   }
 }
 
-int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *images,
-                         const ct_tensor *labels, int64_t n, const int64_t *sizes,
-                         ct_tower_feeds *out, float *weights) {
-  const int towers = t->n_towers;
+int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *const *batch, int64_t n,
+                         const int64_t *sizes, ct_tower_feeds *out, float *weights) {
+  const int towers = t->n_towers, inputs = t->n_inputs;
   int64_t even[CT_MAX_DEVICES];
   if (sizes == NULL) {
     ct_towers_split(towers, n, NULL, even);
@@ -321,6 +431,8 @@ int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *images,
   }
   const float weight = n > 0 ? 1.0f / (float)n : 0.0f;
   int64_t start = 0;
+  ct_feed *f = out->feeds;
+  ct_tensor *v = out->views;
   for (int k = 0; k < towers; ++k) {
     int64_t size = sizes[k];
     float *w = weights + start + k; /* each tower's weights, one spare slot for padding */
@@ -332,20 +444,18 @@ int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *images,
       for (int64_t i = 0; i < size; ++i) w[i] = weight;
     }
     int64_t rows = size ? size : 1;
-    ct_tensor *v = &out->views[CT_TOWER_FEEDS * k];
-    v[0] = ct_tensor_rows(images, first, rows);
-    v[1] = ct_tensor_rows(labels, first, rows);
-    v[2] = (ct_tensor){CT_F32, ct_shape_of(1, rows), w, 0};
+    for (int i = 0; i < inputs; ++i) {
+      *v = ct_tensor_rows(batch[i], first, rows);
+      *f++ = (ct_feed){t->towers[k].inputs[i], v++};
+    }
+    *v = (ct_tensor){CT_F32, ct_shape_of(1, rows), w, 0};
+    *f++ = (ct_feed){t->towers[k].weights, v++};
     out->first_example[k] = first;
-    v[3] = (ct_tensor){CT_I64, ct_shape_of(0), &out->first_example[k], 0};
-    ct_feed *f = &out->feeds[CT_TOWER_FEEDS * k];
-    f[0] = (ct_feed){t->towers[k].images, &v[0]};
-    f[1] = (ct_feed){t->towers[k].labels, &v[1]};
-    f[2] = (ct_feed){t->towers[k].weights, &v[2]};
-    f[3] = (ct_feed){t->towers[k].first_example, &v[3]};
+    *v = (ct_tensor){CT_I64, ct_shape_of(0), &out->first_example[k], 0};
+    *f++ = (ct_feed){t->towers[k].first_example, v++};
     start += size;
   }
-  out->n_feeds = CT_TOWER_FEEDS * towers;
+  out->n_feeds = (int)(f - out->feeds);
   return out->n_feeds;
 }
 

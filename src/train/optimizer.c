@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ctower/optimizer.h"
+#include "ctower/towers.h"
 #include "ops/op_list.h"
 #include "ops/variables.h"
 
@@ -17,22 +18,20 @@ void ct_optimizer_config_defaults(ct_optimizer_config *c, ct_optimizer_kind kind
   c->epsilon = 1e-8f;
 }
 
+const char *ct_optimizer_name(ct_optimizer_kind kind) {
+  switch (kind) {
+    case CT_OPTIMIZER_SGD: return "sgd";
+    case CT_OPTIMIZER_MOMENTUM: return "momentum";
+    case CT_OPTIMIZER_ADAM: return "adam";
+  }
+  return "?";
+}
+
 float ct_optimizer_learning_rate(const ct_optimizer_config *c, double rate, int64_t step) {
   if (c->kind != CT_OPTIMIZER_ADAM) return (float)rate;
   if (step < 1) step = 1;
   double t = (double)step;
   return (float)(rate * sqrt(1.0 - pow(c->beta2, t)) / (1.0 - pow(c->beta1, t)));
-}
-
-/* Adds the gradients of every read of variable v that reaches the loss. */
-static ct_output variable_gradient(ct_graph *g, int v, int n_reads, ct_node **reads,
-                                   const ct_output *grads) {
-  ct_output parts[64];
-  int n = 0;
-  for (int k = 0; k < n_reads; ++k)
-    if (reads[k]->variable == v && grads[k].node && n < 64) parts[n++] = grads[k];
-  if (n == 0) return ct_out(NULL, 0);
-  return n == 1 ? parts[0] : ct_add_n(g, n, parts);
 }
 
 static ct_output slot(ct_graph *g, int v, const char *suffix) {
@@ -80,52 +79,6 @@ static ct_node *apply_update(ct_graph *g, const ct_optimizer_config *c, int v, c
   return NULL;
 }
 
-int ct_optimizer_compute_gradients(ct_graph *g, ct_output loss, int *variables,
-                                   ct_output *grads, int *n_out) {
-  *n_out = 0;
-  if (g->status.code != CT_OK) return 1;
-  ct_shape loss_shape = ct_output_shape(loss);
-  if (loss.node == NULL || loss_shape.rank != 0) {
-    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "the loss to minimize must be an f32 scalar");
-    return 1;
-  }
-  /* Every read of a trainable variable is an x; a variable's gradient sums
-   * those of its reads (one per tower that uses it), beside the variable. */
-  int n_reads = 0;
-  ct_node **reads = malloc((size_t)(g->n_nodes + 1) * sizeof *reads);
-  ct_output *xs = malloc((size_t)(g->n_nodes + 1) * sizeof *xs);
-  ct_output *read_grads = malloc((size_t)(g->n_nodes + 1) * sizeof *read_grads);
-  if (!reads || !xs || !read_grads) {
-    free(reads), free(xs), free(read_grads);
-    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory computing gradients");
-    return 1;
-  }
-  for (int id = 0; id < g->n_nodes; ++id) {
-    ct_node *n = g->nodes[id];
-    if (n->variable >= 0 && g->variables[n->variable].trainable) {
-      reads[n_reads] = n;
-      xs[n_reads++] = ct_out(n, 0);
-    }
-  }
-  const int n_variables = g->n_variables;
-  if (ct_gradients(g, loss, n_reads, xs, read_grads) == 0) {
-    for (int v = 0; v < n_variables; ++v) {
-      if (!g->variables[v].trainable) continue;
-      ct_graph_push_device(g, g->variables[v].device);
-      ct_output grad = variable_gradient(g, v, n_reads, reads, read_grads);
-      ct_graph_pop_device(g);
-      if (grad.node == NULL) continue; /* does not affect the loss */
-      variables[*n_out] = v;
-      grads[(*n_out)++] = grad;
-    }
-    if (*n_out == 0 && g->status.code == CT_OK)
-      ct_graph_set_error(g, CT_INVALID_ARGUMENT,
-                         "the loss depends on no trainable variable: nothing to minimize");
-  }
-  free(reads), free(xs), free(read_grads);
-  return g->status.code != CT_OK;
-}
-
 int ct_optimizer_apply_gradients(ct_graph *g, const ct_optimizer_config *c, int n,
                                  const int *variables, const ct_output *grads,
                                  ct_train_op *train_op) {
@@ -159,7 +112,7 @@ int ct_optimizer_minimize(ct_graph *g, const ct_optimizer_config *c, ct_output l
   ct_output *grads = malloc((size_t)(g->n_variables + 1) * sizeof *grads);
   int n = 0, failed = 1;
   if (variables && grads)
-    failed = ct_optimizer_compute_gradients(g, loss, variables, grads, &n) ||
+    failed = ct_variable_gradients(g, loss, variables, grads, &n) ||
              ct_optimizer_apply_gradients(g, c, n, variables, grads, train_op);
   else
     ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the optimizer");

@@ -3,13 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-void ct_tower_options_single(ct_tower_options *o) {
-  memset(o, 0, sizeof *o);
-  o->n_towers = 1;
-  snprintf(o->devices[0], sizeof o->devices[0], "/cpu:0");
-  snprintf(o->ps_device, sizeof o->ps_device, "/cpu:0");
-}
-
 int ct_training_graph_build(ct_training_graph *tg, const ct_model_def *model, int64_t height,
                             int64_t width, int64_t channels, int num_classes, uint64_t seed,
                             const ct_tower_options *towers, const ct_optimizer_config *optimizer,
@@ -23,11 +16,11 @@ int ct_training_graph_build(ct_training_graph *tg, const ct_model_def *model, in
   tg->graph = g;
   ct_graph_set_seed(g, seed);
   ct_tower_options single;
-  ct_tower_options_single(&single);
+  ct_tower_options_defaults(&single);
   if (towers == NULL) towers = &single;
   if (optimizer)
-    ct_towers_build(g, model, height, width, channels, num_classes, towers, optimizer,
-                    &tg->towers);
+    ct_classifier_towers_build(g, model, height, width, channels, num_classes, towers, optimizer,
+                               &tg->train);
   /* The evaluation copies read the original variables where they live: the
    * parameter server's, or tower 0's (the plain names), which every replica
    * equals; tower k's copy computes on tower k's device. Without training
@@ -61,6 +54,7 @@ int ct_training_graph_build(ct_training_graph *tg, const ct_model_def *model, in
 }
 
 void ct_training_graph_free(ct_training_graph *tg) {
+  ct_classifier_towers_free(&tg->train);
   ct_graph_free(tg->graph);
   memset(tg, 0, sizeof *tg);
 }

@@ -1,5 +1,6 @@
 /* The graph a training run needs, built once from a zoo model: the training
- * towers (ct_towers_build: one or more replicas, their loss and update) and
+ * towers (ct_classifier_towers_build: one or more replicas, their loss and
+ * update) and
  * evaluation copies, one on each tower's device (name scopes eval, eval_1,
  * ...; no dropout, batch norm with moving statistics), all reading the
  * original variables, so any tower count evaluates alike. Shared by the
@@ -10,10 +11,11 @@
 #include "ctower/models.h"
 #include "ctower/optimizer.h"
 #include "ctower/towers.h"
+#include "train/classifier.h"
 
 typedef struct ct_training_graph {
   ct_graph *graph;
-  ct_tower_graph towers;    /* training; n_towers 0 when built without training */
+  ct_classifier_towers train; /* n_towers 0 when built without training */
   /* evaluation copies, one per tower device */
   int n_eval;
   struct ct_eval_tower {
@@ -24,7 +26,7 @@ typedef struct ct_training_graph {
   } eval[CT_MAX_DEVICES];
 } ct_training_graph;
 
-/* Builds into a new graph. towers NULL means one tower on /cpu:0;
+/* Builds into a new graph. towers NULL means ct_tower_options_defaults;
  * optimizer NULL builds only the evaluation copy (for `ctower eval`).
  * Returns 0 or fills status; *out then owns the graph (free with
  * ct_training_graph_free). */
@@ -33,8 +35,5 @@ int ct_training_graph_build(ct_training_graph *out, const ct_model_def *model, i
                             const ct_tower_options *towers, const ct_optimizer_config *optimizer,
                             ct_status *status);
 void ct_training_graph_free(ct_training_graph *tg);
-
-/* One tower on /cpu:0 (parameter server there). */
-void ct_tower_options_single(ct_tower_options *options);
 
 #endif

@@ -69,13 +69,13 @@ static void test_buffers_are_reused_between_steps(void **state) {
   ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
   static ct_tower_feeds step_feeds;
   float weights[17];
-  int n_feeds = ct_towers_make_feeds(&tg.towers, images, labels, 16, NULL, &step_feeds, weights);
+  int n_feeds = ct_classifier_make_feeds(&tg.train, images, labels, 16, NULL, &step_feeds, weights);
   ct_feed *feeds = step_feeds.feeds;
-  feeds[n_feeds++] = (ct_feed){tg.towers.train.learning_rate, &lrt};
+  feeds[n_feeds++] = (ct_feed){tg.train.update.learning_rate, &lrt};
   ct_allocator_stats after_first = {0};
   for (int step = 0; step < 4; ++step) {
     ct_session_set_step(s, (uint64_t)step);
-    assert_int_equal(ct_session_run(s, feeds, n_feeds, NULL, 0, &tg.towers.step, 1, NULL, &st), 0);
+    assert_int_equal(ct_session_run(s, feeds, n_feeds, NULL, 0, &tg.train.step, 1, NULL, &st), 0);
     ct_allocator_stats stats = ct_allocator_get_stats(s->devices[0]->allocator);
     if (step == 0) after_first = stats;
     size_t variable_bytes = 0;

@@ -139,8 +139,8 @@ static float *train(const train_setup *t, int64_t *n_out, long *hot_path_counts)
    * towers already differ by 5e-4). This epsilon keeps tiny gradients'
    * steps tiny, and the comparison meaningful. */
   if (t->optimizer == CT_OPTIMIZER_ADAM) oc.epsilon = 1e-3f;
-  ct_tower_graph towers;
-  ct_towers_build(g, ct_model_find(t->model), 28, 28, 1, 10, &o, &oc, &towers);
+  ct_classifier_towers towers;
+  ct_classifier_towers_build(g, ct_model_find(t->model), 28, 28, 1, 10, &o, &oc, &towers);
   assert_status_ok(ct_graph_status(g));
   ct_session_options so;
   ct_session_options_defaults(&so);
@@ -184,6 +184,7 @@ static float *train(const train_setup *t, int64_t *n_out, long *hot_path_counts)
   }
   *n_out = offset;
   ct_session_free(s);
+  ct_classifier_towers_free(&towers);
   ct_graph_free(g);
   return out;
 }

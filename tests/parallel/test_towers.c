@@ -2,7 +2,8 @@
  * with 1, 2, 3 and 4 towers agree, for both variable updates (ring and tree
  * all-reduce), with uneven splits and a last batch smaller than the tower
  * count; replicated copies are bitwise equal after every step. The
- * collective all-reduce's sums are read after the backward pass. */
+ * collective all-reduce's sums are read after the backward pass. The towers
+ * build the caller's loss and return the gradients, applying none. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +47,8 @@ static void run_model(const ct_model_def *model, int n_towers, ct_variable_updat
   o.all_reduce = reduce;
   ct_optimizer_config oc;
   ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_MOMENTUM);
-  ct_tower_graph towers;
-  ct_towers_build(g, model, 28, 28, 1, 10, &o, &oc, &towers);
+  ct_classifier_towers towers;
+  ct_classifier_towers_build(g, model, 28, 28, 1, 10, &o, &oc, &towers);
   assert_status_ok(ct_graph_status(g));
   /* the MLP's six gradients (235k floats) travel in one packed bucket */
   if (update == CT_VARIABLE_UPDATE_REPLICATED && n_towers > 1 && model == ct_model_find("mlp"))
@@ -91,6 +92,7 @@ static void run_model(const ct_model_def *model, int n_towers, ct_variable_updat
   }
   result->n_weights = offset;
   ct_session_free(s);
+  ct_classifier_towers_free(&towers);
   ct_graph_free(g);
 }
 
@@ -161,8 +163,8 @@ static void logits_of(int n_towers, const double *speeds, int64_t n, float *out)
   o.variable_update = CT_VARIABLE_UPDATE_REPLICATED;
   ct_optimizer_config oc;
   ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_SGD);
-  ct_tower_graph towers;
-  ct_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers);
+  ct_classifier_towers towers;
+  ct_classifier_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers);
   ct_session_options so;
   ct_session_options_defaults(&so);
   so.device_count_cpu = 3;
@@ -179,9 +181,9 @@ static void logits_of(int n_towers, const double *speeds, int64_t n, float *out)
   static ct_tower_feeds step_feeds;
   ct_feed *feeds = step_feeds.feeds;
   float weights[16];
-  int n_feeds = ct_towers_make_feeds(&towers, images, labels, n, sizes, &step_feeds, weights);
+  int n_feeds = ct_classifier_make_feeds(&towers, images, labels, n, sizes, &step_feeds, weights);
   ct_output fetches[3];
-  for (int k = 0; k < n_towers; ++k) fetches[k] = towers.towers[k].logits;
+  for (int k = 0; k < n_towers; ++k) fetches[k] = towers.logits[k];
   ct_tensor *parts[3];
   ct_session_run(s, feeds, n_feeds, fetches, n_towers, NULL, 0, parts, &st);
   assert_status_ok(&st);
@@ -194,6 +196,7 @@ static void logits_of(int n_towers, const double *speeds, int64_t n, float *out)
   ct_tensor_free(images);
   ct_tensor_free(labels);
   ct_session_free(s);
+  ct_classifier_towers_free(&towers);
   ct_graph_free(g);
 }
 
@@ -235,23 +238,88 @@ static ct_tower_options two_towers(const char *first, const char *second) {
   return o;
 }
 
+/* A linear model: each example's loss is w . x + b, for inputs "x" [3]. */
+static ct_output linear_loss(ct_graph *g, int tower, const ct_output *inputs, void *calls) {
+  ++*(int *)calls;
+  assert_string_equal(ct_node_name(inputs[0].node), tower ? "tower_1/x" : "tower_0/x");
+  ct_output y = ct_layer_dense(g, inputs[0], 1, CT_ACTIVATION_NONE, "linear");
+  return ct_reshape(g, y, ct_shape_of(1, (int64_t)-1));
+}
+
+static ct_tower_model linear_model(int *calls) {
+  ct_tower_model m = {.n_inputs = 1, .loss = linear_loss, .user_data = calls};
+  m.inputs[0] = (ct_tower_input){"x", CT_F32, ct_shape_of(1, (int64_t)3)};
+  return m;
+}
+
+/* The towers call the caller's loss once per tower and return the
+ * gradients to apply, applying none: replicated, one all-reduced gradient
+ * per copy of each variable; parameter_server, one per variable. */
+static void test_towers_return_the_gradients_to_apply(void **state) {
+  (void)state;
+  for (int ps = 0; ps < 2; ++ps) {
+    ct_graph *g = ct_graph_new();
+    int calls = 0;
+    ct_tower_model model = linear_model(&calls);
+    ct_tower_options o = two_towers("/cpu:0", "/cpu:1");
+    if (ps) o.variable_update = CT_VARIABLE_UPDATE_PARAMETER_SERVER;
+    ct_tower_graph towers;
+    assert_int_equal(ct_towers_build(g, &model, &o, &towers), 0);
+    assert_int_equal(calls, 2);
+    assert_int_equal(towers.n_gradients, ps ? 2 : 4); /* weights and biases of each copy */
+    for (int i = 0; i < towers.n_gradients; ++i) {
+      const char *name = ct_graph_variable_name(g, towers.variables[i]);
+      assert_true(ct_graph_variable_trainable(g, towers.variables[i]));
+      assert_int_equal(strncmp(name, "tower_1/", 8) == 0, !ps && i >= 2);
+      assert_non_null(towers.gradients[i].node);
+    }
+    for (int i = 0; i < g->n_nodes; ++i) /* no update: the caller applies the gradients */
+      assert_true(strncmp(g->nodes[i]->op->name, "Apply", 5) != 0);
+    ct_towers_free(&towers);
+    ct_graph_free(g);
+  }
+}
+
 static void test_bad_tower_configurations(void **state) {
   (void)state;
   ct_graph *g = ct_graph_new();
   ct_tower_options o = two_towers("/cpu:0", "/cpu:0");
   ct_optimizer_config oc;
   ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_SGD);
-  ct_tower_graph towers;
-  assert_int_not_equal(ct_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers), 0);
+  ct_classifier_towers towers;
+  assert_int_not_equal(
+      ct_classifier_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers), 0);
   assert_non_null(strstr(ct_graph_status(g)->message, "towers 0 and 1 are both on '/cpu:0'"));
+  ct_classifier_towers_free(&towers);
   ct_graph_free(g);
 
   /* a model that does not fit its input fails while building a tower, and says which */
   g = ct_graph_new();
   snprintf(o.devices[1], sizeof o.devices[1], "/cpu:1");
-  assert_int_not_equal(ct_towers_build(g, ct_model_find("fmnist_cnn"), 2, 2, 1, 10, &o, &oc, &towers), 0);
+  assert_int_not_equal(
+      ct_classifier_towers_build(g, ct_model_find("fmnist_cnn"), 2, 2, 1, 10, &o, &oc, &towers), 0);
   assert_non_null(strstr(ct_graph_status(g)->message, "building tower 0 on /cpu:0"));
+  ct_classifier_towers_free(&towers);
   ct_graph_free(g);
+
+  /* options and model descriptions a C caller can get wrong */
+  int calls = 0;
+  ct_tower_model model = linear_model(&calls);
+  ct_tower_graph bare;
+  o.variable_update = (ct_variable_update)7;
+  g = ct_graph_new();
+  assert_int_not_equal(ct_towers_build(g, &model, &o, &bare), 0);
+  assert_non_null(strstr(ct_graph_status(g)->message, "unknown variable update 7"));
+  ct_towers_free(&bare);
+  ct_graph_free(g);
+  o.variable_update = CT_VARIABLE_UPDATE_REPLICATED;
+  model.loss = NULL;
+  g = ct_graph_new();
+  assert_int_not_equal(ct_towers_build(g, &model, &o, &bare), 0);
+  assert_non_null(strstr(ct_graph_status(g)->message, "needs a loss function"));
+  ct_towers_free(&bare);
+  ct_graph_free(g);
+  assert_int_equal(calls, 0);
 }
 
 static int has_control_input(const ct_node *node, const ct_node *before) {
@@ -273,8 +341,8 @@ static void test_collective_sums_are_read_after_the_backward_pass(void **state) 
   o.all_reduce = CT_ALL_REDUCE_COLLECTIVE;
   ct_optimizer_config oc;
   ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_MOMENTUM);
-  ct_tower_graph towers;
-  ct_towers_build(g, ct_model_find("fmnist_cnn"), 28, 28, 1, 10, &o, &oc, &towers);
+  ct_classifier_towers towers;
+  ct_classifier_towers_build(g, ct_model_find("fmnist_cnn"), 28, 28, 1, 10, &o, &oc, &towers);
   assert_status_ok(ct_graph_status(g));
   const ct_node *backward_done = ct_graph_find(g, "all_reduce/backward_done");
   assert_non_null(backward_done);
@@ -309,6 +377,7 @@ static void test_collective_sums_are_read_after_the_backward_pass(void **state) 
          all_reduces, packed, readers);
   assert_true(all_reduces >= 2);
   assert_int_equal(readers, 2 * all_reduces);
+  ct_classifier_towers_free(&towers);
   ct_graph_free(g);
 }
 
@@ -319,6 +388,7 @@ int main(void) {
       cmocka_unit_test(test_dropout_does_not_depend_on_the_split),
       cmocka_unit_test(test_splits),
       cmocka_unit_test(test_outputs_come_back_in_input_order),
+      cmocka_unit_test(test_towers_return_the_gradients_to_apply),
       cmocka_unit_test(test_bad_tower_configurations),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -56,23 +56,23 @@ double ct_test_max_rel_diff(const float *a, const float *b, int64_t n) {
   return worst;
 }
 
-int ct_test_tower_step(ct_session *s, const ct_tower_graph *t, int step, int64_t n,
+int ct_test_tower_step(ct_session *s, const ct_classifier_towers *c, int step, int64_t n,
                        const int64_t *sizes, float lr, ct_status *status) {
   ct_shape is = ct_shape_of(4, n, (int64_t)28, (int64_t)28, (int64_t)1);
   ct_shape ls = ct_shape_of(1, n);
   ct_tensor *images = ct_tensor_new(CT_F32, &is, status), *labels = ct_tensor_new(CT_I32, &ls, status);
   static ct_tower_feeds step_feeds;
-  float *weights = calloc((size_t)(n + t->n_towers), sizeof *weights);
+  float *weights = calloc((size_t)(n + c->towers.n_towers), sizeof *weights);
   int failed = images == NULL || labels == NULL || weights == NULL;
   if (!failed) {
     ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 100 + (uint64_t)step,
                          0, 1);
     for (int64_t i = 0; i < n; ++i) ct_tensor_i32(labels)[i] = (int32_t)((i * 7 + step) % 10);
-    int n_feeds = ct_towers_make_feeds(t, images, labels, n, sizes, &step_feeds, weights);
+    int n_feeds = ct_classifier_make_feeds(c, images, labels, n, sizes, &step_feeds, weights);
     ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
-    step_feeds.feeds[n_feeds++] = (ct_feed){t->train.learning_rate, &lrt};
+    step_feeds.feeds[n_feeds++] = (ct_feed){c->update.learning_rate, &lrt};
     ct_session_set_step(s, (uint64_t)step);
-    failed = ct_session_run(s, step_feeds.feeds, n_feeds, NULL, 0, &t->step, 1, NULL, status);
+    failed = ct_session_run(s, step_feeds.feeds, n_feeds, NULL, 0, &c->step, 1, NULL, status);
   }
   ct_tensor_free(images);
   ct_tensor_free(labels);

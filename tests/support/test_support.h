@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "ctower/ctower.h"
+#include "train/classifier.h"
 
 /* Fails the test with the status message unless the status is OK. */
 #define assert_status_ok(status_ptr)                                      \
@@ -26,11 +27,11 @@ char *ct_test_tmpdir(void);
 int ct_test_write_file(const char *path, const void *data, size_t size);
 /* Deterministic uniform floats in [lo, hi). */
 void ct_test_fill_uniform(float *out, int64_t n, uint64_t seed, float lo, float hi);
-/* Runs training step `step` of the towers (t->step) on a batch of n
+/* Runs training step `step` of the towers (c->step) on a batch of n
  * 28x28x1 images, uniform in [0, 1) and seeded by the step, with labels
  * (7 i + step) % 10, split by `sizes` (NULL: even), at learning rate lr.
  * Returns 0 or fills status. */
-int ct_test_tower_step(ct_session *session, const ct_tower_graph *towers, int step, int64_t n,
+int ct_test_tower_step(ct_session *session, const ct_classifier_towers *c, int step, int64_t n,
                        const int64_t *sizes, float lr, ct_status *status);
 
 /* Creates a session of g under options o with log_device_placement on and

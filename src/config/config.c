@@ -14,9 +14,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "cli/config_schema.h"
-#include "cli/suggest.h"
-#include "cli/yaml_tree.h"
+#include "config/config_schema.h"
+#include "config/suggest.h"
+#include "config/yaml_tree.h"
 
 enum { MAX_CHILDREN = 16, MAX_PATH = 256 };
 

@@ -1,5 +1,5 @@
 /* The rows of ct_config's schema: see config_schema.h. */
-#include "cli/config_schema.h"
+#include "config/config_schema.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The schema of ct_config: one row per config key (private to src/cli).
+/* The schema of ct_config: one row per config key (private to src/config).
  *
  * Each row gives a key's dotted path, its type, where it lives in ct_config,
  * its allowed values or range and its default as YAML text. Sections
@@ -6,8 +6,8 @@
  * overrides, defaults, suggestions and ct_config_write all walk this one
  * table, and a new key is one new row in config_schema.c.
  */
-#ifndef CTOWER_CLI_CONFIG_SCHEMA_H
-#define CTOWER_CLI_CONFIG_SCHEMA_H
+#ifndef CTOWER_CONFIG_CONFIG_SCHEMA_H
+#define CTOWER_CONFIG_CONFIG_SCHEMA_H
 
 #include <stddef.h>
 #include <stdint.h>

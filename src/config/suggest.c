@@ -1,4 +1,4 @@
-#include "cli/suggest.h"
+#include "config/suggest.h"
 
 #include <stdlib.h>
 #include <string.h>

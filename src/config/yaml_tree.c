@@ -1,4 +1,4 @@
-#include "cli/yaml_tree.h"
+#include "config/yaml_tree.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
-/* "Did you mean ...?" for unknown keys, commands and options. */
-#ifndef CTOWER_CLI_SUGGEST_H
-#define CTOWER_CLI_SUGGEST_H
+/* "Did you mean ...?" for unknown keys (src/config), commands and options (src/cli). */
+#ifndef CTOWER_CONFIG_SUGGEST_H
+#define CTOWER_CONFIG_SUGGEST_H
 
 #include <stddef.h>
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cli/config_schema.h"
+#include "config/config_schema.h"
 
 /* Whether s reads back as the same string when written without quotes,
  * in block and in flow context. */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctower/config.h"
 #include "test_support.h"
 
 static char *g_dir;       /* one temporary directory for the whole run */

@@ -4,8 +4,8 @@
  * Aliases are resolved by copying the anchored node; tags are ignored (every
  * scalar keeps its text and whether it was written plain or quoted).
  */
-#ifndef CTOWER_CLI_YAML_TREE_H
-#define CTOWER_CLI_YAML_TREE_H
+#ifndef CTOWER_CONFIG_YAML_TREE_H
+#define CTOWER_CONFIG_YAML_TREE_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,0 +1,187 @@
+/* ct_config to the library's options: the trainer's, the towers' and the
+ * session's. Ranges are the schema's (config_schema.c); what is left to
+ * check here is what only the YAML can get wrong. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ctower/config.h"
+#include "ctower/device_name.h"
+
+static void optimizer_options(const ct_config *c, ct_optimizer_config *o) {
+  const char *name = c->train.optimizer.name;
+  ct_optimizer_kind kind = strcmp(name, "sgd") == 0    ? CT_OPTIMIZER_SGD
+                           : strcmp(name, "adam") == 0 ? CT_OPTIMIZER_ADAM
+                                                       : CT_OPTIMIZER_MOMENTUM;
+  ct_optimizer_config_defaults(o, kind);
+  o->momentum = (float)c->train.optimizer.momentum;
+  o->nesterov = c->train.optimizer.nesterov;
+  o->weight_decay = (float)c->train.optimizer.weight_decay;
+  o->beta1 = (float)c->train.optimizer.beta1;
+  o->beta2 = (float)c->train.optimizer.beta2;
+  o->epsilon = (float)c->train.optimizer.epsilon;
+}
+
+static void schedule_options(const ct_config *c, ct_schedule *s) {
+  memset(s, 0, sizeof *s);
+  const char *name = c->train.schedule.name;
+  s->kind = strcmp(name, "step") == 0     ? CT_SCHEDULE_STEP
+            : strcmp(name, "cosine") == 0 ? CT_SCHEDULE_COSINE
+                                          : CT_SCHEDULE_CONSTANT;
+  s->base_rate = c->train.optimizer.learning_rate;
+  s->step_epochs = (double)c->train.schedule.step_epochs;
+  s->gamma = c->train.schedule.gamma;
+  s->min_rate = c->train.schedule.min_learning_rate;
+  s->total_epochs = (double)c->train.epochs;
+  s->warmup_epochs = (double)c->train.schedule.warmup_epochs;
+}
+
+void ct_config_session_options(const ct_config *c, ct_session_options *o) {
+  ct_session_options_defaults(o);
+  o->log_device_placement = c->session.log_device_placement;
+  o->allow_soft_placement = c->session.allow_soft_placement;
+  o->device_count_cpu = (int)c->session.device_count_cpu;
+  o->device_count_gpu = (int)c->session.device_count_gpu;
+  o->intra_op_parallelism_threads = (int)c->session.intra_op_parallelism_threads;
+  o->inter_op_parallelism_threads = (int)c->session.inter_op_parallelism_threads;
+  o->cpu_memory_limit = (size_t)c->session.memory_limit_mb_cpu << 20;
+  if (c->session.n_cpu_virtual_devices > 0) { /* logical CPU devices with their own limits */
+    o->device_count_cpu = c->session.n_cpu_virtual_devices;
+    for (int i = 0; i < c->session.n_cpu_virtual_devices && i < CT_MAX_DEVICES; ++i)
+      o->cpu_device_memory_limit[i] = (size_t)c->session.cpu_virtual_devices_mb[i] << 20;
+  }
+  o->gpu_memory_limit = (size_t)c->session.memory_limit_mb_gpu << 20;
+  o->gpu_options.allow_growth = c->session.gpu_options.allow_growth;
+  o->gpu_options.per_process_gpu_memory_fraction =
+      c->session.gpu_options.per_process_gpu_memory_fraction;
+  snprintf(o->gpu_options.visible_device_list, sizeof o->gpu_options.visible_device_list, "%s",
+           c->session.gpu_options.visible_device_list);
+  o->gpu_options.n_virtual_devices = c->session.gpu_options.n_virtual_devices;
+  o->gpu_precision = strcmp(c->train.precision, "tf32") == 0   ? CT_PRECISION_TF32
+                     : strcmp(c->train.precision, "bf16") == 0 ? CT_PRECISION_BF16
+                                                               : CT_PRECISION_FP32;
+  for (int i = 0; i < o->gpu_options.n_virtual_devices && i < CT_MAX_DEVICES; ++i)
+    o->gpu_options.virtual_devices_mb[i] = c->session.gpu_options.virtual_devices_mb[i];
+}
+
+int ct_config_trainer_options(const ct_config *c, ct_trainer_options *o, ct_status *status) {
+  ct_trainer_options_defaults(o);
+  snprintf(o->model, sizeof o->model, "%s", c->model.name);
+  ct_dataset_options *d = &o->dataset;
+  snprintf(d->name, sizeof d->name, "%s", c->dataset.name);
+  snprintf(d->path, sizeof d->path, "%s", c->dataset.path);
+  d->batch_size = c->dataset.batch_size;
+  d->shuffle = c->dataset.shuffle;
+  if (strcmp(c->dataset.name, "synthetic") == 0 && c->dataset.n_image_dims != 3) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "dataset.image_shape has %d entries; give [height, width, channels], "
+                  "e.g. [32, 32, 3]",
+                  c->dataset.n_image_dims);
+    return 1;
+  }
+  for (int i = 0; i < 3 && i < c->dataset.n_image_dims; ++i)
+    d->image_shape[i] = c->dataset.image_shape[i];
+  d->num_classes = c->dataset.num_classes;
+  d->train_size = c->dataset.train_size;
+  d->test_size = c->dataset.test_size;
+  ct_train_options *t = &o->train;
+  t->epochs = c->train.epochs;
+  t->max_steps = c->train.max_steps;
+  t->seed = c->train.seed;
+  optimizer_options(c, &t->optimizer);
+  schedule_options(c, &t->schedule);
+  snprintf(t->checkpoint, sizeof t->checkpoint, "%s", c->train.checkpoint);
+  t->split = strcmp(c->devices.split, "auto") == 0 ? CT_BATCH_SPLIT_AUTO : CT_BATCH_SPLIT_EVEN;
+  ct_config_session_options(c, &o->session);
+  return 0;
+}
+
+/* Puts towers [first, first + count) on /KIND:0, /KIND:1, ... */
+static void towers_on(ct_tower_options *t, int first, int count, const char *kind) {
+  for (int k = 0; k < count; ++k)
+    snprintf(t->devices[first + k], sizeof t->devices[first + k], "/%s:%d", kind, k);
+}
+
+/* The tower devices: devices.n_gpus (cxflow's key: /gpu:0 ..), else
+ * devices.n_towers (the first N devices of the preferred type: GPUs when
+ * the session has any, else CPU devices; -1: all of them), else the
+ * devices.towers list. Towers that want a GPU the session lacks go to CPU
+ * devices with a warning under soft placement, else it is an error. */
+static int tower_devices(const ct_config *c, const ct_session_options *so, ct_tower_options *t,
+                         ct_status *status) {
+  const int cpus = so->device_count_cpu, gpus = ct_device_count(so, CT_DEVICE_KIND_GPU);
+  int64_t n = c->devices.n_gpus > 0 ? c->devices.n_gpus : c->devices.n_towers;
+  if (n == 0) {
+    t->n_towers = c->devices.n_towers_listed;
+    for (int k = 0; k < t->n_towers; ++k)
+      snprintf(t->devices[k], sizeof t->devices[k], "%s", c->devices.towers[k]);
+    return 0;
+  }
+  if (n < 0) n = gpus > 0 ? gpus : cpus;
+  const int want_gpus = c->devices.n_gpus > 0 || gpus > 0;
+  const int64_t on_gpus = want_gpus ? (n < gpus ? n : gpus) : 0, on_cpus = n - on_gpus;
+  if (want_gpus && on_cpus > 0) {
+    if (!so->allow_soft_placement) {
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "%lld towers want GPUs but this session has %d GPU%s; set "
+                    "session.allow_soft_placement: true to train the other towers on CPU "
+                    "devices, or ask for fewer towers",
+                    (long long)n, gpus, gpus == 1 ? "" : "s");
+      return 1;
+    }
+    fprintf(stderr, "ctower: warning: %d GPU%s for %lld towers: towers %lld .. %lld run on CPU "
+                    "devices /cpu:0 .. /cpu:%lld\n", gpus, gpus == 1 ? "" : "s", (long long)n,
+            (long long)on_gpus, (long long)n - 1, (long long)on_cpus - 1);
+  }
+  if (on_cpus > cpus) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "%lld towers need %lld CPU devices but the session has %d; set "
+                  "session.device_count: {CPU: %lld}",
+                  (long long)n, (long long)on_cpus, cpus, (long long)on_cpus);
+    return 1;
+  }
+  if (n > CT_MAX_DEVICES) {
+    ct_status_set(status, CT_INVALID_ARGUMENT, "%lld towers asked for; at most %d", (long long)n,
+                  CT_MAX_DEVICES);
+    return 1;
+  }
+  t->n_towers = (int)n;
+  towers_on(t, 0, (int)on_gpus, "gpu");
+  towers_on(t, (int)on_gpus, (int)on_cpus, "cpu");
+  return 0;
+}
+
+static int is_gpu_name(const char *name) {
+  ct_device_spec spec;
+  ct_status ignored = CT_STATUS_INIT;
+  return ct_device_spec_parse(name, &spec, &ignored) == 0 && spec.kind == CT_DEVICE_KIND_GPU;
+}
+
+int ct_config_tower_options(const ct_config *c, const ct_session_options *so,
+                            ct_tower_options *t, ct_status *status) {
+  memset(t, 0, sizeof *t);
+  t->variable_update = strcmp(c->devices.variable_update, "parameter_server") == 0
+                           ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
+                           : CT_VARIABLE_UPDATE_REPLICATED;
+  snprintf(t->ps_device, sizeof t->ps_device, "%s", c->devices.ps_device);
+  if (tower_devices(c, so, t, status)) return 1;
+  int all_gpus = 1, first_cpu = -1;
+  for (int k = 0; k < t->n_towers; ++k)
+    if (!is_gpu_name(t->devices[k])) {
+      all_gpus = 0;
+      if (first_cpu < 0) first_cpu = k;
+    }
+  const char *algorithm = c->devices.all_reduce;
+  if (strcmp(algorithm, "nccl") == 0 && !all_gpus) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "devices.all_reduce: nccl needs every tower on a GPU, but tower %d is on %s%s; "
+                  "use ring, tree or auto",
+                  first_cpu, t->devices[first_cpu],
+                  ct_device_count(so, CT_DEVICE_KIND_GPU) == 0 ? " (this session has no GPU)" : "");
+    return 1;
+  }
+  t->all_reduce = strcmp(algorithm, "tree") == 0  ? CT_ALL_REDUCE_TREE
+                  : strcmp(algorithm, "ring") == 0 ? CT_ALL_REDUCE_RING
+                  : all_gpus                       ? CT_ALL_REDUCE_COLLECTIVE /* nccl, auto */
+                                                   : CT_ALL_REDUCE_RING;
+  return 0;
+}

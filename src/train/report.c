@@ -1,0 +1,105 @@
+/* What training prints: the banner, the progress line and memory. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "train/trainer_internal.h"
+
+double ct_trainer_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *ct_trainer_tower_summary(const ct_tower_options *t, char *buf, size_t size) {
+  if (t->n_towers == 1)
+    snprintf(buf, size, "1 tower");
+  else if (t->variable_update == CT_VARIABLE_UPDATE_REPLICATED)
+    snprintf(buf, size, "%d towers (replicated)", t->n_towers);
+  else
+    snprintf(buf, size, "%d towers (parameter server on %s)", t->n_towers, t->ps_device);
+  return buf;
+}
+
+void ct_trainer_print_banner(const ct_train_run *r) {
+  const ct_trainer_options *o = r->options;
+  char summary[128];
+  printf("ctower %s: training %s on %s (%lld train / %lld test examples), batch %lld, %lld "
+         "epochs, %s lr %g, seed %lld\n",
+         CTOWER_VERSION, o->model, o->dataset.name, (long long)ct_dataset_size(r->train_set),
+         (long long)ct_dataset_size(r->test_set), (long long)o->dataset.batch_size,
+         (long long)o->train.epochs, ct_optimizer_name(o->train.optimizer.kind),
+         o->train.schedule.base_rate, (long long)o->train.seed);
+  printf("%s:", ct_trainer_tower_summary(&r->towers, summary, sizeof summary));
+  for (int k = 0; k < r->towers.n_towers; ++k) {
+    ct_status ignored = CT_STATUS_INIT;
+    const char *device = ct_session_node_device(r->session, r->tg.train.logits[k].node, &ignored);
+    ct_device_info info = {0};
+    for (int d = 0; d < ct_session_device_count(r->session); ++d)
+      if (device && strcmp(ct_session_device_name(r->session, d), device) == 0)
+        ct_session_device_info(r->session, d, &info);
+    const int gpu = info.kind && strcmp(info.kind, "GPU") == 0;
+    printf("%s %s (%d %s%s)", k ? "," : "", device ? device : "?", info.threads,
+           gpu ? "SM" : "thread", info.threads == 1 ? "" : "s");
+  }
+  printf("\n");
+  fflush(stdout);
+}
+
+static void format_duration(double seconds, char *buf, size_t size) {
+  if (!(seconds >= 0) || seconds > 1e7) seconds = 0;
+  long s = (long)(seconds + 0.5);
+  if (s >= 3600)
+    snprintf(buf, size, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  else
+    snprintf(buf, size, "%ld:%02ld", s / 60, s % 60);
+}
+
+void ct_progress_update(ct_progress *p, int64_t epoch, int64_t epochs, int64_t batch,
+                        int64_t batches, double loss, double accuracy, double images_per_sec,
+                        double eta) {
+  double t = ct_trainer_now();
+  int every_tenth = batches >= 10 && batch % (batches / 10) == 0;
+  if (p->tty ? t - p->last_print < 0.2 : !every_tenth) return;
+  p->last_print = t;
+  enum { WIDTH = 24 };
+  char bar[WIDTH + 1];
+  int filled = (int)(WIDTH * batch / (batches ? batches : 1));
+  for (int i = 0; i < WIDTH; ++i) bar[i] = i < filled ? '=' : (i == filled ? '>' : ' ');
+  bar[WIDTH] = '\0';
+  char eta_text[32];
+  format_duration(eta, eta_text, sizeof eta_text);
+  printf("%sepoch %lld/%lld [%s] %lld/%lld loss %.4f acc %.4f %.0f img/s%s%s ETA %s%s",
+         p->tty ? "\r" : "", (long long)epoch, (long long)epochs, bar, (long long)batch,
+         (long long)batches, loss, accuracy, images_per_sec, p->shards[0] ? " " : "", p->shards,
+         eta_text, p->tty ? "\033[K" : "\n");
+  fflush(stdout);
+}
+
+void ct_trainer_print_peak_memory(ct_session *s) {
+  /* the devices that held anything (with towers on GPUs, not the CPU) */
+  printf("peak memory:");
+  for (int d = 0, listed = 0; d < ct_session_device_count(s); ++d) {
+    ct_memory_stats m;
+    ct_session_memory_stats(s, d, &m);
+    if (m.peak_bytes_in_use == 0) continue;
+    const char *name = ct_session_device_name(s, d);
+    const char *short_name = strstr(name, "device:");
+    printf("%s %s %.1f MiB", listed++ ? "," : "", short_name ? short_name + 7 : name,
+           (double)m.peak_bytes_in_use / 1048576.0);
+  }
+  printf("\n");
+}
+
+void ct_trainer_print_memory_stats(ct_session *s) {
+  for (int d = 0; d < ct_session_device_count(s); ++d) {
+    ct_memory_stats m;
+    ct_session_memory_stats(s, d, &m);
+    char limit[32] = "none";
+    if (m.limit) snprintf(limit, sizeof limit, "%zu", m.limit);
+    printf("memory %s: in use %zu bytes, peak %zu, reserved %zu, largest free chunk %zu, "
+           "allocations %llu, limit %s\n",
+           ct_session_device_name(s, d), m.bytes_in_use, m.peak_bytes_in_use, m.bytes_reserved,
+           m.largest_free_chunk, (unsigned long long)m.allocations, limit);
+  }
+}

@@ -1,0 +1,122 @@
+/* The parts of the trainer (private to src/train) that `ctower train`,
+ * `ctower eval` and `ctower bench` share: the options' checks, datasets
+ * and batch buffers, one training run and its steps, evaluation,
+ * checkpoints, and what they print. */
+#ifndef CTOWER_TRAIN_TRAINER_INTERNAL_H
+#define CTOWER_TRAIN_TRAINER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctower/data.h"
+#include "ctower/trainer.h"
+#include "train/training_graph.h"
+
+/* Seconds on a monotonic clock. */
+double ct_trainer_now(void);
+
+/* INVALID_ARGUMENT naming the first option out of range (an unknown model,
+ * a batch size, epoch or step count, or learning rate out of range);
+ * returns nonzero then. */
+int ct_trainer_check_options(const ct_trainer_options *options, ct_status *status);
+
+/* The training (train = 1) or test split of the dataset the options name. */
+ct_dataset *ct_trainer_open_dataset(const ct_trainer_options *options, int train,
+                                    ct_status *status);
+
+/* A batch of images and labels, sized for the largest batch. */
+typedef struct ct_batch_buffers {
+  ct_tensor *images, *labels;
+} ct_batch_buffers;
+
+int ct_batch_buffers_init(ct_batch_buffers *buffers, int64_t batch, const ct_dataset *dataset,
+                          ct_status *status);
+void ct_batch_buffers_free(ct_batch_buffers *buffers);
+
+/* evaluate.c: test loss and accuracy over a whole dataset, on the
+ * evaluation copies. */
+typedef struct ct_eval_result {
+  double loss, accuracy;
+} ct_eval_result;
+
+int ct_trainer_evaluate(ct_session *session, const ct_training_graph *tg,
+                        const ct_dataset *test, ct_eval_result *result, ct_status *status);
+
+/* trainer_checkpoint.c: where training stands: the global step, the epochs
+ * done, and the index of the next example within the epoch under way (0
+ * between epochs; a run stopped by max_steps stops inside one). */
+typedef struct ct_train_position {
+  int64_t step, epoch, example;
+} ct_train_position;
+
+/* Writes the original variables (not replicas), under their tower-free
+ * names, with the position, the model, the dataset and the test accuracy
+ * to options->train.checkpoint. Returns 0 or fills status. */
+int ct_trainer_save_checkpoint(ct_session *session, const ct_training_graph *tg,
+                               const ct_trainer_options *options, const ct_train_position *at,
+                               double test_accuracy, ct_status *status);
+
+/* Copies every variable the graph has (replicas from their original's
+ * entry) from the checkpoint at path, written for model_name; fills *at
+ * from its metadata when not NULL (what a checkpoint lacks is 0). Returns
+ * 0 or fills status. */
+int ct_trainer_restore_checkpoint(ct_session *session, const ct_graph *graph, const char *path,
+                                  const char *model_name, ct_train_position *at,
+                                  ct_status *status);
+
+/* train_run.c: the data, graph and session of a training run. */
+typedef struct ct_train_run {
+  const ct_trainer_options *options;
+  ct_tower_options towers;
+  ct_dataset *train_set, *test_set;
+  ct_training_graph tg;
+  ct_session *session;
+  ct_batcher *batcher;
+  ct_batch_buffers buf;
+  ct_tower_feeds *feeds;  /* per tower, then the learning rate */
+  float *weights;         /* batch + towers */
+  ct_output *fetches;     /* loss, then each tower's logits */
+  int64_t sizes[CT_MAX_DEVICES];  /* the last step's shard sizes */
+  int auto_split;                 /* split: auto, over several towers */
+  double speeds[CT_MAX_DEVICES];  /* auto: examples/s of each tower, smoothed; 0 until measured */
+  ct_run_metadata *timeline;      /* auto: where the speeds come from */
+} ct_train_run;
+
+/* Checks the options, opens the datasets, builds the graph and the
+ * session. Returns 0 or fills status; free *run either way. */
+int ct_train_run_setup(ct_train_run *run, const ct_trainer_options *options,
+                       const ct_tower_options *towers, ct_status *status);
+void ct_train_run_free(ct_train_run *run);
+
+/* One optimizer step over all towers on the first n examples of run->buf;
+ * fills the batch's loss and accuracy. Returns 0 or fills status
+ * (FAILED_PRECONDITION when the loss is no longer finite). */
+int ct_train_run_step(ct_train_run *run, int64_t n, int64_t global_step, double epochs_done,
+                      double *loss, double *accuracy, ct_status *status);
+
+/* report.c: what training prints. */
+
+/* "1 tower", "2 towers (replicated)", "2 towers (parameter server on /cpu:0)". */
+const char *ct_trainer_tower_summary(const ct_tower_options *towers, char *buf, size_t size);
+
+/* The first lines of `ctower train`: what is trained, how, on which devices. */
+void ct_trainer_print_banner(const ct_train_run *run);
+
+/* The progress line: redrawn on a terminal (at most every 0.2 s), else
+ * printed at every tenth of the epoch. */
+typedef struct ct_progress {
+  int tty;
+  double last_print;
+  char shards[128];   /* "towers 64+64" when there are several */
+} ct_progress;
+
+void ct_progress_update(ct_progress *progress, int64_t epoch, int64_t epochs, int64_t batch,
+                        int64_t batches, double loss, double accuracy, double images_per_sec,
+                        double eta);
+
+/* The peak memory of every device that held anything. */
+void ct_trainer_print_peak_memory(ct_session *session);
+/* --memory-stats: every device's allocator, exactly. */
+void ct_trainer_print_memory_stats(ct_session *session);
+
+#endif

@@ -96,14 +96,14 @@ typedef struct ct_config {
 void ct_config_defaults(ct_config *config);
 
 /* Reads a YAML file over the current values. Keys not in the file keep their
- * value. On error returns nonzero and fills status (NOT_FOUND for a missing
+ * value. On error returns 1 and fills status (NOT_FOUND for a missing
  * file, INVALID_ARGUMENT for malformed YAML, unknown keys, wrong types or
  * values out of range, each naming file:line); config may then be partly
  * updated and should be discarded. */
 int ct_config_load(ct_config *config, const char *path, ct_status *status);
 
 /* Applies "dotted.key=VALUE"; VALUE is parsed as YAML (lists and maps work).
- * On error returns nonzero and fills status naming the override. */
+ * On error returns 1 and fills status naming the override. */
 int ct_config_apply_override(ct_config *config, const char *assignment, ct_status *status);
 
 /* Writes the whole effective config as YAML. */

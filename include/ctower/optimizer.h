@@ -39,7 +39,7 @@ typedef struct ct_train_op {
 } ct_train_op;
 
 /* Returns 0 and fills *train_op, or records an error in the graph and
- * returns nonzero (no trainable variable, a loss that is not a scalar...). */
+ * returns 1 (no trainable variable, a loss that is not a scalar...). */
 int ct_optimizer_minimize(ct_graph *graph, const ct_optimizer_config *config, ct_output loss,
                           ct_train_op *train_op);
 

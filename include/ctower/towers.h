@@ -103,7 +103,7 @@ typedef struct ct_tower_graph {
 
 /* Builds the towers into `graph` (training mode) and their gradients.
  * Returns 0, or records an error in the graph (INVALID_ARGUMENT for bad
- * options or a bad model description) and returns nonzero. Free *towers
+ * options or a bad model description) and returns 1. Free *towers
  * with ct_towers_free either way. */
 int ct_towers_build(ct_graph *graph, const ct_tower_model *model,
                     const ct_tower_options *options, ct_tower_graph *towers);

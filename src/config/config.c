@@ -38,7 +38,7 @@ typedef struct walk {
 
 static int fail(walk *w, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Records "file:line: <message>" or "override 'k=v': <message>"; returns -1. */
+/* Records "file:line: <message>" or "override 'k=v': <message>"; returns 1. */
 static int fail(walk *w, int line, const char *fmt, ...) {
   char message[CT_STATUS_MESSAGE_MAX];
   va_list args;
@@ -51,7 +51,7 @@ static int fail(walk *w, int line, const char *fmt, ...) {
     ct_status_set(w->status, CT_INVALID_ARGUMENT, "%s:%d: %s", w->file, line, message);
   else
     ct_status_set(w->status, CT_INVALID_ARGUMENT, "%s: %s", w->file, message);
-  return -1;
+  return 1;
 }
 
 /* What a node is, for "got ..." in messages: 'ten', a mapping, a list. */
@@ -155,7 +155,7 @@ static const char *scalar_text(walk *w, const char *path, const ct_ynode *node, 
 static int parse_int(walk *w, const char *path, const ct_ynode *node, int line, int64_t min,
                      int64_t max, int64_t *out) {
   const char *text = scalar_text(w, path, node, line, "an integer");
-  if (text == NULL) return -1;
+  if (text == NULL) return 1;
   char *end = NULL;
   errno = 0;
   long long v = strtoll(text, &end, 10);
@@ -181,7 +181,7 @@ static void describe_range(const ct_config_field *f, char *out, size_t size) {
 static int parse_float(walk *w, const ct_config_field *f, const ct_ynode *node, int line,
                        double *out) {
   const char *text = scalar_text(w, f->path, node, line, "a number");
-  if (text == NULL) return -1;
+  if (text == NULL) return 1;
   char *end = NULL;
   errno = 0;
   double v = strtod(text, &end);
@@ -200,7 +200,7 @@ static int parse_float(walk *w, const ct_config_field *f, const ct_ynode *node, 
 
 static int parse_bool(walk *w, const char *path, const ct_ynode *node, int line, int *out) {
   const char *text = scalar_text(w, path, node, line, "true or false");
-  if (text == NULL) return -1;
+  if (text == NULL) return 1;
   if (strcasecmp(text, "true") == 0 || strcasecmp(text, "yes") == 0) {
     *out = 1;
     return 0;
@@ -276,7 +276,7 @@ static int apply_kindmap(walk *w, const ct_config_field *f, const ct_ynode *node
     snprintf(path, sizeof path, "%s.%s", f->path, is_cpu ? "CPU" : "GPU");
     int64_t v = 0;
     if (parse_int(w, path, node->items[i], key->line, is_cpu ? f->imin : f->imin2, f->imax, &v))
-      return -1;
+      return 1;
     memcpy(base + (is_cpu ? f->offset : f->offset2), &v, sizeof v);
   }
   return 0;
@@ -301,10 +301,10 @@ static int apply_list(walk *w, const ct_config_field *f, const ct_ynode *node, i
       if (item->kind != CT_YNODE_SCALAR || ct_ynode_is_null(item))
         return fail_type(w, path, item, item->line, "a device name such as /cpu:0 or /gpu:1");
       if (parse_string(w, f, path, item, item->line, base + f->offset + i * f->size, f->size))
-        return -1;
+        return 1;
     } else {
       int64_t v = 0;
-      if (parse_int(w, path, item, item->line, f->imin, f->imax, &v)) return -1;
+      if (parse_int(w, path, item, item->line, f->imin, f->imax, &v)) return 1;
       memcpy(base + f->offset + i * sizeof v, &v, sizeof v);
     }
   }
@@ -320,19 +320,19 @@ static int apply_field(walk *w, const ct_config_field *f, const ct_ynode *node, 
       return parse_string(w, f, f->path, node, line, at, f->size);
     case CT_FIELD_INT: {
       int64_t v = 0;
-      if (parse_int(w, f->path, node, line, f->imin, f->imax, &v)) return -1;
+      if (parse_int(w, f->path, node, line, f->imin, f->imax, &v)) return 1;
       memcpy(at, &v, sizeof v);
       return 0;
     }
     case CT_FIELD_FLOAT: {
       double v = 0;
-      if (parse_float(w, f, node, line, &v)) return -1;
+      if (parse_float(w, f, node, line, &v)) return 1;
       memcpy(at, &v, sizeof v);
       return 0;
     }
     case CT_FIELD_BOOL: {
       int v = 0;
-      if (parse_bool(w, f->path, node, line, &v)) return -1;
+      if (parse_bool(w, f->path, node, line, &v)) return 1;
       memcpy(at, &v, sizeof v);
       return 0;
     }
@@ -372,7 +372,7 @@ static int apply_section(walk *w, const char *section, const ct_ynode *node, int
     /* A dotted key ("optimizer.name: adam") works as it does in an override. */
     if (key->text[0] == '\0' || strlen(path) + 1 >= MAX_PATH)
       return fail_unknown_key(w, key->line, path);
-    if (apply_node(w, path, node->items[i], key->line) != 0) return -1;
+    if (apply_node(w, path, node->items[i], key->line) != 0) return 1;
   }
   return 0;
 }
@@ -410,19 +410,19 @@ int ct_config_load(ct_config *config, const char *path, ct_status *status) {
     ct_status_set(status, e == ENOENT || e == ENOTDIR ? CT_NOT_FOUND : CT_INVALID_ARGUMENT,
                   "config file '%s' %s: %s", path,
                   e == ENOENT || e == ENOTDIR ? "not found" : "cannot be read", strerror(e));
-    return -1;
+    return 1;
   }
   if (S_ISDIR(st.st_mode)) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
                   "config file '%s' is a directory; give the path of a YAML file", path);
-    return -1;
+    return 1;
   }
   FILE *file = fopen(path, "rb");
   if (file == NULL) {
     const int e = errno;
     ct_status_set(status, e == ENOENT ? CT_NOT_FOUND : CT_INVALID_ARGUMENT,
                   "config file '%s' cannot be opened: %s", path, strerror(e));
-    return -1;
+    return 1;
   }
   ct_ynode *root = NULL;
   ct_yaml_error err;
@@ -434,14 +434,14 @@ int ct_config_load(ct_config *config, const char *path, ct_status *status) {
                     err.column, err.message);
     else
       ct_status_set(status, CT_INVALID_ARGUMENT, "%s: malformed YAML: %s", path, err.message);
-    return -1;
+    return 1;
   }
   /* Work on a copy so that a failed load leaves config as it was. */
   ct_config *work = malloc(sizeof *work);
   if (work == NULL) {
     ct_ynode_free(root);
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of memory reading config file '%s'", path);
-    return -1;
+    return 1;
   }
   *work = *config;
   walk w = {.config = work, .file = path, .status = status};

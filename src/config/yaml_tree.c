@@ -64,7 +64,7 @@ static void yt_fail_libyaml(yt_parser *p) {
 static int yt_next(yt_parser *p, yaml_event_t *event) {
   if (!yaml_parser_parse(&p->parser, event)) {
     yt_fail_libyaml(p);
-    return -1;
+    return 1;
   }
   return 0;
 }
@@ -155,7 +155,7 @@ static int yt_remember_anchor(yt_parser *p, const yaml_char_t *anchor, ct_ynode 
   return 0;
 oom:
   yt_fail(p, mark, "out of memory");
-  return -1;
+  return 1;
 }
 
 /* Appends (key, value) to a map, or value to a seq (key NULL). */
@@ -176,7 +176,7 @@ static int yt_append(yt_parser *p, ct_ynode *parent, ct_ynode *key, ct_ynode *va
   return 0;
 oom:
   yt_fail(p, mark, "out of memory");
-  return -1;
+  return 1;
 }
 
 /* Builds the node that starts with event (consumed here) and every event of
@@ -322,7 +322,7 @@ static int yt_parse(yt_parser *p, ct_ynode **root) {
   return 0;
 fail:
   ct_ynode_free(doc);
-  return -1;
+  return 1;
 }
 
 static void yt_parser_done(yt_parser *p) {
@@ -339,7 +339,7 @@ static int yt_parser_init(yt_parser *p, ct_ynode **root, ct_yaml_error *err) {
   *root = NULL;
   if (!yaml_parser_initialize(&p->parser)) {
     yt_fail(p, NULL, "out of memory");
-    return -1;
+    return 1;
   }
   return 0;
 }
@@ -356,7 +356,7 @@ static void yt_locate_byte(ct_yaml_error *err, int byte) {
 
 int ct_yaml_parse_file(FILE *file, ct_ynode **root, ct_yaml_error *err) {
   yt_parser p;
-  if (yt_parser_init(&p, root, err) != 0) return -1;
+  if (yt_parser_init(&p, root, err) != 0) return 1;
   yaml_parser_set_input_file(&p.parser, file);
   int rc = yt_parse(&p, root);
   if (rc != 0 && p.reader_offset >= 0 && fseek(file, 0, SEEK_SET) == 0) {
@@ -374,7 +374,7 @@ int ct_yaml_parse_file(FILE *file, ct_ynode **root, ct_yaml_error *err) {
 
 int ct_yaml_parse_string(const char *text, size_t len, ct_ynode **root, ct_yaml_error *err) {
   yt_parser p;
-  if (yt_parser_init(&p, root, err) != 0) return -1;
+  if (yt_parser_init(&p, root, err) != 0) return 1;
   yaml_parser_set_input_string(&p.parser, (const unsigned char *)text, len);
   int rc = yt_parse(&p, root);
   if (rc != 0 && p.reader_offset >= 0) {

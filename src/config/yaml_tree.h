@@ -32,7 +32,7 @@ typedef struct ct_yaml_error {
 } ct_yaml_error;
 
 /* Parses one YAML document. Returns 0 and sets *root (NULL for an empty
- * stream), which the caller frees with ct_ynode_free; or returns nonzero,
+ * stream), which the caller frees with ct_ynode_free; or returns 1,
  * fills err and leaves *root NULL. */
 int ct_yaml_parse_file(FILE *file, ct_ynode **root, ct_yaml_error *err);
 int ct_yaml_parse_string(const char *text, size_t len, ct_ynode **root, ct_yaml_error *err);

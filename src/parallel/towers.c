@@ -274,7 +274,7 @@ int ct_variable_gradients(ct_graph *g, ct_output loss, int *variables, ct_output
 }
 
 /* Records an INVALID_ARGUMENT in the graph for options or a model
- * description that cannot be built; returns nonzero then. */
+ * description that cannot be built; returns 1 then. */
 static int check_towers(ct_graph *g, const ct_tower_model *model, const ct_tower_options *o) {
   if (o->n_towers < 1 || o->n_towers > CT_MAX_DEVICES) {
     ct_graph_set_error(g, CT_INVALID_ARGUMENT, "the number of towers must be 1 to %d, got %d",

@@ -22,7 +22,7 @@ typedef struct ct_classifier_towers {
 
 /* Builds the towers of `model` for images of H x W x C and num_classes
  * classes, and the optimizer's updates, into `graph`. Returns 0, or records
- * an error in the graph and returns nonzero. Free *out with
+ * an error in the graph and returns 1. Free *out with
  * ct_classifier_towers_free either way (the graph stays the caller's). */
 int ct_classifier_towers_build(ct_graph *graph, const ct_model_def *model, int64_t height,
                                int64_t width, int64_t channels, int num_classes,

@@ -17,7 +17,7 @@ double ct_trainer_now(void);
 
 /* INVALID_ARGUMENT naming the first option out of range (an unknown model,
  * a batch size, epoch or step count, or learning rate out of range);
- * returns nonzero then. */
+ * returns 1 then. */
 int ct_trainer_check_options(const ct_trainer_options *options, ct_status *status);
 
 /* The training (train = 1) or test split of the dataset the options name. */

@@ -111,6 +111,15 @@ ct_node *ct_group(ct_graph *g, const char *name, int n, ct_node *const *nodes);
 int ct_gradients(ct_graph *graph, ct_output y, int n_xs, const ct_output *xs,
                  ct_output *dxs);
 
+/* The gradient of the scalar `loss` with respect to every trainable
+ * variable it depends on, as TensorFlow's compute_gradients: each sums the
+ * gradients of the variable's reads (one per tower that reads it) beside
+ * the variable. Fills variables[i] (graph variable indices) and grads[i],
+ * *n of them; the arrays hold at least ct_graph_variable_count entries.
+ * Returns 0 or records an error in the graph. */
+int ct_variable_gradients(ct_graph *graph, ct_output loss, int *variables, ct_output *grads,
+                          int *n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -45,7 +45,7 @@ int ct_optimizer_minimize(ct_graph *graph, const ct_optimizer_config *config, ct
 
 /* The second half of ct_optimizer_minimize, as TensorFlow's
  * apply_gradients, for gradients transformed first (the towers' all-reduce:
- * ct_towers_build; ct_variable_gradients is the first half): one update per
+ * ct_towers_build; ct_variable_gradients (ctower/ops.h) is the first half): one update per
  * (variables[i], grads[i]) beside its variable, grouped in train_op.
  * Returns 0 or records an error in the graph. */
 int ct_optimizer_apply_gradients(ct_graph *graph, const ct_optimizer_config *config, int n,

@@ -109,15 +109,6 @@ int ct_towers_build(ct_graph *graph, const ct_tower_model *model,
                     const ct_tower_options *options, ct_tower_graph *towers);
 void ct_towers_free(ct_tower_graph *towers);
 
-/* The gradient of the scalar `loss` with respect to every trainable
- * variable it depends on, as TensorFlow's compute_gradients: each sums the
- * gradients of the variable's reads (one per tower that reads it) beside
- * the variable. Fills variables[i] (graph variable indices) and grads[i],
- * *n of them; the arrays hold at least ct_graph_variable_count entries.
- * Returns 0 or records an error in the graph. */
-int ct_variable_gradients(ct_graph *graph, ct_output loss, int *variables, ct_output *grads,
-                          int *n);
-
 /* Shard sizes for n examples over N towers, summing to n: even (speeds
  * NULL: the first n % N towers take one more), or in proportion to each
  * tower's measured speed (examples per second), each tower at least one

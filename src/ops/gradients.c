@@ -3,7 +3,9 @@
  * Pass 1 marks nodes that depend on some x; pass 2 marks nodes y depends on;
  * nodes in both are on the path. Pass 3 walks the path in reverse creation
  * order (a reverse topological order), sums the gradients arriving at each
- * output and asks the op's gradient function for its inputs' gradients. */
+ * output and asks the op's gradient function for its inputs' gradients.
+ * ct_variable_gradients asks it for the gradients of every trainable
+ * variable's reads and sums them per variable, beside the variable. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,4 +137,61 @@ int ct_gradients(ct_graph *g, ct_output y, int n_xs, const ct_output *xs, ct_out
     return 1;
   }
   return 0;
+}
+
+/* Adds the gradients of every read of variable v that reaches the loss. */
+static ct_output variable_gradient(ct_graph *g, int v, int n_reads, ct_node **reads,
+                                   const ct_output *grads) {
+  ct_output parts[64];
+  int n = 0;
+  for (int k = 0; k < n_reads; ++k)
+    if (reads[k]->variable == v && grads[k].node && n < 64) parts[n++] = grads[k];
+  if (n == 0) return ct_out(NULL, 0);
+  return n == 1 ? parts[0] : ct_add_n(g, n, parts);
+}
+
+int ct_variable_gradients(ct_graph *g, ct_output loss, int *variables, ct_output *grads,
+                          int *n_out) {
+  *n_out = 0;
+  if (g->status.code != CT_OK) return 1;
+  ct_shape loss_shape = ct_output_shape(loss);
+  if (loss.node == NULL || loss_shape.rank != 0) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "the loss to minimize must be an f32 scalar");
+    return 1;
+  }
+  /* Every read of a trainable variable is an x; a variable's gradient sums
+   * those of its reads (one per tower that uses it), beside the variable. */
+  int n_reads = 0;
+  ct_node **reads = malloc((size_t)(g->n_nodes + 1) * sizeof *reads);
+  ct_output *xs = malloc((size_t)(g->n_nodes + 1) * sizeof *xs);
+  ct_output *read_grads = malloc((size_t)(g->n_nodes + 1) * sizeof *read_grads);
+  if (!reads || !xs || !read_grads) {
+    free(reads), free(xs), free(read_grads);
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory computing gradients");
+    return 1;
+  }
+  for (int id = 0; id < g->n_nodes; ++id) {
+    ct_node *n = g->nodes[id];
+    if (n->variable >= 0 && g->variables[n->variable].trainable) {
+      reads[n_reads] = n;
+      xs[n_reads++] = ct_out(n, 0);
+    }
+  }
+  const int n_variables = g->n_variables;
+  if (ct_gradients(g, loss, n_reads, xs, read_grads) == 0) {
+    for (int v = 0; v < n_variables; ++v) {
+      if (!g->variables[v].trainable) continue;
+      ct_graph_push_device(g, g->variables[v].device);
+      ct_output grad = variable_gradient(g, v, n_reads, reads, read_grads);
+      ct_graph_pop_device(g);
+      if (grad.node == NULL) continue; /* does not affect the loss */
+      variables[*n_out] = v;
+      grads[(*n_out)++] = grad;
+    }
+    if (*n_out == 0 && g->status.code == CT_OK)
+      ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                         "the loss depends on no trainable variable: nothing to minimize");
+  }
+  free(reads), free(xs), free(read_grads);
+  return g->status.code != CT_OK;
 }

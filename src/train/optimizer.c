@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "ctower/optimizer.h"
-#include "ctower/towers.h"
 #include "ops/op_list.h"
 #include "ops/variables.h"
 

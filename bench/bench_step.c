@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
   static ct_tower_feeds step_feeds;
   float *weights = calloc((size_t)(batch + n_towers), sizeof *weights);
-  int n_feeds = ct_classifier_make_feeds(&tg.train, images, labels, batch, NULL, &step_feeds, weights);
+  int n_feeds = ct_classifier_make_feeds(&tg.train, images, labels, batch, NULL, NULL, &step_feeds, weights);
   ct_feed *feeds = step_feeds.feeds;
   feeds[n_feeds++] = (ct_feed){tg.train.update.learning_rate, &lr_tensor};
   double *times = calloc((size_t)steps, sizeof *times);

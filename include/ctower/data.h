@@ -97,6 +97,17 @@ void ct_batcher_start_epoch(ct_batcher *batcher, int64_t epoch);
  * batch of the epoch, 0 once the epoch is over. Allocates nothing. */
 int64_t ct_batcher_next(ct_batcher *batcher, float *images, int32_t *labels);
 
+/* The size of the batch ct_batcher_next would hand out now (0 once the
+ * epoch is over). */
+int64_t ct_batcher_next_size(const ct_batcher *batcher);
+
+/* Like ct_batcher_next, but writes only rows [first, first + rows) of the
+ * batch (clipped to it) into images and labels from their start, and moves
+ * past the whole batch: a process of a job reads its own examples of each
+ * global batch. Returns the whole batch's size. */
+int64_t ct_batcher_next_rows(ct_batcher *batcher, int64_t first, int64_t rows, float *images,
+                             int32_t *labels);
+
 /* Index within the epoch of the next example ct_batcher_next will hand out
  * (0 at the start of an epoch, the dataset size at its end). */
 int64_t ct_batcher_position(const ct_batcher *batcher);

@@ -51,6 +51,10 @@ ct_output ct_add_n(ct_graph *g, int n, const ct_output *xs);
  * device: one collective across devices (NCCL between GPUs). Returns 0, or
  * 1 with the error recorded in the graph. */
 int ct_all_reduce(ct_graph *g, int n, const ct_output *parts, ct_output *sums);
+/* The sum of x over every rank of the job (x itself in a process on its
+ * own): every rank runs its CollectiveReduces in one order, each with its
+ * own instance_key (reported by the stall inspector). */
+ct_output ct_collective_reduce(ct_graph *g, ct_output x, int64_t instance_key);
 /* x broadcast to the shape of `like` / summed down to the shape of `like`. */
 ct_output ct_broadcast_like(ct_graph *g, ct_output x, ct_output like);
 ct_output ct_sum_like(ct_graph *g, ct_output x, ct_output like);

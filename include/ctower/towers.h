@@ -49,6 +49,9 @@ typedef struct ct_tower_options {
   ct_variable_update variable_update;
   char ps_device[64];                    /* parameter_server: where variables live */
   ct_all_reduce_algorithm all_reduce;    /* replicated */
+  int across_ranks;                      /* replicated: the sums go on across every rank of
+                                            the job (a CollectiveReduce per bucket, after the
+                                            sum of this process's towers) */
 } ct_tower_options;
 
 /* One tower on /cpu:0, its variables there (parameter_server on /cpu:0),
@@ -125,16 +128,27 @@ typedef struct ct_tower_feeds {
   int64_t first_example[CT_MAX_DEVICES];
 } ct_tower_feeds;
 
+/* This process's part of a global batch spread over the ranks of a job:
+ * the batch has `total` examples in all, and the rows handed to
+ * ct_towers_make_feeds are its examples first .. first + n - 1. */
+typedef struct ct_batch_share {
+  int64_t total;
+  int64_t first;
+} ct_batch_share;
+
 /* Feeds for one step: the first n examples (rows) of each of the model's
  * inputs (batch[i] for input i, [capacity, shape...]) split into contiguous
- * shards, in order, of `sizes` (NULL: even), each example weighted 1/n, and
- * each tower's index of its first example. A tower left without examples
- * gets one padding example (weight 0), so it computes but adds nothing.
- * Fills out->feeds (the inputs, weights and first example of each tower;
- * append more after out->n_feeds); `weights` must hold n + N floats.
- * Returns the feed count. The feeds borrow the batch, weights and *out. */
+ * shards, in order, of `sizes` (NULL: even), each example weighted
+ * 1/share->total, and each tower's index of its first example in the global
+ * batch (share: NULL for a batch that is all this process's, {n, 0}). A
+ * tower left without examples gets one padding example (weight 0), so it
+ * computes but adds nothing. Fills out->feeds (the inputs, weights and
+ * first example of each tower; append more after out->n_feeds); `weights`
+ * must hold n + N floats. Returns the feed count. The feeds borrow the
+ * batch, weights and *out. */
 int ct_towers_make_feeds(const ct_tower_graph *towers, const ct_tensor *const *batch,
-                         int64_t n, const int64_t *sizes, ct_tower_feeds *out, float *weights);
+                         int64_t n, const int64_t *sizes, const ct_batch_share *share,
+                         ct_tower_feeds *out, float *weights);
 
 /* Joins per-example outputs fetched from each tower (parts[k] from tower
  * k, e.g. its logits) into one tensor in input order, leaving out padding:

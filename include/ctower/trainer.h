@@ -40,6 +40,8 @@ typedef struct ct_train_options {
   ct_schedule schedule;            /* base_rate is the learning rate (> 0) */
   char checkpoint[CT_TRAINER_PATH]; /* written after each epoch; "" saves none */
   ct_batch_split split;
+  int64_t check_every;  /* under several ranks: steps between checks that every rank's
+                           variables are bitwise equal; 0: only at the start */
 } ct_train_options;
 
 typedef struct ct_trainer_options {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster/cluster.h"
 #include "ctower/config.h"
 #include "ctower/device_name.h"
 
@@ -101,6 +102,33 @@ static void towers_on(ct_tower_options *t, int first, int count, const char *kin
     snprintf(t->devices[first + k], sizeof t->devices[first + k], "/%s:%d", kind, k);
 }
 
+/* devices.towers: the entries that name this rank's task (under mpirun,
+ * /job:worker/task:1/cpu:0 is rank 1's /cpu:0), and those that name no
+ * task, which every rank has. */
+static int listed_towers(const ct_config *c, ct_tower_options *t, ct_status *status) {
+  t->n_towers = 0;
+  for (int k = 0; k < c->devices.n_towers_listed; ++k) {
+    ct_device_spec spec;
+    if (ct_device_spec_parse(c->devices.towers[k], &spec, status)) return 1;
+    if (spec.has_task && spec.task != ct_cluster_rank()) continue;
+    char *device = t->devices[t->n_towers++];
+    if (spec.has_job || spec.has_replica || spec.has_task) { /* this rank's: its local name */
+      spec.has_job = spec.has_replica = spec.has_task = 0;
+      ct_device_spec_string(&spec, device, sizeof t->devices[0]);
+    } else {
+      snprintf(device, sizeof t->devices[0], "%s", c->devices.towers[k]);
+    }
+  }
+  if (t->n_towers == 0) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "devices.towers lists no device of task %d (this rank); give every rank a "
+                  "tower, e.g. /job:worker/task:%d/cpu:0",
+                  ct_cluster_rank(), ct_cluster_rank());
+    return 1;
+  }
+  return 0;
+}
+
 /* The tower devices: devices.n_gpus (cxflow's key: /gpu:0 ..), else
  * devices.n_towers (the first N devices of the preferred type: GPUs when
  * the session has any, else CPU devices; -1: all of them), else the
@@ -110,12 +138,7 @@ static int tower_devices(const ct_config *c, const ct_session_options *so, ct_to
                          ct_status *status) {
   const int cpus = so->device_count_cpu, gpus = ct_device_count(so, CT_DEVICE_KIND_GPU);
   int64_t n = c->devices.n_gpus > 0 ? c->devices.n_gpus : c->devices.n_towers;
-  if (n == 0) {
-    t->n_towers = c->devices.n_towers_listed;
-    for (int k = 0; k < t->n_towers; ++k)
-      snprintf(t->devices[k], sizeof t->devices[k], "%s", c->devices.towers[k]);
-    return 0;
-  }
+  if (n == 0) return listed_towers(c, t, status);
   if (n < 0) n = gpus > 0 ? gpus : cpus;
   const int want_gpus = c->devices.n_gpus > 0 || gpus > 0;
   const int64_t on_gpus = want_gpus ? (n < gpus ? n : gpus) : 0, on_cpus = n - on_gpus;
@@ -128,9 +151,11 @@ static int tower_devices(const ct_config *c, const ct_session_options *so, ct_to
                     (long long)n, gpus, gpus == 1 ? "" : "s");
       return 1;
     }
-    fprintf(stderr, "ctower: warning: %d GPU%s for %lld towers: towers %lld .. %lld run on CPU "
-                    "devices /cpu:0 .. /cpu:%lld\n", gpus, gpus == 1 ? "" : "s", (long long)n,
-            (long long)on_gpus, (long long)n - 1, (long long)on_cpus - 1);
+    fprintf(stderr,
+            "ctower: warning: %d GPU%s for %lld towers: towers %lld .. %lld run on CPU "
+            "devices /cpu:0 .. /cpu:%lld\n",
+            gpus, gpus == 1 ? "" : "s", (long long)n, (long long)on_gpus, (long long)n - 1,
+            (long long)on_cpus - 1);
   }
   if (on_cpus > cpus) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
@@ -156,13 +181,14 @@ static int is_gpu_name(const char *name) {
   return ct_device_spec_parse(name, &spec, &ignored) == 0 && spec.kind == CT_DEVICE_KIND_GPU;
 }
 
-int ct_config_tower_options(const ct_config *c, const ct_session_options *so,
-                            ct_tower_options *t, ct_status *status) {
+int ct_config_tower_options(const ct_config *c, const ct_session_options *so, ct_tower_options *t,
+                            ct_status *status) {
   memset(t, 0, sizeof *t);
   t->variable_update = strcmp(c->devices.variable_update, "parameter_server") == 0
                            ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
                            : CT_VARIABLE_UPDATE_REPLICATED;
   snprintf(t->ps_device, sizeof t->ps_device, "%s", c->devices.ps_device);
+  t->across_ranks = ct_cluster_size() > 1;
   if (tower_devices(c, so, t, status)) return 1;
   int all_gpus = 1, first_cpu = -1;
   for (int k = 0; k < t->n_towers; ++k)
@@ -179,7 +205,7 @@ int ct_config_tower_options(const ct_config *c, const ct_session_options *so,
                   ct_device_count(so, CT_DEVICE_KIND_GPU) == 0 ? " (this session has no GPU)" : "");
     return 1;
   }
-  t->all_reduce = strcmp(algorithm, "tree") == 0  ? CT_ALL_REDUCE_TREE
+  t->all_reduce = strcmp(algorithm, "tree") == 0   ? CT_ALL_REDUCE_TREE
                   : strcmp(algorithm, "ring") == 0 ? CT_ALL_REDUCE_RING
                   : all_gpus                       ? CT_ALL_REDUCE_COLLECTIVE /* nccl, auto */
                                                    : CT_ALL_REDUCE_RING;

@@ -64,17 +64,24 @@ void ct_batcher_start_epoch(ct_batcher *batcher, int64_t epoch) {
   batcher->position = 0;
 }
 
-int64_t ct_batcher_next(ct_batcher *batcher, float *images, int32_t *labels) {
+int64_t ct_batcher_next_size(const ct_batcher *batcher) {
+  const int64_t left = batcher->ds->n - batcher->position;
+  if (left <= 0) return 0;
+  return left < batcher->batch_size ? left : batcher->batch_size;
+}
+
+int64_t ct_batcher_next_rows(ct_batcher *batcher, int64_t first, int64_t rows, float *images,
+                             int32_t *labels) {
   const ct_dataset *ds = batcher->ds;
-  int64_t count = ds->n - batcher->position;
-  if (count > batcher->batch_size) count = batcher->batch_size;
-  if (count <= 0) return 0;
+  const int64_t count = ct_batcher_next_size(batcher);
+  if (first < 0) first = 0;
+  if (rows > count - first) rows = count - first;
   const int64_t pixels = ds->h * ds->w * ds->c;
   const uint8_t *all_images = ds->images->data;
   const uint8_t *all_labels = ds->labels->data;
   const float *scale = batcher->scale;
-  const int64_t *order = batcher->order + batcher->position;
-  for (int64_t i = 0; i < count; ++i) {
+  const int64_t *order = batcher->order + batcher->position + first;
+  for (int64_t i = 0; i < rows; ++i) {
     const int64_t example = order[i];
     const uint8_t *src = all_images + example * pixels;
     float *dst = images + i * pixels;
@@ -83,6 +90,10 @@ int64_t ct_batcher_next(ct_batcher *batcher, float *images, int32_t *labels) {
   }
   batcher->position += count;
   return count;
+}
+
+int64_t ct_batcher_next(ct_batcher *batcher, float *images, int32_t *labels) {
+  return ct_batcher_next_rows(batcher, 0, batcher->batch_size, images, labels);
 }
 
 int64_t ct_batcher_position(const ct_batcher *batcher) { return batcher->position; }

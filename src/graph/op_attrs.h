@@ -92,6 +92,11 @@ typedef struct ct_adam_attrs {
   float weight_decay;
 } ct_adam_attrs;
 
+/* CollectiveReduce. */
+typedef struct ct_collective_attrs {
+  int64_t instance_key; /* which of a step's collectives: its all-reduce bucket */
+} ct_collective_attrs;
+
 /* A node's attributes: the member named for its op. */
 typedef union ct_attrs {
   ct_source_attrs source;
@@ -108,6 +113,7 @@ typedef union ct_attrs {
   ct_gradient_descent_attrs gradient_descent;
   ct_momentum_attrs momentum;
   ct_adam_attrs adam;
+  ct_collective_attrs collective;
 } ct_attrs;
 
 #endif

@@ -7,6 +7,12 @@
  * the all-reduce of the output gradients. */
 #include "ops/op_list.h"
 
+/* CollectiveReduce(x) -> the sum of x over every rank of the job (x itself
+ * in a process on its own), as TensorFlow's op of that name between
+ * workers. Every rank must run the same CollectiveReduces in the same order
+ * (the towers chain them). Its gradient is the CollectiveReduce of the
+ * output's gradient. */
+
 static int infer_all_reduce(ct_infer_ctx *ctx) {
   if (ctx->n_outputs != ctx->n_inputs)
     return ct_infer_fail(ctx, "AllReduce has %d inputs but %d outputs", ctx->n_inputs,
@@ -43,4 +49,21 @@ int ct_all_reduce(ct_graph *g, int n, const ct_output *parts, ct_output *sums) {
   ct_node *node = ct_graph_add_node(g, &ct_op_all_reduce, NULL, n, parts, n, NULL);
   for (int k = 0; k < n; ++k) sums[k] = ct_out(node, k);
   return node == NULL;
+}
+
+static void grad_collective_reduce(ct_graph *g, const ct_node *n, const ct_output *gy,
+                                   ct_output *gx) {
+  gx[0] = ct_collective_reduce(g, gy[0], n->attrs.collective.instance_key);
+}
+
+static int infer_collective_reduce(ct_infer_ctx *ctx) {
+  return ct_require_dtype(ctx, 0, CT_F32) || ct_infer_same_as_input0(ctx);
+}
+
+const ct_op_def ct_op_collective_reduce = {"CollectiveReduce", infer_collective_reduce,
+                                           grad_collective_reduce, CT_OP_STATEFUL | CT_OP_INPLACE};
+
+ct_output ct_collective_reduce(ct_graph *g, ct_output x, int64_t instance_key) {
+  const ct_attrs attrs = {.collective = {.instance_key = instance_key}};
+  return ct_out(ct_graph_add_node(g, &ct_op_collective_reduce, NULL, 1, &x, 1, &attrs), 0);
 }

@@ -54,8 +54,7 @@ static void link_replicas(ct_graph *g, int first, const char *prefix) {
  *   through an Identity that also waits for `backward_done` (see
  *   all_reduce_gradients). */
 static void all_reduce(ct_graph *g, int n, const ct_output *parts, char devices[][64],
-                       ct_all_reduce_algorithm algorithm, ct_node *backward_done,
-                       ct_output *sums) {
+                       ct_all_reduce_algorithm algorithm, ct_node *backward_done, ct_output *sums) {
   if (n == 1) {
     sums[0] = parts[0];
     return;
@@ -107,9 +106,9 @@ enum { BUCKET_GRADIENTS = 63 };
 
 /* One all-reduce of `count` originals' gradients: grads[copies[m * towers + k]]
  * is original m's gradient on tower k. Every copy then reads the same sum. */
-static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
-                              const int *copies, const int *variables, ct_output *grads,
-                              ct_node *backward_done, int bucket) {
+static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count, const int *copies,
+                              const int *variables, ct_output *grads, ct_node *backward_done,
+                              int bucket, ct_node **last_collective) {
   const int towers = o->n_towers;
   char scope[32];
   snprintf(scope, sizeof scope, "all_reduce/bucket_%d", bucket);
@@ -138,11 +137,23 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
   }
   ct_output sums[CT_MAX_DEVICES];
   all_reduce(g, towers, packed, devices, o->all_reduce, backward_done, sums);
+  /* across ranks: one CollectiveReduce of this process's sum, which every
+   * tower then reads; each bucket's after the previous one's, so that every
+   * rank runs them in the same order */
+  const int across = o->across_ranks;
+  if (across) {
+    ct_graph_push_device(g, devices[0]);
+    const ct_output total = ct_collective_reduce(g, sums[0], bucket);
+    ct_graph_pop_device(g);
+    if (total.node && *last_collective) ct_node_add_control_input(total.node, *last_collective);
+    *last_collective = total.node;
+    for (int k = 0; k < towers; ++k) sums[k] = total;
+  }
   if (count == 1) {
     for (int k = 0; k < towers; ++k) grads[copies[k]] = sums[k];
   } else { /* unpack: slices shaped like tower 0's flat gradients, then the variables' shapes */
     /* one unpack of the one sum, or (collective) one per tower beside its own sum */
-    const int per_tower = o->all_reduce == CT_ALL_REDUCE_COLLECTIVE;
+    const int per_tower = o->all_reduce == CT_ALL_REDUCE_COLLECTIVE && !across;
     for (int k = 0; k < (per_tower ? towers : 1); ++k) {
       ct_graph_push_device(g, devices[k]);
       ct_output in[65];
@@ -193,6 +204,7 @@ static void all_reduce_gradients(ct_graph *g, const ct_tower_options *o, int n,
   free(gradient_nodes);
   int count = 0, bucket = 0;
   int64_t floats = 0;
+  ct_node *last_collective = NULL; /* across ranks: the previous bucket's CollectiveReduce */
   for (int i = n - 1; i >= 0 && g->status.code == CT_OK; --i) {
     if (g->variables[variables[i]].replica_of >= 0) continue;
     int *row = copies + count * towers, k = 1;
@@ -207,12 +219,14 @@ static void all_reduce_gradients(ct_graph *g, const ct_tower_options *o, int n,
     ++count;
     floats += ct_shape_elements(&g->variables[variables[i]].shape);
     if (floats >= BUCKET_FLOATS || count == BUCKET_GRADIENTS) {
-      all_reduce_bucket(g, o, count, copies, variables, grads, backward_done, bucket++);
+      all_reduce_bucket(g, o, count, copies, variables, grads, backward_done, bucket++,
+                        &last_collective);
       count = 0, floats = 0;
     }
   }
   if (count > 0 && g->status.code == CT_OK)
-    all_reduce_bucket(g, o, count, copies, variables, grads, backward_done, bucket);
+    all_reduce_bucket(g, o, count, copies, variables, grads, backward_done, bucket,
+                      &last_collective);
   free(copies);
 }
 
@@ -226,14 +240,22 @@ static int check_towers(ct_graph *g, const ct_tower_model *model, const ct_tower
   }
   if (o->variable_update != CT_VARIABLE_UPDATE_PARAMETER_SERVER &&
       o->variable_update != CT_VARIABLE_UPDATE_REPLICATED) {
-    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "unknown variable update %d; use "
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                       "unknown variable update %d; use "
                        "CT_VARIABLE_UPDATE_PARAMETER_SERVER or CT_VARIABLE_UPDATE_REPLICATED",
                        (int)o->variable_update);
     return 1;
   }
+  if (o->across_ranks && o->variable_update == CT_VARIABLE_UPDATE_PARAMETER_SERVER) {
+    ct_graph_set_error(g, CT_UNIMPLEMENTED,
+                       "the parameter-server update does not span several ranks yet; use "
+                       "devices.variable_update: replicated under mpirun");
+    return 1;
+  }
   if (o->all_reduce != CT_ALL_REDUCE_RING && o->all_reduce != CT_ALL_REDUCE_TREE &&
       o->all_reduce != CT_ALL_REDUCE_COLLECTIVE) {
-    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "unknown all-reduce algorithm %d; use "
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                       "unknown all-reduce algorithm %d; use "
                        "CT_ALL_REDUCE_RING, CT_ALL_REDUCE_TREE or CT_ALL_REDUCE_COLLECTIVE",
                        (int)o->all_reduce);
     return 1;
@@ -242,8 +264,8 @@ static int check_towers(ct_graph *g, const ct_tower_model *model, const ct_tower
     for (int b = a + 1; b < o->n_towers; ++b)
       if (strcmp(o->devices[a], o->devices[b]) == 0) {
         ct_graph_set_error(g, CT_INVALID_ARGUMENT,
-                           "towers %d and %d are both on '%s'; give each tower its own device",
-                           a, b, o->devices[a]);
+                           "towers %d and %d are both on '%s'; give each tower its own device", a,
+                           b, o->devices[a]);
         return 1;
       }
   if (model->loss == NULL || model->n_inputs < 1 || model->n_inputs > CT_TOWER_MAX_INPUTS) {
@@ -323,9 +345,8 @@ int ct_towers_build(ct_graph *g, const ct_tower_model *model, const ct_tower_opt
     ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the towers");
     return 1;
   }
-  if (ct_variable_gradients(g, out->loss, out->variables, out->gradients, &out->n_gradients) ==
-          0 &&
-      replicated && o->n_towers > 1)
+  if (ct_variable_gradients(g, out->loss, out->variables, out->gradients, &out->n_gradients) == 0 &&
+      replicated && (o->n_towers > 1 || o->across_ranks))
     all_reduce_gradients(g, o, out->n_gradients, out->variables, out->gradients);
   return g->status.code != CT_OK;
 }
@@ -365,14 +386,17 @@ void ct_towers_split(int n_towers, int64_t n, const double *speeds, int64_t *siz
 }
 
 int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *const *batch, int64_t n,
-                         const int64_t *sizes, ct_tower_feeds *out, float *weights) {
+                         const int64_t *sizes, const ct_batch_share *share, ct_tower_feeds *out,
+                         float *weights) {
   const int towers = t->n_towers, inputs = t->n_inputs;
   int64_t even[CT_MAX_DEVICES];
   if (sizes == NULL) {
     ct_towers_split(towers, n, NULL, even);
     sizes = even;
   }
-  const float weight = n > 0 ? 1.0f / (float)n : 0.0f;
+  const ct_batch_share all = {n, 0};
+  if (share == NULL) share = &all;
+  const float weight = share->total > 0 ? 1.0f / (float)share->total : 0.0f;
   int64_t start = 0;
   ct_feed *f = out->feeds;
   ct_tensor *v = out->views;
@@ -393,7 +417,7 @@ int ct_towers_make_feeds(const ct_tower_graph *t, const ct_tensor *const *batch,
     }
     *v = (ct_tensor){CT_F32, ct_shape_of(1, rows), w, 0};
     *f++ = (ct_feed){t->towers[k].weights, v++};
-    out->first_example[k] = first;
+    out->first_example[k] = share->first + first;
     *v = (ct_tensor){CT_I64, ct_shape_of(0), &out->first_example[k], 0};
     *f++ = (ct_feed){t->towers[k].first_example, v++};
     start += size;

@@ -21,13 +21,13 @@ int ct_bench_main(const ct_trainer_options *o, const ct_tower_options *towers, i
   int64_t epoch = 0, step = 0;
   if (!failed) ct_batcher_start_epoch(r.batcher, epoch);
   while (!failed && step < warmup + steps) {
-    int64_t n = ct_batcher_next(r.batcher, ct_tensor_f32(r.buf.images), ct_tensor_i32(r.buf.labels));
+    int64_t n = ct_train_run_next_batch(&r);
     if (n < o->dataset.batch_size) { /* only full batches are timed */
       ct_batcher_start_epoch(r.batcher, ++epoch);
       continue;
     }
     double loss, accuracy, t0 = ct_trainer_now();
-    failed = ct_train_run_step(&r, n, step, 0.0, &loss, &accuracy, status);
+    failed = ct_train_run_step(&r, step, 0.0, &loss, &accuracy, status);
     if (!failed && step >= warmup) times[step - warmup] = ct_trainer_now() - t0;
     ++step;
   }

@@ -46,7 +46,7 @@ void ct_classifier_towers_free(ct_classifier_towers *c) { ct_towers_free(&c->tow
 
 int ct_classifier_make_feeds(const ct_classifier_towers *c, const ct_tensor *images,
                              const ct_tensor *labels, int64_t n, const int64_t *sizes,
-                             ct_tower_feeds *out, float *weights) {
+                             const ct_batch_share *share, ct_tower_feeds *out, float *weights) {
   const ct_tensor *batch[2] = {[CT_CLASSIFIER_IMAGES] = images, [CT_CLASSIFIER_LABELS] = labels};
-  return ct_towers_make_feeds(&c->towers, batch, n, sizes, out, weights);
+  return ct_towers_make_feeds(&c->towers, batch, n, sizes, share, out, weights);
 }

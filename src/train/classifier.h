@@ -33,6 +33,6 @@ void ct_classifier_towers_free(ct_classifier_towers *classifier);
 /* ct_towers_make_feeds for a batch of images and labels. */
 int ct_classifier_make_feeds(const ct_classifier_towers *classifier, const ct_tensor *images,
                              const ct_tensor *labels, int64_t n, const int64_t *sizes,
-                             ct_tower_feeds *out, float *weights);
+                             const ct_batch_share *share, ct_tower_feeds *out, float *weights);
 
 #endif

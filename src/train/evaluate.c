@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "cluster/cluster.h"
 #include "train/trainer_internal.h"
 
 enum { EVAL_BATCH = 500 };
@@ -17,12 +18,20 @@ int ct_trainer_evaluate(ct_session *s, const ct_training_graph *tg, const ct_dat
     return 1;
   }
   ct_batcher_start_epoch(batcher, 0);
-  double loss_sum = 0, correct = 0;
-  int64_t seen = 0, n;
+  /* the loss, the correct count and the examples seen: under several ranks,
+   * rank r takes batches r, r + ranks, ... and the sums are the job's */
+  double sums[3] = {0, 0, 0};
+  const int ranks = ct_cluster_size(), rank = ct_cluster_rank();
+  int64_t n;
   int failed = 0;
   /* each batch is split evenly over the evaluation copies, one per device;
    * a batch smaller than their count uses the first n */
-  while (!failed && (n = ct_batcher_next(batcher, ct_tensor_f32(buf.images), ct_tensor_i32(buf.labels))) > 0) {
+  for (int64_t batch = 0;
+       !failed &&
+       (n = ct_batcher_next_rows(batcher, 0, batch % ranks == rank ? EVAL_BATCH : 0,
+                                 ct_tensor_f32(buf.images), ct_tensor_i32(buf.labels))) > 0;
+       ++batch) {
+    if (batch % ranks != rank) continue;
     const int copies = n < tg->n_eval ? (int)n : tg->n_eval;
     int64_t sizes[CT_MAX_DEVICES];
     ct_towers_split(copies, n, NULL, sizes);
@@ -41,19 +50,20 @@ int ct_trainer_evaluate(ct_session *s, const ct_training_graph *tg, const ct_dat
     failed = ct_session_run(s, feeds, 2 * copies, fetches, 2 * copies, NULL, 0, out, status);
     if (failed) break;
     for (int k = 0; k < copies; ++k) {
-      loss_sum += ct_tensor_f32(out[2 * k])[0];
+      sums[0] += ct_tensor_f32(out[2 * k])[0];
       /* the count right, exactly: the fraction is an f32 */
-      correct += round(ct_tensor_f32(out[2 * k + 1])[0] * (double)sizes[k]);
+      sums[1] += round(ct_tensor_f32(out[2 * k + 1])[0] * (double)sizes[k]);
       ct_tensor_free(out[2 * k]);
       ct_tensor_free(out[2 * k + 1]);
     }
-    seen += n;
+    sums[2] += (double)n;
   }
   ct_batcher_free(batcher);
   ct_batch_buffers_free(&buf);
-  if (failed) return 1;
-  result->loss = seen ? loss_sum / (double)seen : 0;
-  result->accuracy = seen ? correct / (double)seen : 0;
+  ct_cluster_progress(-1, -1, "the evaluation's sums");
+  if (failed || ct_cluster_allreduce_f64(sums, 3, status)) return 1;
+  result->loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
+  result->accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0;
   return 0;
 }
 

@@ -21,8 +21,8 @@ int ct_train_main(const ct_trainer_options *o, const ct_tower_options *towers,
   ct_train_position at = {0, 0, 0};
   int failed = 0, stop = 0, evaluated = 0;
   if (flags->resume && checkpoint[0] && access(checkpoint, F_OK) == 0) {
-    failed = ct_trainer_restore_checkpoint(r.session, r.tg.graph, checkpoint, o->model, &at,
-                                           status);
+    failed =
+        ct_trainer_restore_checkpoint(r.session, r.tg.graph, checkpoint, o->model, &at, status);
     if (!failed && at.example > 0)
       printf("resumed from %s: epoch %lld at example %lld, step %lld\n", checkpoint,
              (long long)at.epoch + 1, (long long)at.example, (long long)at.step);
@@ -31,6 +31,9 @@ int ct_train_main(const ct_trainer_options *o, const ct_tower_options *towers,
              (long long)at.step);
   }
   int64_t global_step = at.step;
+  /* every rank starts from the same variables (the same seed, or the same
+   * checkpoint) */
+  failed = failed || ct_train_run_check_replicas(&r, global_step, status);
   if (o->train.max_steps > 0 && global_step >= o->train.max_steps) stop = 1; /* resumed, done */
   ct_eval_result test = {0, 0};
   for (int64_t epoch = at.epoch; epoch < epochs && !failed && !stop; ++epoch) {
@@ -43,13 +46,17 @@ int ct_train_main(const ct_trainer_options *o, const ct_tower_options *towers,
     const double epoch_start = ct_trainer_now();
     double loss_sum = 0, accuracy_sum = 0;
     int64_t examples = 0, first_batch = batch, n;
-    while (!failed && (n = ct_batcher_next(r.batcher, ct_tensor_f32(r.buf.images),
-                                           ct_tensor_i32(r.buf.labels))) > 0) {
+    while (!failed && (n = ct_train_run_next_batch(&r)) > 0) {
       double loss, accuracy;
-      failed = ct_train_run_step(&r, n, global_step, (double)epoch + (double)batch / (double)batches,
+      failed = ct_train_run_step(&r, global_step, (double)epoch + (double)batch / (double)batches,
                                  &loss, &accuracy, status);
       if (failed) break;
       ++global_step, ++batch;
+      if (o->train.check_every > 0 && global_step % o->train.check_every == 0 &&
+          ct_train_run_check_replicas(&r, global_step, status)) {
+        failed = 1;
+        break;
+      }
       loss_sum += loss * (double)n;
       accuracy_sum += accuracy * (double)n;
       examples += n;
@@ -74,11 +81,12 @@ int ct_train_main(const ct_trainer_options *o, const ct_tower_options *towers,
     if (failed) break;
     evaluated = 1;
     if (prog.tty) printf("\r\033[K");
-    printf("epoch %lld/%lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s, %.0f "
-           "img/s\n",
-           (long long)epoch + 1, (long long)epochs, loss_sum / (double)(examples ? examples : 1),
-           accuracy_sum / (double)(examples ? examples : 1), test.loss, test.accuracy,
-           epoch_time, (double)examples / (epoch_time > 0 ? epoch_time : 1e-9));
+    printf(
+        "epoch %lld/%lld: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1f s, %.0f "
+        "img/s\n",
+        (long long)epoch + 1, (long long)epochs, loss_sum / (double)(examples ? examples : 1),
+        accuracy_sum / (double)(examples ? examples : 1), test.loss, test.accuracy, epoch_time,
+        (double)examples / (epoch_time > 0 ? epoch_time : 1e-9));
     fflush(stdout);
     if (checkpoint[0]) {
       /* stopped by max_steps inside the epoch: the checkpoint says where */

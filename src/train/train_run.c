@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/cluster.h"
+#include "core/hash.h"
 #include "train/trainer_internal.h"
 
 ct_dataset *ct_trainer_open_dataset(const ct_trainer_options *o, int train, ct_status *status) {
@@ -37,6 +39,7 @@ void ct_train_run_free(ct_train_run *r) {
   free(r->feeds);
   free(r->weights);
   free(r->fetches);
+  free(r->global_sizes);
   ct_batcher_free(r->batcher);
   ct_batch_buffers_free(&r->buf);
   ct_session_free(r->session);
@@ -45,17 +48,42 @@ void ct_train_run_free(ct_train_run *r) {
   ct_dataset_free(r->test_set);
 }
 
-int ct_train_run_setup(ct_train_run *r, const ct_trainer_options *o,
-                       const ct_tower_options *towers, ct_status *status) {
+/* Where this process's towers stand among the job's: the ranks' tower
+ * counts, gathered. */
+static int place_towers_in_job(ct_train_run *r, ct_status *status) {
+  const int ranks = ct_cluster_size(), rank = ct_cluster_rank();
+  int *counts = calloc((size_t)ranks, sizeof *counts);
+  if (counts == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
+    return 1;
+  }
+  int failed = ct_cluster_allgather(&r->towers.n_towers, sizeof(int), counts, status);
+  for (int k = 0; !failed && k < ranks; ++k) {
+    if (k < rank) r->first_tower += counts[k];
+    r->global_towers += counts[k];
+  }
+  free(counts);
+  r->global_sizes = failed ? NULL : calloc((size_t)r->global_towers, sizeof *r->global_sizes);
+  if (!failed && r->global_sizes == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
+    failed = 1;
+  }
+  return failed;
+}
+
+int ct_train_run_setup(ct_train_run *r, const ct_trainer_options *o, const ct_tower_options *towers,
+                       ct_status *status) {
   memset(r, 0, sizeof *r);
   r->options = o;
   r->towers = *towers;
   if (ct_trainer_check_options(o, status)) return 1;
-  if (o->dataset.batch_size < r->towers.n_towers) {
+  if (place_towers_in_job(r, status)) return 1;
+  if (o->dataset.batch_size < r->global_towers) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "dataset.batch_size (%lld) is smaller than the number of towers (%d); each "
+                  "dataset.batch_size (%lld) is smaller than the number of towers (%d%s); each "
                   "tower needs at least one example of every full batch",
-                  (long long)o->dataset.batch_size, r->towers.n_towers);
+                  (long long)o->dataset.batch_size, r->global_towers,
+                  ct_cluster_size() > 1 ? " over all ranks" : "");
     return 1;
   }
   r->train_set = ct_trainer_open_dataset(o, 1, status);
@@ -81,7 +109,8 @@ int ct_train_run_setup(ct_train_run *r, const ct_trainer_options *o,
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
-  r->auto_split = o->train.split == CT_BATCH_SPLIT_AUTO && n_towers > 1;
+  /* measured speeds stay within a process: across ranks the split is even */
+  r->auto_split = o->train.split == CT_BATCH_SPLIT_AUTO && n_towers > 1 && ct_cluster_size() == 1;
   if (r->auto_split && (r->timeline = ct_run_metadata_new()) == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
@@ -122,15 +151,31 @@ static void update_speeds(ct_train_run *r) {
   }
 }
 
-int ct_train_run_step(ct_train_run *r, int64_t n, int64_t global_step, double epochs_done,
-                      double *loss, double *accuracy, ct_status *status) {
-  const ct_train_options *t = &r->options->train;
+int64_t ct_train_run_next_batch(ct_train_run *r) {
+  const int64_t n = ct_batcher_next_size(r->batcher);
+  if (n == 0) return 0;
   const int towers = r->towers.n_towers;
   int measured = r->auto_split;
   for (int k = 0; k < towers; ++k) measured = measured && r->speeds[k] > 0;
-  ct_towers_split(towers, n, measured ? r->speeds : NULL, r->sizes);
-  int n_feeds = ct_classifier_make_feeds(&r->tg.train, r->buf.images, r->buf.labels, n, r->sizes,
-                                         r->feeds, r->weights);
+  ct_towers_split(r->global_towers, n, measured ? r->speeds : NULL, r->global_sizes);
+  r->share = (ct_batch_share){n, 0};
+  r->rows = 0;
+  for (int k = 0; k < r->first_tower; ++k) r->share.first += r->global_sizes[k];
+  for (int k = 0; k < towers; ++k) {
+    r->sizes[k] = r->global_sizes[r->first_tower + k];
+    r->rows += r->sizes[k];
+  }
+  return ct_batcher_next_rows(r->batcher, r->share.first, r->rows, ct_tensor_f32(r->buf.images),
+                              ct_tensor_i32(r->buf.labels));
+}
+
+int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, double *loss,
+                      double *accuracy, ct_status *status) {
+  const ct_train_options *t = &r->options->train;
+  const int towers = r->towers.n_towers;
+  const int64_t n = r->share.total;
+  int n_feeds = ct_classifier_make_feeds(&r->tg.train, r->buf.images, r->buf.labels, r->rows,
+                                         r->sizes, &r->share, r->feeds, r->weights);
   float lr = ct_optimizer_learning_rate(&t->optimizer, ct_schedule_rate(&t->schedule, epochs_done),
                                         global_step + 1);
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
@@ -141,12 +186,16 @@ int ct_train_run_step(ct_train_run *r, int64_t n, int64_t global_step, double ep
                             &r->tg.train.step, 1, out, r->timeline, status))
     return 1;
   if (r->auto_split) update_speeds(r);
-  *loss = ct_tensor_f32(out[0])[0];
+  /* this process's part of the loss and of the correct count; the job's
+   * are their sums over the ranks */
+  double sums[2] = {ct_tensor_f32(out[0])[0], 0};
   ct_tensor *logits = ct_towers_concat(towers, out + 1, r->sizes, status);
-  if (logits) *accuracy = (double)count_correct(logits, ct_tensor_i32(r->buf.labels), n) / (double)n;
+  if (logits) sums[1] = (double)count_correct(logits, ct_tensor_i32(r->buf.labels), r->rows);
   ct_tensor_free(logits);
   for (int k = 0; k <= towers; ++k) ct_tensor_free(out[k]);
-  if (status->code != CT_OK) return 1;
+  if (status->code != CT_OK || ct_cluster_allreduce_f64(sums, 2, status)) return 1;
+  *loss = sums[0];
+  *accuracy = sums[1] / (double)n;
   if (!isfinite(*loss)) {
     ct_status_set(status, CT_FAILED_PRECONDITION,
                   "the loss became %g at step %lld; lower train.optimizer.learning_rate "
@@ -155,4 +204,44 @@ int ct_train_run_step(ct_train_run *r, int64_t n, int64_t global_step, double ep
     return 1;
   }
   return 0;
+}
+
+/* FNV-1a over the bytes of every variable, in the graph's order. */
+static int hash_variables(ct_train_run *r, uint64_t *hash, ct_status *status) {
+  uint64_t h = 1469598103934665603ull;
+  const ct_graph *g = r->tg.graph;
+  for (int v = 0; v < ct_graph_variable_count(g); ++v) {
+    ct_tensor *value = ct_session_read_variable(r->session, v, status);
+    if (value == NULL) return 1;
+    const unsigned char *bytes = value->data;
+    for (size_t i = 0; i < ct_tensor_nbytes(value); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    ct_tensor_free(value);
+  }
+  *hash = ct_mix64(h);
+  return 0;
+}
+
+int ct_train_run_check_replicas(ct_train_run *r, int64_t global_step, ct_status *status) {
+  const int ranks = ct_cluster_size();
+  if (ranks == 1) return 0;
+  uint64_t mine, *all = calloc((size_t)ranks, sizeof *all);
+  if (all == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory checking the replicas");
+    return 1;
+  }
+  ct_cluster_progress(global_step, -1, "the replicas' hash check");
+  int failed =
+      hash_variables(r, &mine, status) || ct_cluster_allgather(&mine, sizeof mine, all, status);
+  for (int k = 1; !failed && k < ranks; ++k)
+    if (all[k] != all[0]) {
+      ct_status_set(status, CT_FAILED_PRECONDITION,
+                    "the variables of worker %d differ from worker 0's at step %lld (hash "
+                    "%016llx, not %016llx): every rank must start from the same config, seed "
+                    "and checkpoint",
+                    k, (long long)global_step, (unsigned long long)all[k],
+                    (unsigned long long)all[0]);
+      failed = 1;
+    }
+  free(all);
+  return failed;
 }

@@ -5,11 +5,15 @@
 #include <string.h>
 
 #include "ctower/checkpoint.h"
+#include "cluster/cluster.h"
 #include "train/trainer_internal.h"
 
 int ct_trainer_save_checkpoint(ct_session *s, const ct_training_graph *tg,
                                const ct_trainer_options *o, const ct_train_position *at,
                                double test_accuracy, ct_status *status) {
+  /* Every rank holds the same variables, and has finished the step (the
+   * evaluation before this summed over them): rank 0 writes for the job. */
+  if (ct_cluster_rank() != 0) return 0;
   /* Replicas hold the same values as their originals: only originals are
    * saved, under their tower-free names, so any tower count restores them. */
   const ct_graph *g = tg->graph;
@@ -30,10 +34,10 @@ int ct_trainer_save_checkpoint(ct_session *s, const ct_training_graph *tg,
   snprintf(epoch_text, sizeof epoch_text, "%lld", (long long)at->epoch);
   snprintf(example_text, sizeof example_text, "%lld", (long long)at->example);
   snprintf(accuracy_text, sizeof accuracy_text, "%.4f", test_accuracy);
-  const char *metadata[] = {"format",        "ctower",        "ctower_version", CTOWER_VERSION,
-                            "model",         o->model,        "dataset",        o->dataset.name,
-                            "global_step",   step_text,       "epoch",          epoch_text,
-                            "epoch_example", example_text,    "test_accuracy",  accuracy_text};
+  const char *metadata[] = {"format",        "ctower",     "ctower_version", CTOWER_VERSION,
+                            "model",         o->model,     "dataset",        o->dataset.name,
+                            "global_step",   step_text,    "epoch",          epoch_text,
+                            "epoch_example", example_text, "test_accuracy",  accuracy_text};
   int failed = status->code != CT_OK ||
                ct_checkpoint_write(o->train.checkpoint, tensors, n, metadata,
                                    (int)(sizeof metadata / sizeof metadata[0] / 2), status);

@@ -76,7 +76,14 @@ typedef struct ct_train_run {
   ct_tower_feeds *feeds;  /* per tower, then the learning rate */
   float *weights;         /* batch + towers */
   ct_output *fetches;     /* loss, then each tower's logits */
-  int64_t sizes[CT_MAX_DEVICES];  /* the last step's shard sizes */
+  int64_t sizes[CT_MAX_DEVICES];  /* the last step's shard sizes, of this process's towers */
+  /* the job's towers: this process's are first_tower .. first_tower +
+   * towers.n_towers - 1 of global_towers, in rank order (a process on its
+   * own: 0 of towers.n_towers) */
+  int first_tower, global_towers;
+  int64_t *global_sizes;          /* per global tower: the last step's shard sizes */
+  ct_batch_share share;           /* this process's rows of the last global batch */
+  int64_t rows;                   /* how many: the sum of sizes */
   int auto_split;                 /* split: auto, over several towers */
   double speeds[CT_MAX_DEVICES];  /* auto: examples/s of each tower, smoothed; 0 until measured */
   ct_run_metadata *timeline;      /* auto: where the speeds come from */
@@ -88,11 +95,22 @@ int ct_train_run_setup(ct_train_run *run, const ct_trainer_options *options,
                        const ct_tower_options *towers, ct_status *status);
 void ct_train_run_free(ct_train_run *run);
 
-/* One optimizer step over all towers on the first n examples of run->buf;
- * fills the batch's loss and accuracy. Returns 0 or fills status
- * (FAILED_PRECONDITION when the loss is no longer finite). */
-int ct_train_run_step(ct_train_run *run, int64_t n, int64_t global_step, double epochs_done,
-                      double *loss, double *accuracy, ct_status *status);
+/* The next global batch of the epoch: splits its n examples over the
+ * job's towers and reads this process's rows of it into run->buf. Returns
+ * n, or 0 once the epoch is over. */
+int64_t ct_train_run_next_batch(ct_train_run *run);
+
+/* One optimizer step over all towers (of every rank) on the batch
+ * ct_train_run_next_batch read; fills the whole batch's loss and accuracy,
+ * the same on every rank. Returns 0 or fills status (FAILED_PRECONDITION
+ * when the loss is no longer finite). */
+int ct_train_run_step(ct_train_run *run, int64_t global_step, double epochs_done, double *loss,
+                      double *accuracy, ct_status *status);
+
+/* Compares a hash of every variable with rank 0's (nothing in a process on
+ * its own): replicas on every rank must stay bitwise equal. Returns 0, or 1
+ * and FAILED_PRECONDITION naming the first rank that differs. */
+int ct_train_run_check_replicas(ct_train_run *run, int64_t global_step, ct_status *status);
 
 /* report.c: what training prints. */
 

@@ -69,7 +69,7 @@ static void test_buffers_are_reused_between_steps(void **state) {
   ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
   static ct_tower_feeds step_feeds;
   float weights[17];
-  int n_feeds = ct_classifier_make_feeds(&tg.train, images, labels, 16, NULL, &step_feeds, weights);
+  int n_feeds = ct_classifier_make_feeds(&tg.train, images, labels, 16, NULL, NULL, &step_feeds, weights);
   ct_feed *feeds = step_feeds.feeds;
   feeds[n_feeds++] = (ct_feed){tg.train.update.learning_rate, &lrt};
   ct_allocator_stats after_first = {0};

@@ -181,7 +181,7 @@ static void logits_of(int n_towers, const double *speeds, int64_t n, float *out)
   static ct_tower_feeds step_feeds;
   ct_feed *feeds = step_feeds.feeds;
   float weights[16];
-  int n_feeds = ct_classifier_make_feeds(&towers, images, labels, n, sizes, &step_feeds, weights);
+  int n_feeds = ct_classifier_make_feeds(&towers, images, labels, n, sizes, NULL, &step_feeds, weights);
   ct_output fetches[3];
   for (int k = 0; k < n_towers; ++k) fetches[k] = towers.logits[k];
   ct_tensor *parts[3];

@@ -21,6 +21,9 @@ static ct_output b_all_reduce(ct_graph *g, const ct_output *x) {
   return ct_add_n(g, 3, (ct_output[]){ct_mul(g, sums[0], ct_scalar(g, 0.5f)), sums[1],
                                       ct_mul(g, sums[2], ct_scalar(g, 2.0f))});
 }
+static ct_output b_collective_reduce(ct_graph *g, const ct_output *x) {
+  return ct_collective_reduce(g, x[0], 0);
+}
 static ct_output b_broadcast_like(ct_graph *g, const ct_output *x) {
   return ct_broadcast_like(g, x[0], x[1]);
 }
@@ -139,6 +142,7 @@ static void build_table(void) {
   add_case("Tanh", 1, S2(5, 6), none, none, VALUES_UNIFORM, b_tanh);
   add_case("AddN", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_add_n);
   add_case("AllReduce", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_all_reduce);
+  add_case("CollectiveReduce", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_collective_reduce);
   add_case("BroadcastLike", 2, S1(4), S3(2, 3, 4), none, VALUES_UNIFORM, b_broadcast_like);
   add_case("SumLike", 2, S3(2, 3, 4), S2(1, 4), none, VALUES_UNIFORM, b_sum_like);
   add_case("MatMul", 2, S2(3, 5), S2(5, 4), none, VALUES_UNIFORM, b_matmul_nn);

@@ -68,7 +68,7 @@ int ct_test_tower_step(ct_session *s, const ct_classifier_towers *c, int step, i
     ct_test_fill_uniform(ct_tensor_f32(images), ct_tensor_elements(images), 100 + (uint64_t)step,
                          0, 1);
     for (int64_t i = 0; i < n; ++i) ct_tensor_i32(labels)[i] = (int32_t)((i * 7 + step) % 10);
-    int n_feeds = ct_classifier_make_feeds(c, images, labels, n, sizes, &step_feeds, weights);
+    int n_feeds = ct_classifier_make_feeds(c, images, labels, n, sizes, NULL, &step_feeds, weights);
     ct_tensor lrt = {CT_F32, ct_shape_of(0), &lr, 0};
     step_feeds.feeds[n_feeds++] = (ct_feed){c->update.learning_rate, &lrt};
     ct_session_set_step(s, (uint64_t)step);

@@ -1,12 +1,23 @@
 /* AllReduce on CPU devices: the parts are in host memory wherever they
  * live, so output 0 is their sum in input order (AddN's loop) and the other
- * outputs copy it: bitwise the same everywhere. */
+ * outputs copy it: bitwise the same everywhere. CollectiveReduce: the sum
+ * over the job's ranks, in place in host memory. */
 #include <string.h>
 
+#include "cluster/cluster.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 void ct_cpu_all_reduce(ct_kernel_ctx *ctx) {
   ct_cpu_add_n(ctx);
   for (int j = 1; j < ctx->n_outputs; ++j)
     memcpy(ctx->outputs[j].data, ctx->outputs[0].data, ct_tensor_nbytes(&ctx->outputs[0]));
+}
+
+void ct_cpu_collective_reduce(ct_kernel_ctx *ctx) {
+  const int64_t n = ct_in_elements(ctx, 0);
+  float *out = ct_out_f32(ctx, 0);
+  if (out != ct_in_f32(ctx, 0)) memcpy(out, ct_in_f32(ctx, 0), (size_t)n * sizeof *out);
+  const int64_t key = ctx->attrs->collective.instance_key;
+  ct_cluster_progress((int64_t)ctx->step, (int)key, ctx->node->name);
+  ct_cluster_allreduce_f32(out, n, ctx->status);
 }

@@ -24,6 +24,7 @@ const ct_kernel_def ct_cpu_kernels[] = {
     K("SumLike", ct_cpu_sum_like),
     K("AddN", ct_cpu_add_n),
     K("AllReduce", ct_cpu_all_reduce),
+    K("CollectiveReduce", ct_cpu_collective_reduce),
     K("Relu", ct_cpu_relu),
     K("ReluGrad", ct_cpu_relu_grad),
     K("Sigmoid", ct_cpu_sigmoid),

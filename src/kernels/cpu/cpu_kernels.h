@@ -36,6 +36,7 @@ CT_CPU_KERNEL(ct_cpu_tanh);
 CT_CPU_KERNEL(ct_cpu_tanh_grad);
 /* collective.c */
 CT_CPU_KERNEL(ct_cpu_all_reduce);
+CT_CPU_KERNEL(ct_cpu_collective_reduce);
 /* reduce.c */
 CT_CPU_KERNEL(ct_cpu_sum);
 CT_CPU_KERNEL(ct_cpu_mean);

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "cluster/cluster.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch_basic.h"
 
@@ -100,9 +101,9 @@ static int sum_on_leader(ct_kernel_ctx *ctx, int leader, const int *leader_of) {
     if (leader_of[k] != leader) continue;
     if (ct_cuda_stream_wait(stream, stream_of(ctx, k), ctx->status)) return 1;
     const float *terms[2] = {sum, ct_in_f32(ctx, k)};
-    cudaError_t err = first ? cudaMemcpyAsync(sum, ct_in_f32(ctx, k), bytes,
-                                              cudaMemcpyDeviceToDevice, stream)
-                            : ct_launch_add_n(terms, 2, sum, count, stream);
+    cudaError_t err =
+        first ? cudaMemcpyAsync(sum, ct_in_f32(ctx, k), bytes, cudaMemcpyDeviceToDevice, stream)
+              : ct_launch_add_n(terms, 2, sum, count, stream);
     if (ct_kernel_launch_failed(ctx, err)) return 1;
     first = 0;
   }
@@ -120,7 +121,8 @@ static int join_leaders(ct_kernel_ctx *ctx, int n_leaders, const int *leaders) {
                             ctx->status))
       return 1;
   }
-  nccl_state *st = communicators(ctx, ct_gpu_of(ctx->input_devices[leaders[0]]), n_leaders, ordinals);
+  nccl_state *st =
+      communicators(ctx, ct_gpu_of(ctx->input_devices[leaders[0]]), n_leaders, ordinals);
   if (st == NULL) return 1;
   const size_t count = (size_t)ct_in_elements(ctx, 0);
   if (nccl_check(ncclGroupStart(), ctx)) return 1;
@@ -145,11 +147,10 @@ static int join_leaders(ct_kernel_ctx *ctx, int n_leaders, const int *leaders) {
 static int copy_from_leader(ct_kernel_ctx *ctx, int part, int leader) {
   cudaSetDevice(ordinal_of(ctx, part));
   return ct_cuda_stream_wait(stream_of(ctx, part), stream_of(ctx, leader), ctx->status) ||
-         ct_kernel_launch_failed(ctx, cudaMemcpyAsync(ct_out_f32(ctx, part),
-                                                      ct_out_f32(ctx, leader),
-                                                      ct_tensor_nbytes(&ctx->outputs[part]),
-                                                      cudaMemcpyDeviceToDevice,
-                                                      comm_stream_of(ctx, leader)));
+         ct_kernel_launch_failed(
+             ctx, cudaMemcpyAsync(ct_out_f32(ctx, part), ct_out_f32(ctx, leader),
+                                  ct_tensor_nbytes(&ctx->outputs[part]), cudaMemcpyDeviceToDevice,
+                                  comm_stream_of(ctx, leader)));
 }
 
 /* The marks of one AllReduce node: one per leader, recorded on its
@@ -231,7 +232,40 @@ void ct_gpu_all_reduce(ct_kernel_ctx *ctx) {
   cudaSetDevice(ct_kernel_gpu(ctx)->ordinal);
 }
 
+/* CollectiveReduce on a GPU: the sum goes through host memory (the ranks
+ * meet over MPI), so the worker waits for the copy out, and the copy back
+ * is done before the host buffer goes. A process on its own copies on the
+ * GPU. */
+static void gpu_collective_reduce(ct_kernel_ctx *ctx) {
+  const ct_gpu *gpu = ct_kernel_gpu(ctx);
+  const size_t nbytes = ct_tensor_nbytes(&ctx->inputs[0]);
+  float *out = ct_out_f32(ctx, 0);
+  if (out != ct_in_f32(ctx, 0) &&
+      ct_cuda_check(
+          cudaMemcpyAsync(out, ct_in_f32(ctx, 0), nbytes, cudaMemcpyDeviceToDevice, gpu->stream),
+          ctx->node->name, ctx->status))
+    return;
+  if (ct_cluster_size() == 1 || nbytes == 0) return;
+  float *host = malloc(nbytes);
+  if (host == NULL) {
+    ct_status_set(ctx->status, CT_RESOURCE_EXHAUSTED, "out of host memory in %s", ctx->node->name);
+    return;
+  }
+  if (!ct_cuda_check(cudaMemcpyAsync(host, out, nbytes, cudaMemcpyDeviceToHost, gpu->stream),
+                     ctx->node->name, ctx->status) &&
+      !ct_cuda_check(cudaStreamSynchronize(gpu->stream), ctx->node->name, ctx->status)) {
+    ct_cluster_progress((int64_t)ctx->step, (int)ctx->attrs->collective.instance_key,
+                        ctx->node->name);
+    if (!ct_cluster_allreduce_f32(host, ct_in_elements(ctx, 0), ctx->status))
+      ct_cuda_check(cudaMemcpyAsync(out, host, nbytes, cudaMemcpyHostToDevice, gpu->stream),
+                    ctx->node->name, ctx->status);
+  }
+  cudaStreamSynchronize(gpu->stream); /* the copy back reads host */
+  free(host);
+}
+
 const ct_kernel_def ct_cuda_collective_kernels[] = {
     {"AllReduce", CT_DEVICE_KIND_GPU, ct_gpu_all_reduce},
+    {"CollectiveReduce", CT_DEVICE_KIND_GPU, gpu_collective_reduce},
     {0, CT_DEVICE_KIND_GPU, 0},
 };

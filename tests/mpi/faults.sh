@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# No rank hangs the job: a rank stopped (SIGSTOP) in the middle of training
+# is named with the all-reduce it never reached and the job ends non-zero;
+# a rank killed (SIGKILL) ends the job and leaves the last checkpoint
+# intact and loadable.
+# Usage: faults.sh CTOWER COMPARE_CHECKPOINTS MPIEXEC
+source "$(dirname "$0")/../cli/lib/common.sh" faults "$1"
+MPIEXEC=${3:?}
+
+cat > job.yaml <<'YAML'
+model: {name: mlp}
+dataset: {name: synthetic, image_shape: [8, 8, 1], num_classes: 10, train_size: 2000,
+          test_size: 100, batch_size: 100}
+train: {epochs: 100000, seed: 3, checkpoint: model.safetensors}
+cluster: {stall_timeout_s: 3}
+YAML
+
+# the pid of rank R's ctower, once it runs
+rank_pid() {
+  local pid
+  for _ in $(seq 100); do
+    for pid in $(pgrep -f "$CTOWER train job.yaml"); do
+      if tr '\0' '\n' </proc/"$pid"/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+        echo "$pid"; return 0
+      fi
+    done
+    sleep 0.1
+  done
+  return 1
+}
+
+wait_for_checkpoint() {
+  for _ in $(seq 600); do [ -s model.safetensors ] && return 0; sleep 0.1; done
+  return 1
+}
+
+# 1. a stopped rank: the others name it and the job ends
+timeout 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
+  >stall.out 2>&1 &
+job=$!
+wait_for_checkpoint && stopped=$(rank_pid 1) && kill -STOP "$stopped"
+start=$SECONDS
+wait $job
+rc=$?
+[ -n "${stopped:-}" ] && kill -KILL "$stopped" 2>/dev/null
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "rank 1" stall.out && grep -qi "stall" stall.out; then
+  pass "a stopped rank is named and the job ends (rc $rc after $((SECONDS - start)) s): $(grep -i stall stall.out | head -1)"
+else fail "stopped rank: rc $rc: $(tail -5 stall.out)"; fi
+
+# 2. a killed rank: the job ends, the checkpoint loads
+rm -f model.safetensors
+timeout 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
+  >kill.out 2>&1 &
+job=$!
+wait_for_checkpoint && sleep 1 && killed=$(rank_pid 1) && kill -KILL "$killed"
+wait $job
+job_rc=$?
+if [ -n "${killed:-}" ] && [ $job_rc -ne 0 ] && [ $job_rc -ne 124 ]; then
+  pass "a killed rank ends the job (rc $job_rc)"
+else fail "killed rank: rc $job_rc, pid '${killed:-}': $(tail -5 kill.out)"; fi
+run eval job.yaml --checkpoint model.safetensors
+if grep -q "accuracy" <<<"$out"; then pass "the last checkpoint loads: $out"
+else fail "the checkpoint after a kill: $out $err"; fi
+
+# 3. a rank whose loss becomes NaN fails with its rank named; every rank sees
+#    the same loss, so all end at once, none hangs
+timeout 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
+  train.epochs=1 train.optimizer.learning_rate=1e30 train.checkpoint= >nan.out 2>&1
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "loss became" nan.out; then
+  pass "a NaN loss ends the job (rc $rc): $(grep 'loss became' nan.out | head -1)"
+else fail "NaN loss: rc $rc: $(tail -5 nan.out)"; fi
+finish

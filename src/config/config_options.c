@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster/cluster.h"
 #include "ctower/config.h"
 #include "ctower/device_name.h"
 
@@ -61,6 +62,12 @@ void ct_config_session_options(const ct_config *c, ct_session_options *o) {
                                                                : CT_PRECISION_FP32;
   for (int i = 0; i < o->gpu_options.n_virtual_devices && i < CT_MAX_DEVICES; ++i)
     o->gpu_options.virtual_devices_mb[i] = c->session.gpu_options.virtual_devices_mb[i];
+  if (ct_cluster_size() > 1) {
+    snprintf(o->job, sizeof o->job, "worker");
+    o->task = ct_cluster_rank();
+    o->local_process = ct_cluster_local_rank();
+    o->local_processes = ct_cluster_local_size();
+  }
 }
 
 int ct_config_trainer_options(const ct_config *c, ct_trainer_options *o, ct_status *status) {

@@ -106,6 +106,13 @@ int ct_cluster_init(int *argc, char ***argv, ct_status *status) {
 static void stop_inspector(void);
 
 void ct_cluster_finalize(void) {
+  /* MPI_Finalize waits for every rank: the inspector watches that wait
+   * too, so that a rank stopped before it cannot hang the others. */
+  if (g.inspector != NULL) {
+    ct_status ignored = CT_STATUS_INIT;
+    ct_cluster_progress(-1, -1, "the end of the job");
+    ct_cluster_barrier(&ignored);
+  }
   stop_inspector();
   if (g.mpi) {
     MPI_Comm_free(&g.heartbeat_comm);

@@ -20,6 +20,7 @@ import sys
 
 LAYERS = [
     ["core"],
+    ["cluster"],
     ["device", "data"],
     ["graph"],
     ["ops"],

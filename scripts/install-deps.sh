@@ -4,7 +4,7 @@
 # nothing when all are installed.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libyaml-dev zlib1g-dev
-          libcmocka-dev python3
+          libcmocka-dev python3 libopenmpi-dev openmpi-bin
           dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do

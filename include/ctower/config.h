@@ -90,6 +90,10 @@ typedef struct ct_config {
       int64_t virtual_devices_mb[CT_CONFIG_MAX_DEVICES];
     } gpu_options;
   } session;
+  struct {                             /* a job of several processes (mpirun) */
+    double stall_timeout_s;            /* a rank stalled this long ends the job; 0: never */
+    int64_t check_every;               /* steps between replica-equality checks; 0: never */
+  } cluster;
 } ct_config;
 
 /* Fills every key with its documented default. */
@@ -109,7 +113,10 @@ int ct_config_apply_override(ct_config *config, const char *assignment, ct_statu
 /* Writes the whole effective config as YAML. */
 void ct_config_write(const ct_config *config, FILE *out);
 
-/* The session options of the `session:` section (and train.precision). */
+/* The session options of the `session:` section (and train.precision);
+ * in a job of several processes (ct_cluster_size() > 1), this process's
+ * task (job "worker", task = its rank) and its share of the machine's
+ * cores (its local rank among the local ranks). */
 void ct_config_session_options(const ct_config *config, ct_session_options *options);
 
 /* The trainer options of the model, dataset, train and devices.split keys,

@@ -3,8 +3,9 @@
  *
  * A specification is what a caller writes in ct_graph_push_device: it may name
  * one concrete device ("/gpu:1"), a family ("/device:GPU", any GPU) or nothing
- * ("", anywhere). Concrete devices are always local to this process, so their
- * full names are /job:localhost/replica:0/task:0/device:TYPE:N.
+ * ("", anywhere). Concrete devices belong to a process, the task of a job:
+ * /job:localhost/replica:0/task:0/device:TYPE:N for a process on its own,
+ * /job:worker/replica:0/task:K/device:TYPE:N for rank K of an MPI job.
  *
  * Accepted forms (components separated by '/', each at most once, in TF's
  * order /job /replica /task /device):
@@ -63,11 +64,14 @@ typedef struct ct_device_spec {
  * spec may be NULL to only validate the text. */
 int ct_device_spec_parse(const char *text, ct_device_spec *spec, ct_status *status);
 
-/* Writes the canonical full name of the concrete local device (kind, id),
- * e.g. "/job:localhost/replica:0/task:0/device:GPU:1", NUL-terminated and
- * truncated to fit size bytes (nothing is written when size is 0). kind
- * should be CPU or GPU; ANY is written as "*". Cannot fail. */
-void ct_device_canonical_name(ct_device_kind kind, int id, char *buf, size_t size);
+/* Writes the canonical full name of the concrete device (kind, id) of task
+ * `task` of job `job` (NULL or "": "localhost"), e.g.
+ * "/job:localhost/replica:0/task:0/device:GPU:1" or
+ * "/job:worker/replica:0/task:1/device:CPU:0", NUL-terminated and truncated
+ * to fit size bytes (nothing is written when size is 0). kind should be CPU
+ * or GPU; ANY is written as "*". Cannot fail. */
+void ct_device_canonical_name(const char *job, int task, ct_device_kind kind, int id, char *buf,
+                              size_t size);
 
 /* Writes spec the way TF prints a requested device: only the parts present,
  * in order, e.g. "/job:localhost/device:GPU:1", "/device:GPU:1",
@@ -77,11 +81,15 @@ void ct_device_canonical_name(ct_device_kind kind, int id, char *buf, size_t siz
  * size is 0). Cannot fail. */
 void ct_device_spec_string(const ct_device_spec *spec, char *buf, size_t size);
 
-/* Returns 1 when the concrete local device (kind, id) satisfies spec, else 0:
- * job absent or "localhost", replica absent or 0, task absent or 0, spec kind
- * ANY or equal to kind, id absent or equal to id. A NULL spec matches
- * everything (like the empty spec). */
-int ct_device_spec_matches(const ct_device_spec *spec, ct_device_kind kind, int id);
+/* Returns 1 when the concrete device (kind, id) of task `task` of job `job`
+ * (NULL or "": "localhost") satisfies spec, else 0: job absent or equal to
+ * job, replica absent or 0, task absent or equal to task, spec kind ANY or
+ * equal to kind, id absent or equal to id. A spec that names another job or
+ * task names another process's device; one without job and task matches
+ * this process's devices. A NULL spec matches everything (like the empty
+ * spec). */
+int ct_device_spec_matches(const ct_device_spec *spec, const char *job, int task,
+                           ct_device_kind kind, int id);
 
 /* "CPU", "GPU"; "*" for CT_DEVICE_KIND_ANY (and any other value). */
 const char *ct_device_kind_name(ct_device_kind kind);

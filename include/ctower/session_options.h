@@ -48,6 +48,17 @@ typedef struct ct_session_options {
   ct_gpu_options gpu_options;
   ct_precision gpu_precision;       /* of GPU matmuls and convolutions */
   FILE *log;                        /* where the placement log goes; NULL: stderr */
+  /* The process the devices belong to, as a TensorFlow task: devices are
+   * named /job:JOB/replica:0/task:TASK/device:... */
+  char job[CT_DEVICE_JOB_MAX];      /* "": "localhost", a process on its own */
+  int task;                         /* this process's index in the job (its MPI rank) */
+  /* This process's share of the machine's cores: the cores (those it may
+   * run on) are split evenly between the local_processes processes on the
+   * machine, local_process being its index, so that no two processes pin
+   * the same core. 0 or 1 local_processes: the whole machine. A process
+   * whose launcher already bound it to fewer cores than the machine has
+   * keeps those as its share. */
+  int local_process, local_processes;
 } ct_session_options;
 
 void ct_session_options_defaults(ct_session_options *options);

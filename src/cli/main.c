@@ -1,7 +1,11 @@
 /* The `ctower` command: parses the command line, builds the effective config
  * (defaults, then the file, then KEY=VALUE overrides) and hands it to the
  * trainer. Exit status: 0 success, 1 runtime failure, 2 bad usage or config.
- */
+ *
+ * Under mpirun each rank runs the command: rank 0 prints, the others only
+ * their errors and warnings, each error prefixed with "[worker k] ". Every
+ * rank checks that it was started with rank 0's config; a rank that fails
+ * otherwise ends the whole job, so that no rank waits for it forever. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cluster/cluster.h"
 #include "config/suggest.h"
 #include "ctower/config.h"
 #include "ctower/trainer.h"
@@ -18,6 +23,10 @@
 #endif
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+/* What the commands return besides exit statuses: done early (help
+ * printed), exit 0; and a bad config that every rank of the job reported
+ * alike, exit 2 without ending the others (main). */
+enum { DONE = -1, USAGE_ON_EVERY_RANK = -2 };
 
 static const char k_overview[] =
     "ctower " CTOWER_VERSION
@@ -37,6 +46,9 @@ static const char k_overview[] =
     "  devices.towers=[/cpu:0,/cpu:1]   'session.device_count={CPU: 2}'\n"
     "Options such as --checkpoint F or --memory-stats may come before or after the overrides.\n"
     "Every config key with its type and default: docs/config.md.\n"
+    "\n"
+    "Under mpirun (mpirun -np N ctower train ...), rank k is /job:worker/replica:0/task:k;\n"
+    "every rank must be given the same config; rank 0 prints, the others only errors.\n"
     "\n"
     "Exit status: 0 success, 1 runtime failure (out of memory, NaN loss, I/O),\n"
     "             2 bad usage or bad config.\n";
@@ -105,14 +117,18 @@ static const char k_bench_help[] =
 
 static int error_exit(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Prints "ctower: error: <message>" on stderr and returns code. */
+/* Prints "ctower: error: <message>" on stderr, after this rank's prefix
+ * ("[worker k] " in a job of several ranks), in one write so that ranks'
+ * lines do not interleave, and returns code. */
 static int error_exit(int code, const char *fmt, ...) {
+  char line[2048];
+  int used = snprintf(line, sizeof line, "%sctower: error: ", ct_cluster_log_prefix());
   va_list args;
   va_start(args, fmt);
-  fputs("ctower: error: ", stderr);
-  vfprintf(stderr, fmt, args);
-  fputc('\n', stderr);
+  vsnprintf(line + used, sizeof line - (size_t)used - 1, fmt, args);
   va_end(args);
+  strcat(line, "\n");
+  fputs(line, stderr);
   return code;
 }
 
@@ -256,6 +272,130 @@ static int runtime_exit(const ct_status *status, const char *what) {
                     status->message);
 }
 
+/* ---- a job of several ranks ------------------------------------------------- */
+
+/* Keys whose values may differ between ranks: each machine's own files. */
+static const char *const k_per_machine_keys[] = {"dataset.path", "train.checkpoint"};
+
+/* The next line of the YAML that ct_config_write wrote, from *text on: its
+ * dotted key into key (sections[] holds the sections open at each depth)
+ * and its value into *value (NULL for a section or a comment). Returns 0 at
+ * the end of the text. */
+static int next_setting(const char **text, char sections[][64], char *key, size_t key_size,
+                        const char **value, size_t *value_len) {
+  const char *line = *text;
+  if (*line == '\0') return 0;
+  const size_t len = strcspn(line, "\n");
+  *text = line + len + (line[len] == '\n');
+  *value = NULL;
+  key[0] = '\0';
+  size_t indent = strspn(line, " ");
+  if (line[indent] == '#' || indent / 2 >= 8) return 1;
+  const size_t depth = indent / 2, name_len = strcspn(line + indent, ":\n");
+  if (line[indent + name_len] != ':') return 1;
+  if (indent + name_len + 1 >= len) { /* a section */
+    snprintf(sections[depth], 64, "%.*s", (int)name_len, line + indent);
+    return 1;
+  }
+  size_t used = 0;
+  for (size_t d = 0; d < depth && used < key_size; ++d)
+    used += (size_t)snprintf(key + used, key_size - used, "%s.", sections[d]);
+  if (used < key_size) snprintf(key + used, key_size - used, "%.*s", (int)name_len, line + indent);
+  *value = line + indent + name_len + 2;
+  *value_len = len - indent - name_len - 2;
+  return 1;
+}
+
+/* The first setting other than the per-machine keys where `mine` (this
+ * rank's config as YAML) differs from rank 0's, as the error sentence into
+ * message; "" when they agree. */
+static void first_difference(const char *mine, const char *rank0, char *message, size_t size) {
+  char sections_a[8][64] = {{0}}, sections_b[8][64] = {{0}}, key_a[256], key_b[256];
+  const char *value_a, *value_b;
+  size_t len_a = 0, len_b = 0;
+  message[0] = '\0';
+  for (;;) {
+    const int more_a = next_setting(&mine, sections_a, key_a, sizeof key_a, &value_a, &len_a);
+    const int more_b = next_setting(&rank0, sections_b, key_b, sizeof key_b, &value_b, &len_b);
+    if (!more_a && !more_b) return;
+    int per_machine = 0;
+    for (size_t i = 0; i < sizeof k_per_machine_keys / sizeof k_per_machine_keys[0]; ++i)
+      per_machine |= strcmp(key_a, k_per_machine_keys[i]) == 0;
+    if (more_a && more_b && strcmp(key_a, key_b) == 0 &&
+        (per_machine || (!value_a && !value_b) ||
+         (value_a && value_b && len_a == len_b && memcmp(value_a, value_b, len_a) == 0)))
+      continue;
+    snprintf(message, size,
+             "ranks were started with different configs: %s is %.*s on worker %d but %.*s on "
+             "worker 0; start every rank with the same config and overrides",
+             key_a[0] ? key_a : key_b, value_a ? (int)len_a : 6, value_a ? value_a : "absent",
+             ct_cluster_rank(), value_b ? (int)len_b : 6, value_b ? value_b : "absent");
+    return;
+  }
+}
+
+/* Every rank's verdict, in rank order, into verdicts (ct_cluster_size()
+ * entries): 0, or 1 and the error printed. */
+static int gather_verdicts(int64_t mine, int64_t *verdicts) {
+  ct_status status = CT_STATUS_INIT;
+  if (ct_cluster_allgather(&mine, sizeof mine, verdicts, &status))
+    return error_exit(EXIT_RUNTIME, "%s", status.message);
+  return 0;
+}
+
+/* After every rank built its config (rc: 0, DONE or the exit status of its
+ * error, already printed): stops every rank when one failed, and compares
+ * each rank's effective config with rank 0's, all but the per-machine keys.
+ * A rank whose config differs names the first key that does and both
+ * values, and every rank prints that; the ranks then return
+ * USAGE_ON_EVERY_RANK (or their own rc). Returns rc when all agree. */
+static int agree_on_config(int rc, const ct_config *config) {
+  const int size = ct_cluster_size(), rank = ct_cluster_rank();
+  int64_t *verdicts = calloc((size_t)size, sizeof *verdicts);
+  if (verdicts == NULL) return error_exit(EXIT_RUNTIME, "out of memory comparing the configs");
+  int failed = gather_verdicts(rc != 0, verdicts), other = -1;
+  for (int r = 0; r < size && !failed && other < 0; ++r)
+    if (verdicts[r]) other = r;
+  if (failed || other >= 0) {
+    if (!failed && rc == 0)
+      error_exit(EXIT_USAGE, "worker %d could not start (see its error); every rank stops", other);
+    free(verdicts);
+    return failed ? EXIT_RUNTIME : rc == 0 ? USAGE_ON_EVERY_RANK : rc;
+  }
+  char *mine = NULL, *rank0 = NULL, message[1024] = "";
+  size_t len = 0;
+  ct_status status = CT_STATUS_INIT;
+  FILE *out = open_memstream(&mine, &len);
+  if (out == NULL) {
+    free(verdicts);
+    return error_exit(EXIT_RUNTIME, "out of memory comparing the configs");
+  }
+  ct_config_write(config, out);
+  fclose(out);
+  int64_t rank0_len = (int64_t)len;
+  if (ct_cluster_broadcast(&rank0_len, sizeof rank0_len, 0, &status))
+    failed = error_exit(EXIT_RUNTIME, "%s", status.message);
+  rank0 = failed ? NULL : rank == 0 ? mine : malloc((size_t)rank0_len + 1);
+  if (!failed && rank0 == NULL) failed = error_exit(EXIT_RUNTIME, "out of memory");
+  if (!failed && ct_cluster_broadcast(rank0, (size_t)rank0_len + 1, 0, &status))
+    failed = error_exit(EXIT_RUNTIME, "%s", status.message);
+  if (!failed) {
+    first_difference(mine, rank0, message, sizeof message);
+    failed = gather_verdicts(message[0] != '\0', verdicts);
+  }
+  for (int r = 0; r < size && !failed && other < 0; ++r)
+    if (verdicts[r]) other = r;
+  if (!failed && other >= 0 && ct_cluster_broadcast(message, sizeof message, other, &status))
+    failed = error_exit(EXIT_RUNTIME, "%s", status.message);
+  if (rank0 != mine) free(rank0);
+  free(mine);
+  free(verdicts);
+  if (failed) return EXIT_RUNTIME;
+  if (other < 0) return rc;
+  error_exit(EXIT_USAGE, "%s", message);
+  return USAGE_ON_EVERY_RANK;
+}
+
 /* ---- commands -------------------------------------------------------------- */
 
 /* The trainer's options and, when towers is not NULL, the towers the config
@@ -271,6 +411,15 @@ static int trainer_options(const ct_config *config, ct_trainer_options *options,
   return 0;
 }
 
+/* In a job of several ranks, before training: the stall inspector with
+ * cluster.stall_timeout_s. 0, or the exit status of the error printed. */
+static int start_stall_inspector(const ct_config *config) {
+  ct_status status = CT_STATUS_INIT;
+  if (ct_cluster_start_stall_inspector(config->cluster.stall_timeout_s, &status))
+    return runtime_exit(&status, "starting the stall inspector");
+  return 0;
+}
+
 static int run_with_args(const command *cmd, int argc, char **argv, parsed_args *args,
                          ct_config *config) {
   args->overrides = calloc((size_t)argc + 1, sizeof *args->overrides);
@@ -278,10 +427,10 @@ static int run_with_args(const command *cmd, int argc, char **argv, parsed_args 
   int rc = parse_args(cmd, argc, argv, args);
   if (rc == 0 && args->help) {
     fputs(cmd->help, stdout);
-    return -1; /* done: exit 0 */
+    rc = DONE;
   }
   if (rc == 0) rc = build_config(args, config);
-  return rc;
+  return ct_cluster_size() > 1 ? agree_on_config(rc, config) : rc;
 }
 
 static int cmd_train(const command *cmd, int argc, char **argv) {
@@ -291,6 +440,7 @@ static int cmd_train(const command *cmd, int argc, char **argv) {
   ct_tower_options towers;
   int rc = run_with_args(cmd, argc, argv, &args, &config);
   if (rc == 0) rc = trainer_options(&config, &options, &towers);
+  if (rc == 0) rc = start_stall_inspector(&config);
   if (rc == 0) {
     ct_train_flags flags = {.memory_stats = args.memory_stats, .quiet = args.quiet, .resume = args.resume};
     ct_status status = CT_STATUS_INIT;
@@ -298,7 +448,7 @@ static int cmd_train(const command *cmd, int argc, char **argv) {
                                                                  : runtime_exit(&status, "training");
   }
   free(args.overrides);
-  return rc < 0 ? EXIT_OK : rc;
+  return rc;
 }
 
 static int cmd_eval(const command *cmd, int argc, char **argv) {
@@ -313,10 +463,26 @@ static int cmd_eval(const command *cmd, int argc, char **argv) {
                                                                : runtime_exit(&status, "evaluation");
   }
   free(args.overrides);
-  return rc < 0 ? EXIT_OK : rc;
+  return rc;
 }
 
-/* Lists the devices a session made from the config's `session:` section has. */
+/* Prints every rank's text (at most `bytes` bytes each, NUL-terminated) in
+ * rank order: rank 0 prints them all. Returns 0 or the exit status of the
+ * error it printed. */
+static int print_from_every_rank(const char *mine, size_t bytes) {
+  const size_t size = (size_t)ct_cluster_size();
+  char *all = malloc(size * bytes);
+  if (all == NULL) return error_exit(EXIT_RUNTIME, "out of memory gathering the ranks' devices");
+  ct_status status = CT_STATUS_INIT;
+  const int failed = ct_cluster_allgather(mine, bytes, all, &status);
+  for (size_t r = 0; r < size && !failed && ct_cluster_rank() == 0; ++r)
+    fputs(all + r * bytes, stdout);
+  free(all);
+  return failed ? error_exit(EXIT_RUNTIME, "%s", status.message) : EXIT_OK;
+}
+
+/* Lists the devices a session made from the config's `session:` section
+ * has; in a job of several ranks, every rank's, printed by rank 0. */
 static int print_devices(const ct_config *config) {
   ct_session_options options;
   ct_config_session_options(config, &options);
@@ -328,6 +494,8 @@ static int print_devices(const ct_config *config) {
     ct_graph_free(graph);
     return runtime_exit(&status, "creating the devices");
   }
+  char listing[CT_MAX_DEVICES * 512] = "";
+  size_t used = 0;
   for (int i = 0; i < ct_session_device_count(session); ++i) {
     ct_device_info info;
     ct_session_device_info(session, i, &info);
@@ -337,13 +505,15 @@ static int print_devices(const ct_config *config) {
     if (info.first_core >= 0)
       snprintf(cores, sizeof cores, " (pinned to %d-%d)", info.first_core,
                info.first_core + info.threads - 1);
-    printf("%s  kind: %s  %s: %d%s  memory limit: %s%s%s\n", info.name, info.kind,
-           strcmp(info.kind, "GPU") == 0 ? "SMs" : "cores", info.threads, cores, limit,
-           info.description[0] ? "  " : "", info.description);
+    int w = snprintf(listing + used, sizeof listing - used,
+                     "%s  kind: %s  %s: %d%s  memory limit: %s%s%s\n", info.name, info.kind,
+                     strcmp(info.kind, "GPU") == 0 ? "SMs" : "cores", info.threads, cores, limit,
+                     info.description[0] ? "  " : "", info.description);
+    if (w > 0) used = used + (size_t)w < sizeof listing ? used + (size_t)w : sizeof listing - 1;
   }
   ct_session_free(session);
   ct_graph_free(graph);
-  return EXIT_OK;
+  return print_from_every_rank(listing, sizeof listing);
 }
 
 static int cmd_devices(const command *cmd, int argc, char **argv) {
@@ -352,7 +522,7 @@ static int cmd_devices(const command *cmd, int argc, char **argv) {
   int rc = run_with_args(cmd, argc, argv, &args, &config);
   if (rc == 0) rc = print_devices(&config);
   free(args.overrides);
-  return rc < 0 ? EXIT_OK : rc;
+  return rc;
 }
 
 /* A count option's value: a whole number >= minimum, or -1 (an error was printed). */
@@ -378,7 +548,8 @@ static int cmd_bench(const command *cmd, int argc, char **argv) {
     int warmup = count_option("--warmup", args.warmup, 5, 0);
     if (steps < 0 || warmup < 0) {
       rc = EXIT_USAGE;
-    } else if ((rc = trainer_options(&config, &options, &towers)) == 0) {
+    } else if ((rc = trainer_options(&config, &options, &towers)) == 0 &&
+               (rc = start_stall_inspector(&config)) == 0) {
       ct_status status = CT_STATUS_INIT;
       rc = ct_bench_main(&options, &towers, steps, warmup, &status) == 0
                ? EXIT_OK
@@ -386,7 +557,7 @@ static int cmd_bench(const command *cmd, int argc, char **argv) {
     }
   }
   free(args.overrides);
-  return rc < 0 ? EXIT_OK : rc;
+  return rc;
 }
 
 static const option_spec k_train_options[] = {
@@ -427,7 +598,8 @@ static int unknown_command(const char *name) {
                     name);
 }
 
-int main(int argc, char **argv) {
+/* The command line's command, run; its exit status. */
+static int run_command(int argc, char **argv) {
   if (argc < 2)
     return error_exit(EXIT_USAGE,
                       "no command given (commands: train, eval, devices, bench; run "
@@ -457,4 +629,21 @@ int main(int argc, char **argv) {
   const command *cmd = find_command(first);
   if (cmd == NULL) return unknown_command(first);
   return cmd->run(cmd, argc - 2, argv + 2);
+}
+
+/* Joins the job when mpirun started this process; ranks other than 0 keep
+ * only stderr. A rank that failed on its own ends the whole job. */
+int main(int argc, char **argv) {
+  ct_status status = CT_STATUS_INIT;
+  if (ct_cluster_init(&argc, &argv, &status) != 0)
+    return error_exit(EXIT_RUNTIME, "%s", status.message);
+  int rc = ct_cluster_rank() != 0 && freopen("/dev/null", "w", stdout) == NULL
+               ? error_exit(EXIT_RUNTIME, "could not send worker %d's output to /dev/null",
+                            ct_cluster_rank())
+               : run_command(argc, argv);
+  if (rc == DONE) rc = EXIT_OK;
+  if (rc == USAGE_ON_EVERY_RANK) rc = EXIT_USAGE;
+  else if (rc != EXIT_OK && ct_cluster_size() > 1) ct_cluster_abort(rc);
+  ct_cluster_finalize();
+  return rc;
 }

@@ -25,8 +25,9 @@
  * (UNAVAILABLE: launched by mpirun but MPI cannot start, or a build without
  * MPI launched as one of several ranks: rebuild with CTOWER_MPI=on). */
 int ct_cluster_init(int *argc, char ***argv, ct_status *status);
-/* Leaves the job (MPI_Finalize when MPI was started); stops the stall
- * inspector. */
+/* Leaves the job (MPI_Finalize when MPI was started), which waits for
+ * every rank: with the stall inspector running, it watches that wait too
+ * (a barrier) before it stops. */
 void ct_cluster_finalize(void);
 
 int ct_cluster_rank(void);       /* 0 .. size-1 */

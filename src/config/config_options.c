@@ -62,6 +62,12 @@ void ct_config_session_options(const ct_config *c, ct_session_options *o) {
                                                                : CT_PRECISION_FP32;
   for (int i = 0; i < o->gpu_options.n_virtual_devices && i < CT_MAX_DEVICES; ++i)
     o->gpu_options.virtual_devices_mb[i] = c->session.gpu_options.virtual_devices_mb[i];
+  if (ct_cluster_size() > 1) {
+    snprintf(o->job, sizeof o->job, "worker");
+    o->task = ct_cluster_rank();
+    o->local_process = ct_cluster_local_rank();
+    o->local_processes = ct_cluster_local_size();
+  }
 }
 
 int ct_config_trainer_options(const ct_config *c, ct_trainer_options *o, ct_status *status) {
@@ -92,6 +98,7 @@ int ct_config_trainer_options(const ct_config *c, ct_trainer_options *o, ct_stat
   schedule_options(c, &t->schedule);
   snprintf(t->checkpoint, sizeof t->checkpoint, "%s", c->train.checkpoint);
   t->split = strcmp(c->devices.split, "auto") == 0 ? CT_BATCH_SPLIT_AUTO : CT_BATCH_SPLIT_EVEN;
+  t->check_every = c->cluster.check_every;
   ct_config_session_options(c, &o->session);
   return 0;
 }

@@ -128,6 +128,9 @@ const ct_config_field ct_config_fields[] = {
      .imin = 1,
      .imax = INT64_MAX,
      .def = "[]"},
+
+    FLOAT("cluster.stall_timeout_s", cluster.stall_timeout_s, 0, INFINITY, 0, "60.0"),
+    INT("cluster.check_every", cluster.check_every, 0, "0"),
 };
 
 const size_t ct_config_n_fields = sizeof ct_config_fields / sizeof ct_config_fields[0];

@@ -49,12 +49,12 @@ static void cpu_thread_init(ct_device *d) {
   }
 }
 
-/* A CPU device with `threads` workers pinned from first_core (-1: not
- * pinned) and an optional memory limit in bytes (0: none), its worker
- * started. NULL and status on failure. */
-static ct_device *cpu_device_new(int index, int threads, int first_core, size_t memory_limit,
-                                 ct_status *status) {
-  ct_device *d = ct_device_new_common(&ct_cpu_device_ops, index, status);
+/* A CPU device of the session with options o, with `threads` workers
+ * pinned from first_core (-1: not pinned) and an optional memory limit in
+ * bytes (0: none), its worker started. NULL and status on failure. */
+static ct_device *cpu_device_new(const ct_session_options *o, int index, int threads,
+                                 int first_core, size_t memory_limit, ct_status *status) {
+  ct_device *d = ct_device_new_common(&ct_cpu_device_ops, o, index, status);
   if (d == NULL) return NULL;
   d->threads = threads > 0 ? threads : 1;
   d->first_core = first_core;
@@ -91,6 +91,23 @@ static void cpu_release(ct_device *d) {
 
 /* ---- CPU devices of a session ---------------------------------------------- */
 
+/* This process's share of its cores (session_options.h): *count cores
+ * (0 when there are more processes than cores) from the *first of those it
+ * may run on. Returns 1 when that is less than all of them. */
+static int core_share(const ct_session_options *o, int *first, int *count) {
+  const int cores = ct_available_cores();
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const int processes = o->local_processes;
+  *first = 0;
+  *count = cores;
+  /* bound by its launcher to fewer cores than the machine has: its own already */
+  if (processes <= 1 || cores < online) return 0;
+  const int k = o->local_process, base = cores / processes, extra = cores % processes;
+  *first = k * base + (k < extra ? k : extra);
+  *count = base + (k < extra);
+  return 1;
+}
+
 static int cpu_count_devices(const ct_session_options *o) {
   return o->device_count_cpu > 0 ? o->device_count_cpu : 1;
 }
@@ -104,7 +121,8 @@ static int cpu_create_devices(const ct_session_options *o, ct_device **devices, 
                   CT_MAX_DEVICES);
     return 1;
   }
-  const int cores = ct_available_cores();
+  int first_core, cores;
+  const int shared = core_share(o, &first_core, &cores);
   const int total = o->intra_op_parallelism_threads > 0 ? o->intra_op_parallelism_threads : cores;
   int threads[CT_MAX_DEVICES], sum = 0;
   for (int i = 0; i < n_cpu; ++i) {
@@ -115,13 +133,14 @@ static int cpu_create_devices(const ct_session_options *o, ct_device **devices, 
     sum += threads[i];
   }
   /* Pin each device to cores of its own only when they all fit: otherwise
-   * two pools would spin on the same cores. */
-  const int pin = n_cpu > 1 && sum <= cores;
-  int next_core = 0;
+   * two pools would spin on the same cores. A process sharing the machine
+   * pins its one device too, to its share. */
+  const int pin = (n_cpu > 1 || shared) && sum <= cores;
+  int next_core = first_core;
   for (int i = 0; i < n_cpu; ++i) {
     size_t limit =
         o->cpu_device_memory_limit[i] ? o->cpu_device_memory_limit[i] : o->cpu_memory_limit;
-    devices[*n] = cpu_device_new(i, threads[i], pin ? next_core : -1, limit, status);
+    devices[*n] = cpu_device_new(o, i, threads[i], pin ? next_core : -1, limit, status);
     if (devices[*n] == NULL) return 1;
     ++*n;
     next_core += threads[i];

@@ -2,12 +2,14 @@
  * tasks, an allocator; the calls that dispatch through its type's table
  * (device.h); and the registry that makes a session's devices from the
  * types of device_types.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/device.h"
 
-ct_device *ct_device_new_common(const ct_device_ops *ops, int index, ct_status *status) {
+ct_device *ct_device_new_common(const ct_device_ops *ops, const ct_session_options *options,
+                                int index, ct_status *status) {
   ct_device *d = calloc(1, sizeof *d);
   if (d == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating a device");
@@ -17,7 +19,9 @@ ct_device *ct_device_new_common(const ct_device_ops *ops, int index, ct_status *
   d->index = index;
   d->threads = 1;
   d->first_core = -1;
-  ct_device_canonical_name(ops->kind, index, d->name, sizeof d->name);
+  snprintf(d->job, sizeof d->job, "%s", options->job);
+  d->task = options->task;
+  ct_device_canonical_name(d->job, d->task, ops->kind, index, d->name, sizeof d->name);
   pthread_mutex_init(&d->mutex, NULL);
   pthread_cond_init(&d->wake, NULL);
   return d;

@@ -69,6 +69,8 @@ typedef struct ct_device_task {
 struct ct_device {
   const ct_device_ops *ops; /* its type */
   char name[128];           /* canonical: /job:localhost/replica:0/task:0/device:CPU:0 */
+  char job[CT_DEVICE_JOB_MAX]; /* the task it belongs to (the session options'): "" is */
+  int task;                    /*   localhost, task 0 */
   char description[320];    /* GPU: "NVIDIA H100 80GB HBM3, CUDA device 0"; CPU: "" */
   char mapping[352];        /* the placement log's "Device mapping:" entry after the index:
                                "name: cpu, cores: 1" */
@@ -91,7 +93,8 @@ struct ct_device {
 /* A device of type `ops` with its name, queue and lock, nothing started;
  * the type's create_devices gives it an allocator (ct_device_make_allocator)
  * and starts its worker. NULL and status when out of memory. */
-ct_device *ct_device_new_common(const ct_device_ops *ops, int index, ct_status *status);
+ct_device *ct_device_new_common(const ct_device_ops *ops, const ct_session_options *options,
+                                int index, ct_status *status);
 /* The device's allocator from its type's region source, with `context`
  * handed to it. Returns 0 or fills status. */
 int ct_device_make_allocator(ct_device *device, size_t limit, int allow_growth, void *context,

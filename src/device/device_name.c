@@ -240,10 +240,16 @@ const char *ct_device_kind_name(ct_device_kind kind) {
   return "*";
 }
 
-void ct_device_canonical_name(ct_device_kind kind, int id, char *buf, size_t size) {
+/* The job a device belongs to: "localhost" for NULL or "". */
+static const char *job_name(const char *job) {
+  return job == NULL || job[0] == '\0' ? "localhost" : job;
+}
+
+void ct_device_canonical_name(const char *job, int task, ct_device_kind kind, int id, char *buf,
+                              size_t size) {
   if (buf == NULL || size == 0) return;
-  snprintf(buf, size, "/job:localhost/replica:0/task:0/device:%s:%d", ct_device_kind_name(kind),
-           id);
+  snprintf(buf, size, "/job:%.*s/replica:0/task:%d/device:%s:%d", CT_DEVICE_JOB_MAX - 1,
+           job_name(job), task, ct_device_kind_name(kind), id);
 }
 
 void ct_device_spec_string(const ct_device_spec *spec, char *buf, size_t size) {
@@ -272,11 +278,12 @@ void ct_device_spec_string(const ct_device_spec *spec, char *buf, size_t size) {
   snprintf(buf, size, "%s", tmp);
 }
 
-int ct_device_spec_matches(const ct_device_spec *spec, ct_device_kind kind, int id) {
+int ct_device_spec_matches(const ct_device_spec *spec, const char *job, int task,
+                           ct_device_kind kind, int id) {
   if (spec == NULL) return 1;
-  if (spec->has_job && strcmp(spec->job, "localhost") != 0) return 0;
+  if (spec->has_job && strcmp(spec->job, job_name(job)) != 0) return 0;
   if (spec->has_replica && spec->replica != 0) return 0;
-  if (spec->has_task && spec->task != 0) return 0;
+  if (spec->has_task && spec->task != task) return 0;
   if (spec->kind != CT_DEVICE_KIND_ANY && spec->kind != kind) return 0;
   if (spec->has_id && spec->id != id) return 0;
   return 1;

@@ -30,7 +30,7 @@ static int first_capable(const ct_node *n, const ct_device_spec *spec, ct_device
   int chosen = -1;
   for (int i = 0; i < n_devices; ++i) {
     const ct_device *d = devices[i];
-    if (spec && !ct_device_spec_matches(spec, d->ops->kind, d->index)) continue;
+    if (spec && !ct_device_spec_matches(spec, d->job, d->task, d->ops->kind, d->index)) continue;
     if (matched) *matched = 1;
     if ((chosen < 0 || d->ops->priority > devices[chosen]->ops->priority) && has_kernel(n, d))
       chosen = i;

@@ -193,7 +193,9 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   if (logits) sums[1] = (double)count_correct(logits, ct_tensor_i32(r->buf.labels), r->rows);
   ct_tensor_free(logits);
   for (int k = 0; k <= towers; ++k) ct_tensor_free(out[k]);
-  if (status->code != CT_OK || ct_cluster_allreduce_f64(sums, 2, status)) return 1;
+  if (status->code != CT_OK) return 1;
+  ct_cluster_progress(global_step, -1, "the step's loss");
+  if (ct_cluster_allreduce_f64(sums, 2, status)) return 1;
   *loss = sums[0];
   *accuracy = sums[1] / (double)n;
   if (!isfinite(*loss)) {

@@ -2,8 +2,10 @@
  * options ask for, each dispatching through its type's ct_device_ops; a
  * worker's queue takes only what was reserved (a submit beyond it fails
  * with a status rather than growing on the hot path); copies between
- * host-addressable devices are plain copies and marks are NULL there. */
+ * host-addressable devices are plain copies and marks are NULL there; the
+ * processes of a job split the cores. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -50,6 +52,38 @@ static void test_registry_makes_cpu_devices_of_the_cpu_type(void **state) {
   ct_devices_free(devices, n);
 }
 
+/* Two processes on this machine (ranks of one job): each takes its half of
+ * the cores (the first process the extra one), pinned there, and names its
+ * devices with its task. */
+static void test_processes_split_the_cores(void **state) {
+  (void)state;
+  const int cores = ct_available_cores();
+  if (cores < 2 || cores < sysconf(_SC_NPROCESSORS_ONLN)) skip(); /* bound to fewer cores */
+  int next = 0;
+  for (int k = 0; k < 2; ++k) {
+    ct_session_options o;
+    ct_session_options_defaults(&o);
+    o.device_count_gpu = 0;
+    snprintf(o.job, sizeof o.job, "worker");
+    o.task = k;
+    o.local_process = k;
+    o.local_processes = 2;
+    ct_device **devices = NULL;
+    int n = 0;
+    ct_status st = CT_STATUS_INIT;
+    assert_int_equal(ct_devices_create(&o, &devices, &n, &st), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(devices[0]->threads, cores / 2 + (k < cores % 2));
+    assert_int_equal(devices[0]->first_core, next);
+    next += devices[0]->threads;
+    char name[64];
+    snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:CPU:0", k);
+    assert_string_equal(devices[0]->name, name);
+    ct_devices_free(devices, n);
+  }
+  assert_int_equal(next, cores);
+}
+
 static atomic_int tasks_run;
 static void count_task(void *context, int index) {
   (void)context, (void)index;
@@ -80,6 +114,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_registry_makes_cpu_devices_of_the_cpu_type),
       cmocka_unit_test(test_queue_takes_only_what_was_reserved),
+      cmocka_unit_test(test_processes_split_the_cores),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

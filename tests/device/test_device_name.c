@@ -101,9 +101,9 @@ static void test_valid_specs(void **state) {
     assert_status_ok(&st);
 
     if (c->canonical != NULL) {
-      ct_device_canonical_name(s.kind, s.id, buf, sizeof buf);
+      ct_device_canonical_name("", 0, s.kind, s.id, buf, sizeof buf);
       assert_string_equal(buf, c->canonical);
-      assert_true(ct_device_spec_matches(&s, s.kind, s.id));
+      assert_true(ct_device_spec_matches(&s, "", 0, s.kind, s.id));
       ct_device_spec full;
       assert_int_equal(ct_device_spec_parse(buf, &full, &st), 0);
       assert_status_ok(&st);
@@ -209,40 +209,73 @@ static void test_matches(void **state) {
   ct_device_spec s;
 
   assert_int_equal(ct_device_spec_parse("/device:GPU", &s, &st), 0);
-  assert_true(ct_device_spec_matches(&s, GPU, 0));
-  assert_true(ct_device_spec_matches(&s, GPU, 3));
-  assert_false(ct_device_spec_matches(&s, CPU, 0));
+  assert_true(ct_device_spec_matches(&s, "", 0, GPU, 0));
+  assert_true(ct_device_spec_matches(&s, "", 0, GPU, 3));
+  assert_false(ct_device_spec_matches(&s, "", 0, CPU, 0));
 
   assert_int_equal(ct_device_spec_parse("/job:worker/cpu:0", &s, &st), 0);
-  assert_false(ct_device_spec_matches(&s, CPU, 0));
-  assert_false(ct_device_spec_matches(&s, CPU, 1));
-  assert_false(ct_device_spec_matches(&s, GPU, 0));
+  assert_false(ct_device_spec_matches(&s, "", 0, CPU, 0));
+  assert_false(ct_device_spec_matches(&s, "", 0, CPU, 1));
+  assert_false(ct_device_spec_matches(&s, "", 0, GPU, 0));
 
   assert_int_equal(ct_device_spec_parse("", &s, &st), 0);
   for (int id = 0; id < 4; id++) {
-    assert_true(ct_device_spec_matches(&s, CPU, id));
-    assert_true(ct_device_spec_matches(&s, GPU, id));
+    assert_true(ct_device_spec_matches(&s, "", 0, CPU, id));
+    assert_true(ct_device_spec_matches(&s, "", 0, GPU, id));
   }
-  assert_true(ct_device_spec_matches(NULL, GPU, 7));
+  assert_true(ct_device_spec_matches(NULL, "", 0, GPU, 7));
 
   assert_int_equal(ct_device_spec_parse("/gpu:1", &s, &st), 0);
-  assert_true(ct_device_spec_matches(&s, GPU, 1));
-  assert_false(ct_device_spec_matches(&s, GPU, 0));
-  assert_false(ct_device_spec_matches(&s, CPU, 1));
+  assert_true(ct_device_spec_matches(&s, "", 0, GPU, 1));
+  assert_false(ct_device_spec_matches(&s, "", 0, GPU, 0));
+  assert_false(ct_device_spec_matches(&s, "", 0, CPU, 1));
 
   assert_int_equal(ct_device_spec_parse("/job:localhost/replica:0/task:0", &s, &st), 0);
-  assert_true(ct_device_spec_matches(&s, CPU, 0));
-  assert_true(ct_device_spec_matches(&s, GPU, 5));
+  assert_true(ct_device_spec_matches(&s, "", 0, CPU, 0));
+  assert_true(ct_device_spec_matches(&s, "", 0, GPU, 5));
 
   assert_int_equal(ct_device_spec_parse("/replica:1/cpu:0", &s, &st), 0);
-  assert_false(ct_device_spec_matches(&s, CPU, 0));
+  assert_false(ct_device_spec_matches(&s, "", 0, CPU, 0));
   assert_int_equal(ct_device_spec_parse("/task:2", &s, &st), 0);
-  assert_false(ct_device_spec_matches(&s, CPU, 0));
+  assert_false(ct_device_spec_matches(&s, "", 0, CPU, 0));
 
   assert_int_equal(ct_device_spec_parse("/device:*:2", &s, &st), 0);
-  assert_true(ct_device_spec_matches(&s, CPU, 2));
-  assert_true(ct_device_spec_matches(&s, GPU, 2));
-  assert_false(ct_device_spec_matches(&s, GPU, 1));
+  assert_true(ct_device_spec_matches(&s, "", 0, CPU, 2));
+  assert_true(ct_device_spec_matches(&s, "", 0, GPU, 2));
+  assert_false(ct_device_spec_matches(&s, "", 0, GPU, 1));
+  assert_status_ok(&st);
+}
+
+/* Rank 1 of an MPI job is /job:worker/replica:0/task:1: specs that name
+ * another job or task name another process's devices; those without job
+ * and task name this process's. */
+static void test_task_of_a_job(void **state) {
+  (void)state;
+  char buf[128];
+  ct_device_canonical_name("worker", 1, CPU, 0, buf, sizeof buf);
+  assert_string_equal(buf, "/job:worker/replica:0/task:1/device:CPU:0");
+  ct_device_canonical_name(NULL, 0, GPU, 2, buf, sizeof buf);
+  assert_string_equal(buf, "/job:localhost/replica:0/task:0/device:GPU:2");
+
+  ct_status st = CT_STATUS_INIT;
+  ct_device_spec s;
+  assert_int_equal(ct_device_spec_parse(buf, &s, &st), 0);
+  assert_true(ct_device_spec_matches(&s, NULL, 0, GPU, 2));
+  assert_false(ct_device_spec_matches(&s, "worker", 0, GPU, 2));
+
+  assert_int_equal(ct_device_spec_parse("/job:worker/replica:0/task:1/device:CPU:0", &s, &st), 0);
+  assert_true(ct_device_spec_matches(&s, "worker", 1, CPU, 0));
+  assert_false(ct_device_spec_matches(&s, "worker", 0, CPU, 0)); /* another task */
+  assert_false(ct_device_spec_matches(&s, "ps", 1, CPU, 0));     /* another job */
+  assert_false(ct_device_spec_matches(&s, "", 1, CPU, 0));       /* localhost */
+
+  assert_int_equal(ct_device_spec_parse("/task:1", &s, &st), 0);
+  assert_true(ct_device_spec_matches(&s, "worker", 1, GPU, 3));
+  assert_false(ct_device_spec_matches(&s, "worker", 2, GPU, 3));
+
+  assert_int_equal(ct_device_spec_parse("/cpu:0", &s, &st), 0); /* no job, no task: any task */
+  assert_true(ct_device_spec_matches(&s, "worker", 2, CPU, 0));
+  assert_true(ct_device_spec_matches(&s, "", 0, CPU, 0));
   assert_status_ok(&st);
 }
 
@@ -254,7 +287,7 @@ static void test_names_and_truncation(void **state) {
 
   char buf[16];
   memset(buf, 'x', sizeof buf);
-  ct_device_canonical_name(GPU, 1, buf, sizeof buf);
+  ct_device_canonical_name("", 0, GPU, 1, buf, sizeof buf);
   assert_int_equal(strlen(buf), sizeof buf - 1);
   assert_memory_equal(buf, "/job:localhost/", sizeof buf - 1);
 
@@ -266,7 +299,7 @@ static void test_names_and_truncation(void **state) {
   assert_string_equal(buf, "/job:lo");
   ct_device_spec_string(&s, buf, 0); /* writes nothing */
   assert_string_equal(buf, "/job:lo");
-  ct_device_canonical_name(CPU, 0, buf, 0);
+  ct_device_canonical_name("", 0, CPU, 0, buf, 0);
   assert_string_equal(buf, "/job:lo");
 }
 
@@ -276,6 +309,7 @@ int main(void) {
       cmocka_unit_test(test_invalid_specs),
       cmocka_unit_test(test_errors_keep_first_status_and_null_inputs),
       cmocka_unit_test(test_matches),
+      cmocka_unit_test(test_task_of_a_job),
       cmocka_unit_test(test_names_and_truncation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

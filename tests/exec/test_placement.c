@@ -169,6 +169,41 @@ static void test_missing_device_without_soft_placement_fails_as_tensorflow(void 
   ct_graph_free(g);
 }
 
+/* Rank 1 of an MPI job: its devices are /job:worker/replica:0/task:1/...;
+ * specs without job and task, or naming that task, place on them; a spec
+ * naming another task is another process's device, missing here. */
+static void test_devices_of_a_task(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_output x = scalar_input(g);
+  ct_graph_push_device(g, "/cpu:1");
+  ct_output a = ct_neg(g, x);
+  ct_graph_pop_device(g);
+  ct_graph_push_device(g, "/job:worker/replica:0/task:1/device:CPU:0");
+  ct_output b = ct_neg(g, a);
+  ct_graph_pop_device(g);
+  ct_status st = CT_STATUS_INIT;
+  ct_session_options o = cpus(2, 0);
+  snprintf(o.job, sizeof o.job, "worker");
+  o.task = 1;
+  ct_session *s = ct_session_new(g, &o, &st);
+  assert_status_ok(&st);
+  assert_string_equal(device_of(s, x), "/job:worker/replica:0/task:1/device:CPU:0");
+  assert_string_equal(device_of(s, a), "/job:worker/replica:0/task:1/device:CPU:1");
+  assert_string_equal(device_of(s, b), "/job:worker/replica:0/task:1/device:CPU:0");
+  ct_session_free(s);
+
+  ct_graph_push_device(g, "/job:worker/task:0/cpu:0");
+  ct_neg(g, b);
+  ct_graph_pop_device(g);
+  s = ct_session_new(g, &o, &st);
+  assert_null(s);
+  assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "explicitly assigned to /job:worker/task:0/device:CPU:0"));
+  assert_non_null(strstr(st.message, "/job:worker/replica:0/task:1/device:CPU:1 ]"));
+  ct_graph_free(g);
+}
+
 /* Nodes added after the session exists are placed on first use. */
 static void test_nodes_added_later_are_placed(void **state) {
   (void)state;
@@ -336,6 +371,7 @@ int main(void) {
       cmocka_unit_test(test_variables_and_their_updates_are_colocated),
       cmocka_unit_test(test_default_and_soft_placement_with_log),
       cmocka_unit_test(test_missing_device_without_soft_placement_fails_as_tensorflow),
+      cmocka_unit_test(test_devices_of_a_task),
       cmocka_unit_test(test_nodes_added_later_are_placed),
       cmocka_unit_test(test_two_devices_run_concurrently),
       cmocka_unit_test(test_results_do_not_depend_on_placement),

@@ -5,9 +5,9 @@
 # batch), two runs of one command are bitwise equal, a checkpoint written
 # by ranks evaluates in one process and resumes under ranks, and the
 # evaluation split over ranks counts the same test accuracy.
-# Usage: data_parallel.sh CTOWER COMPARE_CHECKPOINTS MPIEXEC
+# Usage: data_parallel.sh CTOWER MPIEXEC COMPARE_CHECKPOINTS
 source "$(dirname "$0")/../cli/lib/common.sh" data_parallel "$1"
-COMPARE=${2:?} MPIEXEC=${3:?}
+MPIEXEC=${2:?} COMPARE=${3:?}
 mpi() { local np=$1; shift; timeout 300 "$MPIEXEC" --allow-run-as-root --oversubscribe -np "$np" "$CTOWER" "$@"; }
 
 cat > job.yaml <<'YAML'

@@ -3,9 +3,9 @@
 # is named with the all-reduce it never reached and the job ends non-zero;
 # a rank killed (SIGKILL) ends the job and leaves the last checkpoint
 # intact and loadable.
-# Usage: faults.sh CTOWER COMPARE_CHECKPOINTS MPIEXEC
+# Usage: faults.sh CTOWER MPIEXEC
 source "$(dirname "$0")/../cli/lib/common.sh" faults "$1"
-MPIEXEC=${3:?}
+MPIEXEC=${2:?}
 
 cat > job.yaml <<'YAML'
 model: {name: mlp}

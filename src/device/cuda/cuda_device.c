@@ -146,7 +146,7 @@ static int gpu_create_devices(const ct_session_options *o, ct_device **devices, 
                       CT_MAX_DEVICES);
         return 1;
       }
-      ct_device *d = ct_device_new_common(&ct_cuda_device_ops, index, status);
+      ct_device *d = ct_device_new_common(&ct_cuda_device_ops, o, index, status);
       if (d == NULL) return 1;
       devices[(*n)++] = d;
       size_t limit = 0;

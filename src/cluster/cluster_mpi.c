@@ -1,0 +1,464 @@
+/* cluster.h over MPI (built with CTOWER_MPI): a process that a launcher
+ * started joins MPI_COMM_WORLD; one started alone never calls MPI and
+ * behaves as cluster_single.c does. Collectives run on a duplicate of the
+ * world, the stall inspector's heartbeats on another, both with
+ * MPI_ERRORS_RETURN so that MPI's errors become statuses. */
+#include <limits.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cluster/cluster.h"
+#include "cluster/launcher.h"
+
+/* The most elements (or bytes) one MPI call moves: MPI counts are ints. */
+enum { CHUNK = INT_MAX, HEARTBEAT_TAG = 17 };
+
+/* What a rank tells the others every half second: its last collective and
+ * where it stands in it. */
+typedef struct heartbeat {
+  int64_t seq;         /* heartbeats this rank has sent before this one */
+  int64_t collectives; /* collectives it has entered */
+  int64_t step;        /* of its last collective; -1: none reported */
+  int32_t bucket;      /* of its last collective; -1: not a bucket */
+  int32_t inside;      /* 1 while it waits in collective number `collectives` */
+  char op[16];         /* "all-reduce", "broadcast", "all-gather", "barrier" */
+  char what[32];       /* its ct_cluster_progress name */
+} heartbeat;
+
+/* The stall inspector's state: one heartbeat in and one out per rank. */
+typedef struct inspector {
+  double timeout_s;
+  heartbeat *in, *out, *seen; /* seen[r]: rank r's latest (this rank's own too) */
+  MPI_Request *recv, *send;
+  double *heard, *since; /* when rank r was last heard, and entered its state */
+  pthread_t thread;
+  atomic_int stop;
+} inspector;
+
+static struct {
+  int initialized, mpi, thread_multiple;
+  int rank, size, local_rank, local_size;
+  MPI_Comm comm, heartbeat_comm;
+  char prefix[32];
+  pthread_mutex_t lock; /* guards mine, next and entered_at */
+  heartbeat mine;       /* this rank's last collective */
+  heartbeat next;       /* the progress reported for the next collective */
+  double entered_at;    /* when this rank entered its last collective */
+  inspector *inspector;
+} g = {.size = 1, .local_size = 1, .lock = PTHREAD_MUTEX_INITIALIZER,
+       .mine = {.step = -1, .bucket = -1}, .next = {.step = -1, .bucket = -1}};
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* 0 for MPI_SUCCESS; else fills status with MPI's words for err, returns 1. */
+static int mpi_failed(int err, const char *call, ct_status *status) {
+  if (err == MPI_SUCCESS) return 0;
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(err, text, &len);
+  ct_status_set(status, CT_UNAVAILABLE, "%s failed on rank %d of %d: %s", call, g.rank, g.size,
+                text);
+  return 1;
+}
+
+int ct_cluster_init(int *argc, char ***argv, ct_status *status) {
+  if (g.initialized) return 0;
+  if (ct_cluster_launcher_ranks() == 0) {
+    g.initialized = 1;
+    return 0;
+  }
+  int provided = MPI_THREAD_SINGLE;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    ct_status_set(status, CT_UNAVAILABLE,
+                  "a launcher (mpirun or srun) started this process but MPI could not start; "
+                  "check the MPI installation, or run ctower without mpirun");
+    return 1;
+  }
+  g.mpi = 1;
+  g.thread_multiple = provided >= MPI_THREAD_MULTIPLE;
+  MPI_Comm local = MPI_COMM_NULL;
+  int err = MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (err == MPI_SUCCESS) err = MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
+  if (err == MPI_SUCCESS) err = MPI_Comm_size(MPI_COMM_WORLD, &g.size);
+  if (err == MPI_SUCCESS) err = MPI_Comm_dup(MPI_COMM_WORLD, &g.comm);
+  if (err == MPI_SUCCESS) err = MPI_Comm_dup(MPI_COMM_WORLD, &g.heartbeat_comm);
+  if (err == MPI_SUCCESS)
+    err = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g.rank, MPI_INFO_NULL, &local);
+  if (err == MPI_SUCCESS) err = MPI_Comm_rank(local, &g.local_rank);
+  if (err == MPI_SUCCESS) err = MPI_Comm_size(local, &g.local_size);
+  if (local != MPI_COMM_NULL) MPI_Comm_free(&local);
+  if (mpi_failed(err, "joining the job (MPI_COMM_WORLD)", status)) return 1;
+  if (g.size > 1) snprintf(g.prefix, sizeof g.prefix, "[worker %d] ", g.rank);
+  g.initialized = 1;
+  return 0;
+}
+
+static void stop_inspector(void);
+
+void ct_cluster_finalize(void) {
+  /* MPI_Finalize waits for every rank: the inspector watches that wait
+   * too, so that a rank stopped before it cannot hang the others. */
+  if (g.inspector != NULL) {
+    ct_status ignored = CT_STATUS_INIT;
+    ct_cluster_progress(-1, -1, "the end of the job");
+    ct_cluster_barrier(&ignored);
+  }
+  stop_inspector();
+  if (g.mpi) {
+    MPI_Comm_free(&g.heartbeat_comm);
+    MPI_Comm_free(&g.comm);
+    MPI_Finalize();
+    g.mpi = 0;
+  }
+}
+
+int ct_cluster_rank(void) { return g.rank; }
+int ct_cluster_size(void) { return g.size; }
+int ct_cluster_local_rank(void) { return g.local_rank; }
+int ct_cluster_local_size(void) { return g.local_size; }
+const char *ct_cluster_log_prefix(void) { return g.prefix; }
+
+void ct_cluster_abort(int code) {
+  fflush(stdout);
+  fflush(stderr);
+  if (g.mpi) MPI_Abort(MPI_COMM_WORLD, code);
+  exit(code);
+}
+
+void ct_cluster_progress(int64_t step, int bucket, const char *what) {
+  pthread_mutex_lock(&g.lock);
+  g.next.step = step;
+  g.next.bucket = bucket;
+  snprintf(g.next.what, sizeof g.next.what, "%s", what ? what : "");
+  pthread_mutex_unlock(&g.lock);
+}
+
+/* Marks this rank as waiting in a new collective `op`, with the progress
+ * reported for it; leave_collective marks it done and forgets the bucket
+ * and name (they were for this collective). */
+static void enter_collective(const char *op) {
+  pthread_mutex_lock(&g.lock);
+  g.mine.collectives++;
+  g.mine.inside = 1;
+  g.mine.step = g.next.step;
+  g.mine.bucket = g.next.bucket;
+  snprintf(g.mine.op, sizeof g.mine.op, "%s", op);
+  snprintf(g.mine.what, sizeof g.mine.what, "%s", g.next.what);
+  g.entered_at = now_s();
+  pthread_mutex_unlock(&g.lock);
+}
+
+static void leave_collective(void) {
+  pthread_mutex_lock(&g.lock);
+  g.mine.inside = 0;
+  g.next.bucket = -1;
+  g.next.what[0] = '\0';
+  pthread_mutex_unlock(&g.lock);
+}
+
+/* In-place sum of count elements of `type` (elem bytes each), chunk by chunk. */
+static int allreduce(void *data, int64_t count, MPI_Datatype type, size_t elem, const char *call,
+                     ct_status *status) {
+  if (!g.mpi || count <= 0) return 0;
+  enter_collective("all-reduce");
+  int err = MPI_SUCCESS;
+  for (int64_t done = 0; done < count && err == MPI_SUCCESS;) {
+    int n = count - done > CHUNK ? CHUNK : (int)(count - done);
+    err = MPI_Allreduce(MPI_IN_PLACE, (char *)data + (size_t)done * elem, n, type, MPI_SUM, g.comm);
+    done += n;
+  }
+  leave_collective();
+  return mpi_failed(err, call, status);
+}
+
+int ct_cluster_allreduce_f32(float *data, int64_t count, ct_status *status) {
+  return allreduce(data, count, MPI_FLOAT, sizeof *data, "all-reduce (f32)", status);
+}
+
+int ct_cluster_allreduce_f64(double *data, int64_t count, ct_status *status) {
+  return allreduce(data, count, MPI_DOUBLE, sizeof *data, "all-reduce (f64)", status);
+}
+
+int ct_cluster_allreduce_i64(int64_t *data, int64_t count, ct_status *status) {
+  return allreduce(data, count, MPI_INT64_T, sizeof *data, "all-reduce (i64)", status);
+}
+
+int ct_cluster_broadcast(void *data, size_t bytes, int root, ct_status *status) {
+  if (root < 0 || root >= g.size) {
+    ct_status_set(status, CT_INVALID_ARGUMENT, "broadcast from rank %d: the ranks are 0 to %d",
+                  root, g.size - 1);
+    return 1;
+  }
+  if (!g.mpi || bytes == 0) return 0;
+  enter_collective("broadcast");
+  int err = MPI_SUCCESS;
+  for (size_t done = 0; done < bytes && err == MPI_SUCCESS;) {
+    int n = bytes - done > CHUNK ? CHUNK : (int)(bytes - done);
+    err = MPI_Bcast((char *)data + done, n, MPI_BYTE, root, g.comm);
+    done += (size_t)n;
+  }
+  leave_collective();
+  return mpi_failed(err, "broadcast", status);
+}
+
+int ct_cluster_allgather(const void *mine, size_t bytes, void *all, ct_status *status) {
+  if (!g.mpi) {
+    memmove(all, mine, bytes);
+    return 0;
+  }
+  if (bytes == 0) return 0;
+  enter_collective("all-gather");
+  int err = MPI_SUCCESS;
+  for (size_t done = 0; done < bytes && err == MPI_SUCCESS;) {
+    int n = bytes - done > CHUNK ? CHUNK : (int)(bytes - done);
+    /* n bytes of each rank, rank r's at all + r * bytes + done */
+    MPI_Datatype piece = MPI_DATATYPE_NULL, strided = MPI_DATATYPE_NULL;
+    err = MPI_Type_contiguous(n, MPI_BYTE, &piece);
+    if (err == MPI_SUCCESS) err = MPI_Type_create_resized(piece, 0, (MPI_Aint)bytes, &strided);
+    if (err == MPI_SUCCESS) err = MPI_Type_commit(&strided);
+    if (err == MPI_SUCCESS)
+      err = MPI_Allgather((const char *)mine + done, n, MPI_BYTE, (char *)all + done, 1, strided,
+                          g.comm);
+    if (strided != MPI_DATATYPE_NULL) MPI_Type_free(&strided);
+    if (piece != MPI_DATATYPE_NULL) MPI_Type_free(&piece);
+    done += (size_t)n;
+  }
+  leave_collective();
+  return mpi_failed(err, "all-gather", status);
+}
+
+int ct_cluster_barrier(ct_status *status) {
+  if (!g.mpi) return 0;
+  enter_collective("barrier");
+  int err = MPI_Barrier(g.comm);
+  leave_collective();
+  return mpi_failed(err, "barrier", status);
+}
+
+/* ---- the stall inspector ----------------------------------------------------- */
+
+/* "all-reduce bucket 3 of step 12", "broadcast for checkpoint", ... */
+static void describe(const heartbeat *h, char *buf, size_t size) {
+  if (h->collectives == 0) {
+    snprintf(buf, size, "no collective yet");
+    return;
+  }
+  int n = h->bucket >= 0 ? snprintf(buf, size, "%s bucket %d", h->op, (int)h->bucket)
+          : h->what[0] ? snprintf(buf, size, "%s for %s", h->op, h->what)
+                       : snprintf(buf, size, "%s", h->op);
+  if (h->step >= 0 && n >= 0 && (size_t)n < size)
+    snprintf(buf + n, size - (size_t)n, " of step %lld", (long long)h->step);
+}
+
+/* Appends the printf-formatted text to buf (size bytes, *used of them
+ * taken), truncating at its end. */
+static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t size, size_t *used, const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  int w = vsnprintf(buf + *used, size - *used, fmt, args);
+  va_end(args);
+  if (w > 0) *used = *used + (size_t)w < size ? *used + (size_t)w : size - 1;
+}
+
+/* Prints, as this rank sees it, which ranks have not reached the collective
+ * that others wait in (or have gone silent), and ends the job. */
+static void report_stall(const inspector *in, double now) {
+  char msg[4096], lagging[512] = "", waiting[512] = "", waited[160] = "", last[160];
+  size_t used = 0, lag_used = 0, wait_used = 0;
+  int waiting_in = -1, laggards = 0, waiters = 0;
+  for (int r = 0; r < g.size; ++r)
+    if (in->seen[r].inside &&
+        (waiting_in < 0 || in->seen[r].collectives > in->seen[waiting_in].collectives))
+      waiting_in = r;
+  if (waiting_in >= 0) describe(&in->seen[waiting_in], waited, sizeof waited);
+  const int64_t target = waiting_in >= 0 ? in->seen[waiting_in].collectives : 0;
+  msg[0] = '\0';
+  for (int r = 0; r < g.size; ++r) {
+    const int silent = r != g.rank && now - in->heard[r] >= in->timeout_s;
+    const int behind = waiting_in >= 0 && in->seen[r].collectives < target;
+    if (waiting_in >= 0 && in->seen[r].inside && in->seen[r].collectives == target)
+      append(waiting, sizeof waiting, &wait_used, "%s%d", waiters++ ? ", " : "", r);
+    if (!silent && !behind) continue;
+    describe(&in->seen[r], last, sizeof last);
+    if (behind)
+      append(msg, sizeof msg, &used, "%srank %d has not reached %s (its last: %s", laggards ? "; " : "",
+             r, waited, last);
+    else
+      append(msg, sizeof msg, &used, "%srank %d has sent nothing (its last: %s", laggards ? "; " : "",
+             r, last);
+    if (silent) append(msg, sizeof msg, &used, "; silent for %.0f s", now - in->heard[r]);
+    append(msg, sizeof msg, &used, ")");
+    append(lagging, sizeof lagging, &lag_used, "%s%d", laggards++ ? ", " : "", r);
+  }
+  if (laggards == 0)
+    append(msg, sizeof msg, &used, "every rank has waited in %s for %.0f s", waited, in->timeout_s);
+  else if (waiters > 0)
+    append(msg, sizeof msg, &used, "; rank%s %s %s there", waiters > 1 ? "s" : "", waiting,
+           waiters > 1 ? "wait" : "waits");
+  fprintf(stderr,
+          "%sctower: error: stalled for %.0f s: %s. Check rank%s %s (stopped, or stuck in a long "
+          "step), or raise cluster.stall_timeout_s\n",
+          g.prefix, in->timeout_s, msg, laggards == 1 ? "" : "s", laggards ? lagging : "every");
+  ct_cluster_abort(1);
+}
+
+/* For an MPI call of the inspector that failed: the heartbeats are lost, so
+ * no stall could be seen any more; the job ends. */
+static void inspector_failed(int err, const char *call) {
+  ct_status status = CT_STATUS_INIT;
+  mpi_failed(err, call, &status);
+  fprintf(stderr, "%sctower: error: the stall inspector stopped: %s\n", g.prefix, status.message);
+  ct_cluster_abort(1);
+}
+
+/* Records a heartbeat of rank r heard at `now`. */
+static void note(inspector *in, int r, const heartbeat *h, double now) {
+  if (h->collectives != in->seen[r].collectives || h->inside != in->seen[r].inside)
+    in->since[r] = now;
+  in->seen[r] = *h;
+  in->heard[r] = now;
+}
+
+static void inspect_once(inspector *in) {
+  const double now = now_s();
+  const int n = (int)sizeof(heartbeat);
+  for (int r = 0; r < g.size; ++r) {
+    if (r == g.rank) continue;
+    for (;;) {
+      int done = 0, err = MPI_Test(&in->recv[r], &done, MPI_STATUS_IGNORE);
+      if (err != MPI_SUCCESS) inspector_failed(err, "receiving a heartbeat");
+      if (!done) break;
+      note(in, r, &in->in[r], now);
+      err = MPI_Irecv(&in->in[r], n, MPI_BYTE, r, HEARTBEAT_TAG, g.heartbeat_comm, &in->recv[r]);
+      if (err != MPI_SUCCESS) inspector_failed(err, "receiving a heartbeat");
+    }
+  }
+  pthread_mutex_lock(&g.lock);
+  heartbeat mine = g.mine;
+  const double entered_at = g.entered_at;
+  pthread_mutex_unlock(&g.lock);
+  mine.seq = in->seen[g.rank].seq + 1;
+  in->seen[g.rank] = mine;
+  in->heard[g.rank] = now;
+  in->since[g.rank] = entered_at;
+  for (int r = 0; r < g.size; ++r) {
+    if (r == g.rank) continue;
+    int idle = 0, err = MPI_Test(&in->send[r], &idle, MPI_STATUS_IGNORE);
+    if (err == MPI_SUCCESS && idle) {
+      in->out[r] = mine;
+      err = MPI_Isend(&in->out[r], n, MPI_BYTE, r, HEARTBEAT_TAG, g.heartbeat_comm, &in->send[r]);
+    }
+    if (err != MPI_SUCCESS) inspector_failed(err, "sending a heartbeat");
+  }
+  for (int r = 0; r < g.size; ++r) {
+    const int silent = r != g.rank && now - in->heard[r] >= in->timeout_s;
+    const int stuck = in->seen[r].inside && now - in->since[r] >= in->timeout_s;
+    if (silent || stuck) report_stall(in, now);
+  }
+}
+
+static void *inspector_main(void *arg) {
+  inspector *in = arg;
+  const struct timespec tick = {0, 50 * 1000 * 1000};
+  while (!atomic_load(&in->stop)) {
+    inspect_once(in);
+    for (int i = 0; i < 10 && !atomic_load(&in->stop); ++i) nanosleep(&tick, NULL);
+  }
+  return NULL;
+}
+
+static void inspector_free(inspector *in) {
+  free(in->in);
+  free(in->out);
+  free(in->seen);
+  free(in->recv);
+  free(in->send);
+  free(in->heard);
+  free(in->since);
+  free(in);
+}
+
+/* Cancels the pending receives, completes the sends (heartbeats are small:
+ * MPI has sent them already) and frees the inspector. */
+static void inspector_end(inspector *in) {
+  for (int r = 0; r < g.size; ++r) {
+    if (in->recv[r] != MPI_REQUEST_NULL) {
+      MPI_Cancel(&in->recv[r]);
+      MPI_Wait(&in->recv[r], MPI_STATUS_IGNORE);
+    }
+    if (in->send[r] != MPI_REQUEST_NULL) MPI_Wait(&in->send[r], MPI_STATUS_IGNORE);
+  }
+  inspector_free(in);
+}
+
+static void stop_inspector(void) {
+  inspector *in = g.inspector;
+  if (in == NULL) return;
+  atomic_store(&in->stop, 1);
+  pthread_join(in->thread, NULL);
+  inspector_end(in);
+  g.inspector = NULL;
+}
+
+int ct_cluster_start_stall_inspector(double timeout_s, ct_status *status) {
+  if (!g.mpi || g.size < 2 || timeout_s <= 0 || g.inspector != NULL) return 0;
+  if (!g.thread_multiple) {
+    ct_status_set(status, CT_UNAVAILABLE,
+                  "the stall inspector needs MPI_THREAD_MULTIPLE, which this MPI does not "
+                  "provide; set cluster.stall_timeout_s: 0 to run without it");
+    return 1;
+  }
+  const size_t n = (size_t)g.size;
+  inspector *in = calloc(1, sizeof *in);
+  if (in != NULL) {
+    in->in = calloc(n, sizeof *in->in);
+    in->out = calloc(n, sizeof *in->out);
+    in->seen = calloc(n, sizeof *in->seen);
+    in->recv = malloc(n * sizeof *in->recv);
+    in->send = malloc(n * sizeof *in->send);
+    in->heard = malloc(n * sizeof *in->heard);
+    in->since = malloc(n * sizeof *in->since);
+  }
+  if (in == NULL || !in->in || !in->out || !in->seen || !in->recv || !in->send || !in->heard ||
+      !in->since) {
+    if (in) inspector_free(in);
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory starting the stall inspector");
+    return 1;
+  }
+  in->timeout_s = timeout_s;
+  atomic_init(&in->stop, 0);
+  const double now = now_s();
+  int err = MPI_SUCCESS;
+  for (int r = 0; r < g.size; ++r) {
+    in->seen[r].step = -1;
+    in->seen[r].bucket = -1;
+    in->heard[r] = in->since[r] = now;
+    in->send[r] = in->recv[r] = MPI_REQUEST_NULL;
+    if (r != g.rank && err == MPI_SUCCESS)
+      err = MPI_Irecv(&in->in[r], (int)sizeof(heartbeat), MPI_BYTE, r, HEARTBEAT_TAG,
+                      g.heartbeat_comm, &in->recv[r]);
+  }
+  if (mpi_failed(err, "starting the stall inspector", status)) {
+    inspector_end(in);
+    return 1;
+  }
+  if (pthread_create(&in->thread, NULL, inspector_main, in) != 0) {
+    inspector_end(in);
+    ct_status_set(status, CT_UNAVAILABLE, "could not start the stall inspector's thread");
+    return 1;
+  }
+  g.inspector = in;
+  return 0;
+}

@@ -1,0 +1,81 @@
+/* cluster.h without MPI (CTOWER_MPI=off, or no MPI found): the process is
+ * the whole job. Started by a launcher as one of several ranks, it refuses
+ * to start, since it could not talk to the others. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cluster.h"
+#include "cluster/launcher.h"
+
+int ct_cluster_init(int *argc, char ***argv, ct_status *status) {
+  (void)argc;
+  (void)argv;
+  const int ranks = ct_cluster_launcher_ranks();
+  if (ranks > 1) {
+    ct_status_set(status, CT_UNAVAILABLE,
+                  "this process is one of %d ranks a launcher (mpirun or srun) started, but "
+                  "ctower was built without MPI; rebuild with -DCTOWER_MPI=on",
+                  ranks);
+    return 1;
+  }
+  return 0;
+}
+
+void ct_cluster_finalize(void) {}
+
+int ct_cluster_rank(void) { return 0; }
+int ct_cluster_size(void) { return 1; }
+int ct_cluster_local_rank(void) { return 0; }
+int ct_cluster_local_size(void) { return 1; }
+const char *ct_cluster_log_prefix(void) { return ""; }
+
+int ct_cluster_allreduce_f32(float *data, int64_t count, ct_status *status) {
+  (void)data, (void)count, (void)status;
+  return 0;
+}
+
+int ct_cluster_allreduce_f64(double *data, int64_t count, ct_status *status) {
+  (void)data, (void)count, (void)status;
+  return 0;
+}
+
+int ct_cluster_allreduce_i64(int64_t *data, int64_t count, ct_status *status) {
+  (void)data, (void)count, (void)status;
+  return 0;
+}
+
+int ct_cluster_broadcast(void *data, size_t bytes, int root, ct_status *status) {
+  (void)data, (void)bytes;
+  if (root != 0) {
+    ct_status_set(status, CT_INVALID_ARGUMENT, "broadcast from rank %d: the only rank is 0", root);
+    return 1;
+  }
+  return 0;
+}
+
+int ct_cluster_allgather(const void *mine, size_t bytes, void *all, ct_status *status) {
+  (void)status;
+  memmove(all, mine, bytes);
+  return 0;
+}
+
+int ct_cluster_barrier(ct_status *status) {
+  (void)status;
+  return 0;
+}
+
+void ct_cluster_abort(int code) {
+  fflush(stdout);
+  fflush(stderr);
+  exit(code);
+}
+
+void ct_cluster_progress(int64_t step, int bucket, const char *what) {
+  (void)step, (void)bucket, (void)what;
+}
+
+int ct_cluster_start_stall_inspector(double timeout_s, ct_status *status) {
+  (void)timeout_s, (void)status;
+  return 0;
+}

@@ -1,0 +1,104 @@
+/* cluster.h under mpirun (-np 2 and -np 3): every rank runs these tests
+ * in the same order, so that their collectives meet. The sums are of
+ * small integers and exact fractions: every rank gets exactly the same,
+ * exact result. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cluster.h"
+#include "test_support.h"
+
+enum { N = 1000 };
+
+static void test_ranks(void **state) {
+  (void)state;
+  const char *launched = getenv("OMPI_COMM_WORLD_SIZE");
+  assert_non_null(launched);
+  const int size = ct_cluster_size(), rank = ct_cluster_rank();
+  assert_int_equal(size, atoi(launched));
+  assert_true(size >= 2);
+  assert_in_range(rank, 0, size - 1);
+  /* one machine: every rank is local */
+  assert_int_equal(ct_cluster_local_size(), size);
+  assert_int_equal(ct_cluster_local_rank(), rank);
+  char prefix[32];
+  snprintf(prefix, sizeof prefix, "[worker %d] ", rank);
+  assert_string_equal(ct_cluster_log_prefix(), prefix);
+}
+
+static void test_allreduce(void **state) {
+  (void)state;
+  const int size = ct_cluster_size(), rank = ct_cluster_rank();
+  const int64_t ranks_sum = (int64_t)size * (size + 1) / 2; /* 1 + 2 + .. + size */
+  static float f[N];
+  static double d[N];
+  static int64_t i64[N];
+  for (int i = 0; i < N; ++i) {
+    f[i] = (float)((rank + 1) * (i + 1)) * 0.5f;
+    d[i] = (double)(rank + 1) * 0.25 + (double)i;
+    i64[i] = ((int64_t)(rank + 1) << 40) - i;
+  }
+  ct_status status = CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_allreduce_f32(f, N, &status), 0);
+  assert_int_equal(ct_cluster_allreduce_f64(d, N, &status), 0);
+  assert_int_equal(ct_cluster_allreduce_i64(i64, N, &status), 0);
+  assert_status_ok(&status);
+  for (int i = 0; i < N; ++i) {
+    assert_true(f[i] == (float)(ranks_sum * (i + 1)) * 0.5f);
+    assert_true(d[i] == (double)ranks_sum * 0.25 + (double)size * i);
+    assert_true(i64[i] == (ranks_sum << 40) - (int64_t)size * i);
+  }
+  assert_int_equal(ct_cluster_allreduce_f32(f, 0, &status), 0); /* nothing to sum */
+}
+
+static void test_broadcast(void **state) {
+  (void)state;
+  const int size = ct_cluster_size(), rank = ct_cluster_rank();
+  char text[64];
+  snprintf(text, sizeof text, "from rank %d", rank);
+  ct_status status = CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_broadcast(text, sizeof text, size - 1, &status), 0);
+  assert_status_ok(&status);
+  char expected[64];
+  snprintf(expected, sizeof expected, "from rank %d", size - 1);
+  assert_string_equal(text, expected);
+  assert_int_equal(ct_cluster_broadcast(text, sizeof text, size, &status), 1);
+  assert_int_equal(status.code, CT_INVALID_ARGUMENT);
+}
+
+static void test_allgather(void **state) {
+  (void)state;
+  const int size = ct_cluster_size(), rank = ct_cluster_rank();
+  char mine[16];
+  snprintf(mine, sizeof mine, "rank %d", rank);
+  char *all = calloc((size_t)size, sizeof mine);
+  assert_non_null(all);
+  ct_status status = CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_allgather(mine, sizeof mine, all, &status), 0);
+  assert_status_ok(&status);
+  for (int r = 0; r < size; ++r) {
+    char expected[16];
+    snprintf(expected, sizeof expected, "rank %d", r);
+    assert_string_equal(all + (size_t)r * sizeof mine, expected);
+  }
+  free(all);
+  assert_int_equal(ct_cluster_barrier(&status), 0);
+}
+
+int main(int argc, char **argv) {
+  ct_status status = CT_STATUS_INIT;
+  if (ct_cluster_init(&argc, &argv, &status) != 0) {
+    fprintf(stderr, "mpi_cluster: %s\n", status.message);
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ranks),
+      cmocka_unit_test(test_allreduce),
+      cmocka_unit_test(test_broadcast),
+      cmocka_unit_test(test_allgather),
+  };
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  ct_cluster_finalize();
+  return failed != 0;
+}

@@ -10,7 +10,9 @@
  *             (the kernel copies the feed into its output first: in
  *             training the packed gradient dies there and is summed in
  *             place);
- * and the ratios cluster/mpi and op/mpi. Without MPI it says so and exits. */
+ * and the ratios cluster/mpi and op/mpi; first, the latency of an
+ * all-reduce of one float (the cost model's alpha). Without MPI it says so
+ * and exits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +59,15 @@ int main(int argc, char **argv) {
   if (ct_cluster_rank() == 0)
     printf("%d ranks, median of %d; bus bandwidth GB/s (time ms)\n%8s %18s %18s %18s %9s %9s\n",
            ranks, repeats, "MB", "mpi", "cluster", "op", "cluster/", "op/mpi");
-  double *times = malloc((size_t)repeats * sizeof *times);
+  double *times = malloc((size_t)repeats * 50 * sizeof *times);
+  float one = 1;
+  for (int r = 0; r < repeats * 50; ++r) {
+    const double t0 = now();
+    MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    times[r] = now() - t0;
+  }
+  const double alpha = median(times, repeats * 50);
+  if (ct_cluster_rank() == 0) printf("latency of a 4-byte all-reduce: %.2f us\n", alpha * 1e6);
   for (int mb = 1; mb <= 64; mb *= 4) {
     const int64_t n = (int64_t)mb * (1 << 20) / 4;
     ct_shape shape = ct_shape_of(1, n);

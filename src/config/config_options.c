@@ -109,22 +109,33 @@ static void towers_on(ct_tower_options *t, int first, int count, const char *kin
     snprintf(t->devices[first + k], sizeof t->devices[first + k], "/%s:%d", kind, k);
 }
 
-/* devices.towers: the entries that name this rank's task (under mpirun,
- * /job:worker/task:1/cpu:0 is rank 1's /cpu:0), and those that name no
- * task, which every rank has. */
+/* A device name of the config on this rank: a name with a job or task
+ * (under mpirun, /job:worker/task:1/cpu:0 is rank 1's /cpu:0) becomes the
+ * local name; *mine (when not NULL) says whether the task is this rank's
+ * (a name without one is every rank's). Returns 0 or fills status. */
+static int local_name(const char *text, char *out, size_t size, int *mine, ct_status *status) {
+  ct_device_spec spec;
+  if (ct_device_spec_parse(text, &spec, status)) return 1;
+  if (mine) *mine = !spec.has_task || spec.task == ct_cluster_rank();
+  if (spec.has_job || spec.has_replica || spec.has_task) {
+    spec.has_job = spec.has_replica = spec.has_task = 0;
+    ct_device_spec_string(&spec, out, size);
+  } else {
+    snprintf(out, size, "%s", text);
+  }
+  return 0;
+}
+
+/* devices.towers: the entries that name this rank's task, and those that
+ * name no task, which every rank has. */
 static int listed_towers(const ct_config *c, ct_tower_options *t, ct_status *status) {
   t->n_towers = 0;
   for (int k = 0; k < c->devices.n_towers_listed; ++k) {
-    ct_device_spec spec;
-    if (ct_device_spec_parse(c->devices.towers[k], &spec, status)) return 1;
-    if (spec.has_task && spec.task != ct_cluster_rank()) continue;
-    char *device = t->devices[t->n_towers++];
-    if (spec.has_job || spec.has_replica || spec.has_task) { /* this rank's: its local name */
-      spec.has_job = spec.has_replica = spec.has_task = 0;
-      ct_device_spec_string(&spec, device, sizeof t->devices[0]);
-    } else {
-      snprintf(device, sizeof t->devices[0], "%s", c->devices.towers[k]);
-    }
+    int mine;
+    if (local_name(c->devices.towers[k], t->devices[t->n_towers], sizeof t->devices[0], &mine,
+                   status))
+      return 1;
+    t->n_towers += mine;
   }
   if (t->n_towers == 0) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
@@ -194,7 +205,9 @@ int ct_config_tower_options(const ct_config *c, const ct_session_options *so, ct
   t->variable_update = strcmp(c->devices.variable_update, "parameter_server") == 0
                            ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
                            : CT_VARIABLE_UPDATE_REPLICATED;
-  snprintf(t->ps_device, sizeof t->ps_device, "%s", c->devices.ps_device);
+  /* across ranks every rank keeps the ps variables on its own device of
+   * that name, and applies the job's summed gradients to them */
+  if (local_name(c->devices.ps_device, t->ps_device, sizeof t->ps_device, NULL, status)) return 1;
   t->across_ranks = ct_cluster_size() > 1;
   if (tower_devices(c, so, t, status)) return 1;
   int all_gpus = 1, first_cpu = -1;

@@ -246,12 +246,6 @@ static int check_towers(ct_graph *g, const ct_tower_model *model, const ct_tower
                        (int)o->variable_update);
     return 1;
   }
-  if (o->across_ranks && o->variable_update == CT_VARIABLE_UPDATE_PARAMETER_SERVER) {
-    ct_graph_set_error(g, CT_UNIMPLEMENTED,
-                       "the parameter-server update does not span several ranks yet; use "
-                       "devices.variable_update: replicated under mpirun");
-    return 1;
-  }
   if (o->all_reduce != CT_ALL_REDUCE_RING && o->all_reduce != CT_ALL_REDUCE_TREE &&
       o->all_reduce != CT_ALL_REDUCE_COLLECTIVE) {
     ct_graph_set_error(g, CT_INVALID_ARGUMENT,
@@ -346,8 +340,14 @@ int ct_towers_build(ct_graph *g, const ct_tower_model *model, const ct_tower_opt
     return 1;
   }
   if (ct_variable_gradients(g, out->loss, out->variables, out->gradients, &out->n_gradients) == 0 &&
-      replicated && (o->n_towers > 1 || o->across_ranks))
-    all_reduce_gradients(g, o, out->n_gradients, out->variables, out->gradients);
+      ((replicated && o->n_towers > 1) || o->across_ranks)) {
+    /* parameter server across ranks: each rank's sum beside the variable,
+     * summed over the ranks in buckets, as one tower's would be; every rank
+     * then applies the same update to its copy of the ps variables */
+    ct_tower_options ps = *o;
+    ps.n_towers = replicated ? o->n_towers : 1;
+    all_reduce_gradients(g, &ps, out->n_gradients, out->variables, out->gradients);
+  }
   return g->status.code != CT_OK;
 }
 

@@ -87,10 +87,14 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "the variables of worker 1 differ
   pass "replicas that differ at the start are named (rc $rc)"
 else fail "different checkpoints per rank: rc $rc: $(cat differ.out)"; fi
 
-# the parameter-server update does not span ranks yet: a clear error, no hang
-mpi 2 train job.yaml devices.variable_update=parameter_server --quiet >ps.out 2>&1
-rc=$?
-if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "does not span several ranks" ps.out; then
-  pass "parameter_server under ranks is a clear error (rc $rc)"
-else fail "parameter_server under ranks: rc $rc: $(cat ps.out)"; fi
+# the parameter-server update across ranks: the same as one process's
+for ps in /cpu:0 /job:worker/task:0/cpu:0; do
+  mpi 2 train job.yaml devices.variable_update=parameter_server devices.ps_device="$ps" \
+    train.checkpoint=ps_ranks.safetensors --quiet >ps.out 2>&1
+  "$CTOWER" train job.yaml "session.device_count={CPU: 2}" devices.n_towers=2 \
+    devices.variable_update=parameter_server train.checkpoint=ps_one.safetensors --quiet >/dev/null 2>&1
+  if "$COMPARE" ps_one.safetensors ps_ranks.safetensors 1e-5 >cmp.out; then
+    pass "parameter server on $ps over 2 ranks as in one process: $(cat cmp.out)"
+  else fail "parameter server on $ps over 2 ranks: $(cat ps.out cmp.out)"; fi
+done
 finish

@@ -67,6 +67,14 @@ void ct_config_session_options(const ct_config *c, ct_session_options *o) {
     o->task = ct_cluster_rank();
     o->local_process = ct_cluster_local_rank();
     o->local_processes = ct_cluster_local_size();
+    /* the ranks on a machine share its GPUs: local rank r takes GPU r (of
+     * those there are, round the ring), unless visible_device_list says */
+    const int gpus = o->gpu_options.visible_device_list[0] || o->local_processes < 2
+                         ? 0
+                         : ct_device_count(o, CT_DEVICE_KIND_GPU);
+    if (gpus > 0)
+      snprintf(o->gpu_options.visible_device_list, sizeof o->gpu_options.visible_device_list,
+               "%d", o->local_process % gpus);
   }
 }
 

@@ -46,6 +46,15 @@ compare "2 ranks of 1 tower, bitwise" 2 1 0
 compare "3 ranks of 1 tower, shards 34+33+33 and a short last batch of 50" 3 1 1e-5
 compare "2 ranks of 2 towers" 2 2 1e-5
 
+# a last batch of 2 examples over 3 ranks: rank 2 has none and pads
+sed 's/train_size: 250/train_size: 202/' job.yaml >tiny.yaml
+mpi 3 train tiny.yaml train.checkpoint=tiny_ranks.safetensors --quiet >tiny.out 2>&1
+"$CTOWER" train tiny.yaml "session.device_count={CPU: 3}" devices.n_towers=3 \
+  train.checkpoint=tiny_one.safetensors --quiet >/dev/null 2>&1
+if "$COMPARE" tiny_one.safetensors tiny_ranks.safetensors 1e-5 >cmp.out; then
+  pass "a rank without examples in the last batch: $(cat cmp.out)"
+else fail "a rank without examples: $(cat tiny.out cmp.out)"; fi
+
 # a tower list that names each rank's device is the same job as one tower per rank
 mpi 2 train job.yaml "devices.towers=[/job:worker/task:0/cpu:0, /job:worker/task:1/cpu:0]" \
   train.checkpoint=listed.safetensors --quiet >listed.out 2>&1

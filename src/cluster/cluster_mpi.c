@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cluster/cluster.h"
 #include "cluster/launcher.h"
@@ -51,8 +52,11 @@ static struct {
   heartbeat next;       /* the progress reported for the next collective */
   double entered_at;    /* when this rank entered its last collective */
   inspector *inspector;
-} g = {.size = 1, .local_size = 1, .lock = PTHREAD_MUTEX_INITIALIZER,
-       .mine = {.step = -1, .bucket = -1}, .next = {.step = -1, .bucket = -1}};
+} g = {.size = 1,
+       .local_size = 1,
+       .lock = PTHREAD_MUTEX_INITIALIZER,
+       .mine = {.step = -1, .bucket = -1},
+       .next = {.step = -1, .bucket = -1}};
 
 static double now_s(void) {
   struct timespec t;
@@ -131,7 +135,13 @@ const char *ct_cluster_log_prefix(void) { return g.prefix; }
 void ct_cluster_abort(int code) {
   fflush(stdout);
   fflush(stderr);
-  if (g.mpi) MPI_Abort(MPI_COMM_WORLD, code);
+  if (g.mpi) {
+    /* should MPI_Abort itself hang (a peer stopped, a loaded machine), the
+     * alarm still ends this process, and the launcher the others */
+    alarm(10);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    _exit(code);
+  }
   exit(code);
 }
 
@@ -254,8 +264,8 @@ static void describe(const heartbeat *h, char *buf, size_t size) {
     return;
   }
   int n = h->bucket >= 0 ? snprintf(buf, size, "%s bucket %d", h->op, (int)h->bucket)
-          : h->what[0] ? snprintf(buf, size, "%s for %s", h->op, h->what)
-                       : snprintf(buf, size, "%s", h->op);
+          : h->what[0]   ? snprintf(buf, size, "%s for %s", h->op, h->what)
+                         : snprintf(buf, size, "%s", h->op);
   if (h->step >= 0 && n >= 0 && (size_t)n < size)
     snprintf(buf + n, size - (size_t)n, " of step %lld", (long long)h->step);
 }
@@ -293,11 +303,11 @@ static void report_stall(const inspector *in, double now) {
     if (!silent && !behind) continue;
     describe(&in->seen[r], last, sizeof last);
     if (behind)
-      append(msg, sizeof msg, &used, "%srank %d has not reached %s (its last: %s", laggards ? "; " : "",
-             r, waited, last);
+      append(msg, sizeof msg, &used, "%srank %d has not reached %s (its last: %s",
+             laggards ? "; " : "", r, waited, last);
     else
-      append(msg, sizeof msg, &used, "%srank %d has sent nothing (its last: %s", laggards ? "; " : "",
-             r, last);
+      append(msg, sizeof msg, &used, "%srank %d has sent nothing (its last: %s",
+             laggards ? "; " : "", r, last);
     if (silent) append(msg, sizeof msg, &used, "; silent for %.0f s", now - in->heard[r]);
     append(msg, sizeof msg, &used, ")");
     append(lagging, sizeof lagging, &lag_used, "%s%d", laggards++ ? ", " : "", r);
@@ -311,6 +321,18 @@ static void report_stall(const inspector *in, double now) {
           "%sctower: error: stalled for %.0f s: %s. Check rank%s %s (stopped, or stuck in a long "
           "step), or raise cluster.stall_timeout_s\n",
           g.prefix, in->timeout_s, msg, laggards == 1 ? "" : "s", laggards ? lagging : "every");
+  /* One rank ends the job: the lowest that still answers. Several ranks
+   * calling MPI_Abort at once can leave mpirun hanging after the ranks are
+   * gone; the others wait to be ended, and end the job themselves if that
+   * does not come. */
+  int aborter = g.rank;
+  for (int r = 0; r < g.rank; ++r)
+    if (now - in->heard[r] < in->timeout_s &&
+        !(waiting_in >= 0 && in->seen[r].collectives < target)) {
+      aborter = r;
+      break;
+    }
+  if (aborter != g.rank) sleep(5);
   ct_cluster_abort(1);
 }
 

@@ -14,12 +14,15 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # non-zero, with TEXT in its stderr
 stall() {
   local start=$SECONDS status
-  timeout 60 "$mpiexec" --allow-run-as-root --oversubscribe -np 3 "$program" $1 2>"$err"
+  timeout -k 10 60 "$mpiexec" --allow-run-as-root --oversubscribe -np 3 "$program" $1 2>"$err"
   status=$?
   local elapsed=$((SECONDS - start))
+  # a job that hung leaves its stopped rank behind: end it, so that the
+  # failure below is reported rather than waited on
+  pkill -KILL -x "$(basename "$program")" 2>/dev/null
   cat "$err" >&2
   [ "$status" -ne 0 ] || fail "the job ended with status 0: the stall went unnoticed"
-  [ "$status" -ne 124 ] || fail "the job hung: timeout 60 ended it"
+  [ "$status" -ne 124 ] && [ "$status" -ne 137 ] || fail "the job hung: timeout 60 ended it"
   [ "$elapsed" -le 15 ] || fail "the job took ${elapsed} s to end (at most 15 s)"
   grep -qF "$2" "$err" || fail "stderr does not say: $2"
   grep -q "raise cluster.stall_timeout_s" "$err" || fail "stderr does not say what to do"

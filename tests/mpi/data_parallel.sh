@@ -8,7 +8,7 @@
 # Usage: data_parallel.sh CTOWER MPIEXEC COMPARE_CHECKPOINTS
 source "$(dirname "$0")/../cli/lib/common.sh" data_parallel "$1"
 MPIEXEC=${2:?} COMPARE=${3:?}
-mpi() { local np=$1; shift; timeout 300 "$MPIEXEC" --allow-run-as-root --oversubscribe -np "$np" "$CTOWER" "$@"; }
+mpi() { local np=$1; shift; timeout -k 10 300 "$MPIEXEC" --allow-run-as-root --oversubscribe -np "$np" "$CTOWER" "$@"; }
 
 cat > job.yaml <<'YAML'
 model: {name: mlp}
@@ -87,7 +87,7 @@ else fail "resume under 2 ranks: $(cat resume.out cmp.out 2>/dev/null)"; fi
 
 # ranks that resume from different checkpoints hold different variables: an
 # error at the start naming the rank, not a silent divergence
-timeout 300 "$MPIEXEC" --allow-run-as-root --oversubscribe \
+timeout -k 10 300 "$MPIEXEC" --allow-run-as-root --oversubscribe \
   -np 1 "$CTOWER" train job.yaml train.checkpoint=half_one.safetensors --resume --quiet : \
   -np 1 "$CTOWER" train job.yaml train.checkpoint=ranks_3x1.safetensors --resume --quiet \
   >differ.out 2>&1

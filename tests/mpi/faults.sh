@@ -35,7 +35,7 @@ wait_for_checkpoint() {
 }
 
 # 1. a stopped rank: the others name it and the job ends
-timeout 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
+timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
   >stall.out 2>&1 &
 job=$!
 wait_for_checkpoint && stopped=$(rank_pid 1) && kill -STOP "$stopped"
@@ -49,7 +49,7 @@ else fail "stopped rank: rc $rc: $(tail -5 stall.out)"; fi
 
 # 2. a killed rank: the job ends, the checkpoint loads
 rm -f model.safetensors
-timeout 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
+timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
   >kill.out 2>&1 &
 job=$!
 wait_for_checkpoint && sleep 1 && killed=$(rank_pid 1) && kill -KILL "$killed"
@@ -64,7 +64,7 @@ else fail "the checkpoint after a kill: $out $err"; fi
 
 # 3. a rank whose loss becomes NaN fails with its rank named; every rank sees
 #    the same loss, so all end at once, none hangs
-timeout 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
+timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
   train.epochs=1 train.optimizer.learning_rate=1e30 train.checkpoint= >nan.out 2>&1
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "loss became" nan.out; then

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../../cli/lib/common.sh" gpu_ranks "$1"
 MPIEXEC=${2:?} COMPARE=${3:?}
 export EMU_GPUS=2
-mpi() { timeout 300 "$MPIEXEC" --allow-run-as-root --oversubscribe -x EMU_GPUS -np 2 "$CTOWER" "$@"; }
+mpi() { timeout -k 10 300 "$MPIEXEC" --allow-run-as-root --oversubscribe -x EMU_GPUS -np 2 "$CTOWER" "$@"; }
 
 mpi devices >devices.out 2>&1
 if grep -q "task:0/device:GPU:0 .*CUDA device 0" devices.out &&

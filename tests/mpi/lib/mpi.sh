@@ -23,7 +23,7 @@ YAML
 
 mpi() {
   local start=$SECONDS
-  timeout 60 "${MPIRUN[@]}" "$@" >"$WORK/stdout" 2>"$WORK/stderr"
+  timeout -k 10 60 "${MPIRUN[@]}" "$@" >"$WORK/stdout" 2>"$WORK/stderr"
   rc=$?
   seconds=$((SECONDS - start))
   out=$(cat "$WORK/stdout")

@@ -344,9 +344,9 @@ int ct_towers_build(ct_graph *g, const ct_tower_model *model, const ct_tower_opt
     /* parameter server across ranks: each rank's sum beside the variable,
      * summed over the ranks in buckets, as one tower's would be; every rank
      * then applies the same update to its copy of the ps variables */
-    ct_tower_options ps = *o;
-    ps.n_towers = replicated ? o->n_towers : 1;
-    all_reduce_gradients(g, &ps, out->n_gradients, out->variables, out->gradients);
+    ct_tower_options summed = *o;
+    summed.n_towers = replicated ? o->n_towers : 1;
+    all_reduce_gradients(g, &summed, out->n_gradients, out->variables, out->gradients);
   }
   return g->status.code != CT_OK;
 }

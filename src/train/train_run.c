@@ -208,15 +208,14 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   return 0;
 }
 
-/* FNV-1a over the bytes of every variable, in the graph's order. */
+/* A hash of every variable's bytes, in the graph's order. */
 static int hash_variables(ct_train_run *r, uint64_t *hash, ct_status *status) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = CT_FNV1A_START;
   const ct_graph *g = r->tg.graph;
   for (int v = 0; v < ct_graph_variable_count(g); ++v) {
     ct_tensor *value = ct_session_read_variable(r->session, v, status);
     if (value == NULL) return 1;
-    const unsigned char *bytes = value->data;
-    for (size_t i = 0; i < ct_tensor_nbytes(value); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    h = ct_fnv1a(h, value->data, ct_tensor_nbytes(value));
     ct_tensor_free(value);
   }
   *hash = ct_mix64(h);

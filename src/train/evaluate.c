@@ -26,12 +26,12 @@ int ct_trainer_evaluate(ct_session *s, const ct_training_graph *tg, const ct_dat
   int failed = 0;
   /* each batch is split evenly over the evaluation copies, one per device;
    * a batch smaller than their count uses the first n */
-  for (int64_t batch = 0;
-       !failed &&
-       (n = ct_batcher_next_rows(batcher, 0, batch % ranks == rank ? EVAL_BATCH : 0,
-                                 ct_tensor_f32(buf.images), ct_tensor_i32(buf.labels))) > 0;
-       ++batch) {
-    if (batch % ranks != rank) continue;
+  for (int64_t batch = 0; !failed; ++batch) {
+    const int mine = batch % ranks == rank;
+    n = ct_batcher_next_rows(batcher, 0, mine ? EVAL_BATCH : 0, ct_tensor_f32(buf.images),
+                             ct_tensor_i32(buf.labels));
+    if (n == 0) break;
+    if (!mine) continue;
     const int copies = n < tg->n_eval ? (int)n : tg->n_eval;
     int64_t sizes[CT_MAX_DEVICES];
     ct_towers_split(copies, n, NULL, sizes);

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../cli/lib/common.sh" faults "$1"
 MPIEXEC=${2:?}
 
-cat > job.yaml <<'YAML'
+cat > faults.yaml <<'YAML'
 model: {name: mlp}
 dataset: {name: synthetic, image_shape: [8, 8, 1], num_classes: 10, train_size: 2000,
           test_size: 100, batch_size: 100}
@@ -15,11 +15,13 @@ train: {epochs: 100000, seed: 3, checkpoint: model.safetensors}
 cluster: {stall_timeout_s: 3}
 YAML
 
-# the pid of rank R's ctower, once it runs
+# the pid of rank R's ctower of this test's job (other tests' jobs run
+# beside it: the process must work in this test's folder), once it runs
 rank_pid() {
   local pid
   for _ in $(seq 100); do
-    for pid in $(pgrep -f "$CTOWER train job.yaml"); do
+    for pid in $(pgrep -f "$CTOWER train faults.yaml"); do
+      [ "$(readlink /proc/"$pid"/cwd)" = "$WORK" ] || continue
       if tr '\0' '\n' </proc/"$pid"/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
         echo "$pid"; return 0
       fi
@@ -35,7 +37,7 @@ wait_for_checkpoint() {
 }
 
 # 1. a stopped rank: the others name it and the job ends
-timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
+timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train faults.yaml \
   >stall.out 2>&1 &
 job=$!
 wait_for_checkpoint && stopped=$(rank_pid 1) && kill -STOP "$stopped"
@@ -49,7 +51,7 @@ else fail "stopped rank: rc $rc: $(tail -5 stall.out)"; fi
 
 # 2. a killed rank: the job ends, the checkpoint loads
 rm -f model.safetensors
-timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
+timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train faults.yaml \
   >kill.out 2>&1 &
 job=$!
 wait_for_checkpoint && sleep 1 && killed=$(rank_pid 1) && kill -KILL "$killed"
@@ -58,13 +60,13 @@ job_rc=$?
 if [ -n "${killed:-}" ] && [ $job_rc -ne 0 ] && [ $job_rc -ne 124 ]; then
   pass "a killed rank ends the job (rc $job_rc)"
 else fail "killed rank: rc $job_rc, pid '${killed:-}': $(tail -5 kill.out)"; fi
-run eval job.yaml --checkpoint model.safetensors
+run eval faults.yaml --checkpoint model.safetensors
 if grep -q "accuracy" <<<"$out"; then pass "the last checkpoint loads: $out"
 else fail "the checkpoint after a kill: $out $err"; fi
 
 # 3. a rank whose loss becomes NaN fails with its rank named; every rank sees
 #    the same loss, so all end at once, none hangs
-timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train job.yaml \
+timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train faults.yaml \
   train.epochs=1 train.optimizer.learning_rate=1e30 train.checkpoint= >nan.out 2>&1
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "loss became" nan.out; then

@@ -107,12 +107,44 @@ void ct_cpu_add_n(ct_kernel_ctx *ctx) {
   }
 }
 
+/* Whether `small` is `big` (of the same rank) with one run of adjacent
+ * axes set to 1, as a reduction over those axes keeps it (Mean over the
+ * height and width of NHWC images: [N, 1, 1, C] of [N, H, W, C]); then big
+ * is [*outer, *middle, *inner] with small [*outer, 1, *inner]. */
+static int middle_block(const ct_shape *small, const ct_shape *big, int64_t *outer,
+                        int64_t *middle, int64_t *inner) {
+  if (small->rank != big->rank) return 0;
+  int first = -1, last = -1;
+  for (int d = 0; d < big->rank; ++d) {
+    if (small->dims[d] == big->dims[d]) continue;
+    if (small->dims[d] != 1 || (first >= 0 && last != d - 1)) return 0;
+    if (first < 0) first = d;
+    last = d;
+  }
+  if (first < 0) return 0;
+  *outer = *middle = *inner = 1;
+  for (int d = 0; d < big->rank; ++d)
+    *(d < first ? outer : d <= last ? middle : inner) *= big->dims[d];
+  return 1;
+}
+
 void ct_cpu_broadcast_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float *Y,
                          const ct_shape *out, float scale) {
   const int64_t n = ct_shape_elements(out);
+  const int threads = ctx->threads;
+  int64_t outer, middle, inner;
+  if (middle_block(in, out, &outer, &middle, &inner)) {
+#pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t r = 0; r < middle; ++r) {
+        float *y = Y + (o * middle + r) * inner;
+        const float *x = X + o * inner;
+        for (int64_t i = 0; i < inner; ++i) y[i] = x[i] * scale;
+      }
+    return;
+  }
   int64_t sx[CT_MAX_RANK], none[CT_MAX_RANK] = {0};
   ct_broadcast_strides(in, out, sx);
-  const int threads = ctx->threads;
 #pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
   for (int64_t i = 0; i < n; ++i) {
     int64_t ox, unused;
@@ -156,6 +188,20 @@ void ct_cpu_sum_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float
       float sum = 0.0f;
       for (int c = 0; c < CHUNKS; ++c) sum += partial[(int64_t)c * m + j];
       Y[j] = sum;
+    }
+    return;
+  }
+  /* each output summed in input order, as the general loop below does */
+  int64_t outer, middle, inner;
+  if (middle_block(out, in, &outer, &middle, &inner) && outer > 1) {
+    const int threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) if (n_in > CT_PARALLEL_GRAIN)
+    for (int64_t o = 0; o < outer; ++o) {
+      float *y = Y + o * inner;
+      const float *x = X + o * middle * inner;
+      for (int64_t i = 0; i < inner; ++i) y[i] = x[i];
+      for (int64_t r = 1; r < middle; ++r)
+        for (int64_t i = 0; i < inner; ++i) y[i] += x[r * inner + i];
     }
     return;
   }

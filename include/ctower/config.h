@@ -78,7 +78,8 @@ typedef struct ct_config {
       int64_t warmup_epochs;           /* linear warm-up before any schedule */
     } schedule;
     char checkpoint[CT_CONFIG_STR];    /* "" disables saving */
-    char precision[8];                 /* fp32 | tf32 | bf16: GPU matmul/convolution arithmetic */
+    char precision[8];                 /* fp32 | tf32 | bf16: matmul/convolution arithmetic */
+    char conv_algorithm[10];           /* auto | direct | winograd: CPU convolutions */
     char log_dir[CT_CONFIG_STR];       /* TensorBoard event files; "" writes none */
     int check_numerics;                /* name the first op that makes a NaN or Inf */
     int64_t log_every_n_steps;         /* steps between TensorBoard's training scalars, >= 1 */

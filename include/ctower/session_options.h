@@ -26,10 +26,23 @@ typedef struct ct_gpu_options {
   int64_t virtual_devices_mb[CT_MAX_DEVICES]; /* ... logical GPUs of these sizes (MiB) */
 } ct_gpu_options;
 
-/* The arithmetic of GPU matmuls and convolutions (train.precision). Tensors
+/* The arithmetic of matmuls and convolutions (train.precision). Tensors
  * and weights stay fp32; tf32 and bf16 let tensor cores round the inputs of
- * each product. CPU devices always compute in fp32. */
+ * each product. On CPU devices bf16 rounds the inputs of convolutions and
+ * matmuls to bfloat16 where the CPU multiplies them natively (AVX512_BF16 or
+ * AMX) and sums in fp32; elsewhere CPUs compute in fp32 (and say so). */
 typedef enum ct_precision { CT_PRECISION_FP32 = 0, CT_PRECISION_TF32, CT_PRECISION_BF16 } ct_precision;
+
+/* How CPU devices compute convolutions (train.conv_algorithm). Winograd's
+ * F(4x4, 3x3) needs 2.25 times fewer multiplications for 3x3 stride-1
+ * layers, at a larger rounding error (a few ulps of the result's scale);
+ * it is used where oneDNN implements it for the CPU and the layer.
+ * AUTO: Winograd wherever it applies, direct elsewhere. */
+typedef enum ct_conv_algorithm {
+  CT_CONV_AUTO = 0,
+  CT_CONV_DIRECT,
+  CT_CONV_WINOGRAD
+} ct_conv_algorithm;
 
 /* Session settings, as TensorFlow's ConfigProto. Start from
  * ct_session_options_defaults and change what differs. */
@@ -49,7 +62,8 @@ typedef struct ct_session_options {
   size_t cpu_device_memory_limit[CT_MAX_DEVICES]; /* per CPU device; 0: cpu_memory_limit */
   size_t gpu_memory_limit;          /* bytes per GPU; 0: the fraction decides */
   ct_gpu_options gpu_options;
-  ct_precision gpu_precision;       /* of GPU matmuls and convolutions */
+  ct_precision precision;           /* of matmuls and convolutions */
+  ct_conv_algorithm conv_algorithm; /* of convolutions on CPU devices */
   FILE *log;                        /* where the placement log goes; NULL: stderr */
   /* The process the devices belong to, as a TensorFlow task: devices are
    * named /job:JOB/replica:0/task:TASK/device:... */

@@ -61,7 +61,7 @@ typedef struct ct_trainer_options {
   char model[64];                  /* a zoo model: ct_model_find */
   ct_dataset_options dataset;
   ct_train_options train;
-  ct_session_options session;      /* the devices, and train.precision as gpu_precision */
+  ct_session_options session;      /* the devices, train.precision and train.conv_algorithm */
 } ct_trainer_options;
 
 /* fmnist_cnn on Fashion-MNIST (/usr/share/datasets/fashion-mnist), batch

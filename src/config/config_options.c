@@ -62,9 +62,12 @@ void ct_config_session_options(const ct_config *c, ct_session_options *o) {
   snprintf(o->gpu_options.visible_device_list, sizeof o->gpu_options.visible_device_list, "%s",
            c->session.gpu_options.visible_device_list);
   o->gpu_options.n_virtual_devices = c->session.gpu_options.n_virtual_devices;
-  o->gpu_precision = strcmp(c->train.precision, "tf32") == 0   ? CT_PRECISION_TF32
-                     : strcmp(c->train.precision, "bf16") == 0 ? CT_PRECISION_BF16
-                                                               : CT_PRECISION_FP32;
+  o->precision = strcmp(c->train.precision, "tf32") == 0   ? CT_PRECISION_TF32
+                 : strcmp(c->train.precision, "bf16") == 0 ? CT_PRECISION_BF16
+                                                           : CT_PRECISION_FP32;
+  o->conv_algorithm = strcmp(c->train.conv_algorithm, "direct") == 0     ? CT_CONV_DIRECT
+                      : strcmp(c->train.conv_algorithm, "winograd") == 0 ? CT_CONV_WINOGRAD
+                                                                          : CT_CONV_AUTO;
   for (int i = 0; i < o->gpu_options.n_virtual_devices && i < CT_MAX_DEVICES; ++i)
     o->gpu_options.virtual_devices_mb[i] = c->session.gpu_options.virtual_devices_mb[i];
   if (ct_cluster_size() > 1) {

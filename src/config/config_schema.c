@@ -17,6 +17,7 @@ static const char *const k_variable_updates[] = {"replicated", "parameter_server
 static const char *const k_all_reduces[] = {"auto", "ring", "tree", "nccl", NULL};
 static const char *const k_splits[] = {"even", "auto", NULL};
 static const char *const k_precisions[] = {"fp32", "tf32", "bf16", NULL};
+static const char *const k_conv_algorithms[] = {"auto", "direct", "winograd", NULL};
 
 #define OFF(member) offsetof(ct_config, member)
 #define SZ(member) sizeof(((ct_config *)0)->member)
@@ -131,6 +132,7 @@ const ct_config_field ct_config_fields[] = {
     INT("train.schedule.warmup_epochs", train.schedule.warmup_epochs, 0, MAX_COUNT, "0"),
     STR("train.checkpoint", train.checkpoint, "runs/fmnist_cnn/model.safetensors"),
     ENUM("train.precision", train.precision, k_precisions, "fp32"),
+    ENUM("train.conv_algorithm", train.conv_algorithm, k_conv_algorithms, "auto"),
     STR("train.log_dir", train.log_dir, "\"\""),
     BOOL("train.check_numerics", train.check_numerics, "false"),
     INT("train.log_every_n_steps", train.log_every_n_steps, 1, MAX_COUNT, "10"),

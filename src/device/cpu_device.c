@@ -70,6 +70,26 @@ static void cpu_thread_init(ct_device *d) {
   }
 }
 
+/* Whether oneDNN may use `isa` on this CPU (each ISA's bits include those of
+ * the ISAs it extends; DNNL_MAX_CPU_ISA in the environment caps it). */
+static int cpu_has_isa(dnnl_cpu_isa_t isa) {
+  return ((unsigned)dnnl_get_effective_cpu_isa() & (unsigned)isa) == (unsigned)isa;
+}
+
+/* What train.precision and train.conv_algorithm ask of the CPU that it
+ * cannot do is said once, with what the CPU devices do instead. */
+static void note_cpu_fallbacks(const ct_session_options *o) {
+  FILE *log = o->log ? o->log : stderr;
+  if (o->precision == CT_PRECISION_BF16 && !cpu_has_isa(dnnl_cpu_isa_avx512_core_bf16))
+    fprintf(log,
+            "note: train.precision is bf16, but this CPU has neither AVX512_BF16 nor AMX: the "
+            "CPU devices compute in fp32\n");
+  if (o->conv_algorithm == CT_CONV_WINOGRAD && !cpu_has_isa(dnnl_cpu_isa_avx512_core))
+    fprintf(log,
+            "note: train.conv_algorithm is winograd, but oneDNN has Winograd convolutions only "
+            "for CPUs with AVX-512: the CPU devices compute convolutions directly\n");
+}
+
 /* A CPU device of the session with options o, with `threads` workers
  * pinned from first_core (-1: not pinned) and an optional memory limit in
  * bytes (0: none), its worker started. NULL and status on failure. */
@@ -82,6 +102,10 @@ static ct_device *cpu_device_new(const ct_session_options *o, int index, int thr
   snprintf(d->mapping, sizeof d->mapping, "name: cpu, cores: %d", d->threads);
   ct_cpu *cpu = calloc(1, sizeof *cpu);
   d->impl = cpu;
+  if (cpu) {
+    cpu->bf16 = o->precision == CT_PRECISION_BF16 && cpu_has_isa(dnnl_cpu_isa_avx512_core_bf16);
+    cpu->winograd = o->conv_algorithm != CT_CONV_DIRECT && cpu_has_isa(dnnl_cpu_isa_avx512_core);
+  }
   if (cpu == NULL)
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating %s", d->name);
   if (cpu == NULL || ct_device_make_allocator(d, memory_limit, 1, NULL, status)) {
@@ -189,6 +213,7 @@ static int cpu_create_devices(const ct_session_options *o, ct_device **devices, 
     return 1;
   }
   if (!can_start_threads(sum + n_cpu, status)) return 1;
+  note_cpu_fallbacks(o);
   /* Pin each device to cores of its own only when they all fit: otherwise
    * two pools would spin on the same cores. A process sharing the machine
    * pins its one device too, to its share. */

@@ -10,6 +10,8 @@
 typedef struct ct_cpu {
   dnnl_engine_t engine; /* the oneDNN CPU engine its kernels use */
   dnnl_stream_t stream;
+  int bf16;             /* convolutions and matmuls round their inputs to bfloat16 */
+  int winograd;         /* 3x3 stride-1 convolutions use Winograd where oneDNN has it */
 } ct_cpu;
 
 /* The CPU state of a CPU device. */

@@ -145,7 +145,7 @@ static float *train(const train_setup *t, int64_t *n_out, long *hot_path_counts)
   ct_session_options so;
   ct_session_options_defaults(&so);
   so.allow_soft_placement = 0;
-  so.gpu_precision = t->precision;
+  so.precision = t->precision;
   if (t->virtual_gpus) {
     so.gpu_options.n_virtual_devices = t->virtual_gpus;
     for (int v = 0; v < t->virtual_gpus; ++v) so.gpu_options.virtual_devices_mb[v] = 2048;

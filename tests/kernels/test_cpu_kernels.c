@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dnnl.h>
+
 #include "ops/conv_geometry.h"
 #include "test_support.h"
 
@@ -34,11 +36,18 @@ static void run_begin(op_run *r, int n, const ct_shape *shapes, uint64_t seed) {
   }
 }
 
+/* The arithmetic of the sessions run_fetch makes (train.precision and
+ * train.conv_algorithm); the tests that change it set it back. */
+static ct_precision g_precision = CT_PRECISION_FP32;
+static ct_conv_algorithm g_conv_algorithm = CT_CONV_DIRECT;
+
 /* The CPU alone, whatever GPUs the machine has: these are the CPU kernels. */
 static ct_session *cpu_session(ct_graph *g, int threads, ct_status *st) {
   ct_session_options options;
   ct_session_options_defaults(&options);
   options.device_count_gpu = 0;
+  options.precision = g_precision;
+  options.conv_algorithm = g_conv_algorithm;
   if (threads) options.intra_op_parallelism_threads = threads;
   return ct_session_new(g, &options, st);
 }
@@ -73,8 +82,9 @@ static float *input(const op_run *r, int i) { return ct_tensor_f32(r->value[i]);
 
 /* ---- matmul ----------------------------------------------------------------- */
 
-static void test_matmul(void **state) {
-  (void)state;
+/* MatMul of every transposition against the naive loop, within tol; the
+ * four products go to out[] when it is not NULL (else they are freed). */
+static void check_matmul(double tol, ct_tensor **out) {
   const int64_t M = 37, K = 53, N = 29;
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb) {
@@ -83,8 +93,8 @@ static void test_matmul(void **state) {
       op_run r;
       run_begin(&r, 2, shapes, 3);
       ct_output y = ct_matmul(r.g, r.in[0], r.in[1], ta, tb);
-      ct_tensor *out;
-      run_fetch(&r, 1, &y, &out);
+      ct_tensor *got;
+      run_fetch(&r, 1, &y, &got);
       float *want = calloc((size_t)(M * N), sizeof *want);
       const float *A = input(&r, 0), *B = input(&r, 1);
       for (int64_t i = 0; i < M; ++i)
@@ -96,11 +106,17 @@ static void test_matmul(void **state) {
         }
       char what[64];
       snprintf(what, sizeof what, "MatMul ta=%d tb=%d", ta, tb);
-      expect_close(what, out, want, M * N, 1e-4);
+      expect_close(what, got, want, M * N, tol);
       free(want);
-      ct_tensor_free(out);
+      if (out) out[ta * 2 + tb] = got;
+      else ct_tensor_free(got);
       run_end(&r);
     }
+}
+
+static void test_matmul(void **state) {
+  (void)state;
+  check_matmul(1e-4, NULL);
 }
 
 /* ---- convolution -------------------------------------------------------------- */
@@ -134,8 +150,10 @@ static conv_geom geometry(int64_t N, int64_t H, int64_t W, int64_t C, int64_t R,
               }                                                                            \
           }
 
-static void check_conv(int same, int64_t stride) {
-  conv_geom cg = geometry(2, 9, 8, 3, 5, 3, 4, stride, same);
+/* Conv2D and its gradients on geometry cg against the naive loop, within
+ * tol; the three results go to out[] when it is not NULL (else freed). */
+static void check_conv_geometry(conv_geom cg, int same, double tol, ct_tensor **out_kept) {
+  const int64_t stride = cg.stride;
   ct_shape shapes[2] = {ct_shape_of(4, cg.N, cg.H, cg.W, cg.C),
                         ct_shape_of(4, cg.R, cg.S, cg.C, cg.K)};
   op_run r;
@@ -171,14 +189,21 @@ static void check_conv(int same, int64_t stride) {
   });
   char what[64];
   snprintf(what, sizeof what, "Conv2D %s stride %lld", same ? "SAME" : "VALID", (long long)stride);
-  expect_close(what, out[0], y_ref, ny, 1e-4);
+  expect_close(what, out[0], y_ref, ny, tol);
   snprintf(what, sizeof what, "Conv2DBackpropInput %s s%lld", same ? "SAME" : "VALID", (long long)stride);
-  expect_close(what, out[1], dx_ref, nx, 1e-4);
+  expect_close(what, out[1], dx_ref, nx, tol);
   snprintf(what, sizeof what, "Conv2DBackpropFilter %s s%lld", same ? "SAME" : "VALID", (long long)stride);
-  expect_close(what, out[2], df_ref, nf, 1e-4);
+  expect_close(what, out[2], df_ref, nf, tol);
   free(y_ref), free(dx_ref), free(df_ref);
-  for (int i = 0; i < 3; ++i) ct_tensor_free(out[i]);
+  for (int i = 0; i < 3; ++i) {
+    if (out_kept) out_kept[i] = out[i];
+    else ct_tensor_free(out[i]);
+  }
   run_end(&r);
+}
+
+static void check_conv(int same, int64_t stride) {
+  check_conv_geometry(geometry(2, 9, 8, 3, 5, 3, 4, stride, same), same, 1e-4, NULL);
 }
 
 static void test_conv2d(void **state) {
@@ -187,6 +212,67 @@ static void test_conv2d(void **state) {
   check_conv(0, 1);
   check_conv(1, 2);
   check_conv(0, 2);
+}
+
+/* ---- the arithmetic a session chooses: Winograd, bfloat16 --------------------- */
+
+/* Whether oneDNN may use `isa` on this CPU (as the CPU device decides). */
+static int cpu_has_isa(dnnl_cpu_isa_t isa) {
+  return ((unsigned)dnnl_get_effective_cpu_isa() & (unsigned)isa) == (unsigned)isa;
+}
+
+/* Whether two lists of n tensors hold bitwise the same values. */
+static int same_bits(ct_tensor **a, ct_tensor **b, int n) {
+  int same = 1;
+  for (int i = 0; i < n; ++i)
+    same = same && memcmp(ct_tensor_f32(a[i]), ct_tensor_f32(b[i]),
+                          (size_t)ct_tensor_elements(a[i]) * sizeof(float)) == 0;
+  return same;
+}
+
+static void free_all(ct_tensor **t, int n) {
+  for (int i = 0; i < n; ++i) ct_tensor_free(t[i]);
+}
+
+/* Winograd's F(4x4, 3x3) on a 3x3 stride-1 layer oneDNN has it for: within
+ * 1e-4 of the naive loop (relative to the result, at least 1), as the direct
+ * convolution, on inputs in [-1, 1] with 144 products per output; and not
+ * the direct convolution's bits where the CPU has it (Winograd did run),
+ * exactly them where it has not (the fallback). */
+static void test_conv2d_winograd(void **state) {
+  (void)state;
+  const conv_geom cg = geometry(2, 12, 12, 16, 3, 3, 32, 1, 1);
+  ct_tensor *direct[3], *winograd[3];
+  check_conv_geometry(cg, 1, 1e-4, direct);
+  g_conv_algorithm = CT_CONV_WINOGRAD;
+  check_conv_geometry(cg, 1, 1e-4, winograd);
+  g_conv_algorithm = CT_CONV_DIRECT;
+  const int has = cpu_has_isa(dnnl_cpu_isa_avx512_core);
+  printf("  Winograd %s on this CPU\n", has ? "used" : "not available: direct");
+  assert_int_equal(same_bits(direct, winograd, 3), !has);
+  free_all(direct, 3);
+  free_all(winograd, 3);
+}
+
+/* train.precision bf16 rounds the inputs of products to 8 significant bits
+ * (relative error 2^-9 each) and sums in fp32: within 3e-2 of the naive
+ * loop for these sums of up to 53 products of numbers in [-1, 1]; not the
+ * fp32 bits where the CPU has AVX512_BF16, exactly them where it has not. */
+static void test_bf16_convolution_and_matmul(void **state) {
+  (void)state;
+  const conv_geom cg = geometry(2, 9, 8, 3, 5, 3, 4, 1, 1);
+  ct_tensor *fp32[7], *bf16[7];
+  check_conv_geometry(cg, 1, 1e-4, fp32);
+  check_matmul(1e-4, fp32 + 3);
+  g_precision = CT_PRECISION_BF16;
+  check_conv_geometry(cg, 1, 3e-2, bf16);
+  check_matmul(3e-2, bf16 + 3);
+  g_precision = CT_PRECISION_FP32;
+  const int has = cpu_has_isa(dnnl_cpu_isa_avx512_core_bf16);
+  printf("  bf16 %s on this CPU\n", has ? "used" : "not available: fp32");
+  for (int i = 0; i < 7; ++i) assert_int_equal(same_bits(fp32 + i, bf16 + i, 1), !has);
+  free_all(fp32, 7);
+  free_all(bf16, 7);
 }
 
 /* ---- pooling --------------------------------------------------------------------- */
@@ -639,6 +725,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_conv2d),
+      cmocka_unit_test(test_conv2d_winograd),
+      cmocka_unit_test(test_bf16_convolution_and_matmul),
       cmocka_unit_test(test_pooling),
       cmocka_unit_test(test_lrn),
       cmocka_unit_test(test_lrn_matches_pytorch),

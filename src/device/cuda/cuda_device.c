@@ -150,7 +150,7 @@ static int gpu_create_devices(const ct_session_options *o, ct_device **devices, 
       if (d == NULL) return 1;
       devices[(*n)++] = d;
       size_t limit = 0;
-      if (gpu_setup(d, plan.ordinals[p], o->gpu_precision, status) ||
+      if (gpu_setup(d, plan.ordinals[p], o->precision, status) ||
           device_limit(o, d->name, plan.ordinals[p], v, &limit, status))
         return 1;
       if (ct_device_make_allocator(d, limit, o->gpu_options.allow_growth, d->impl, status) ||

@@ -1,10 +1,14 @@
 /* Conv2D and its two gradients through oneDNN.
  *
- * Activations stay NHWC. Filters are HWIO for the user; each primitive picks
- * its own filter layout (format "any") and a reorder converts the filter on
- * the way in (forward, backward data) or the filter gradient on the way out.
- * Primitives are made for the shapes of the first run and kept in the
- * node's kernel state until the shapes change (a short last batch). */
+ * Activations stay NHWC and filters HWIO, in fp32, for the rest of the
+ * graph. Each primitive may want its arguments otherwise: filters in a
+ * blocked layout of its own (format "any"); on a device that computes in
+ * bfloat16 (ct_cpu) its inputs rounded to bfloat16; with Winograd's
+ * algorithm every argument in a layout of its own. A reorder converts each such
+ * argument on the way in (the op's inputs) or on the way out (its output),
+ * through scratch memory. Primitives are made for the shapes of the first
+ * run and kept in the node's kernel state until the shapes change (a short
+ * last batch). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,41 +17,101 @@
 #include "ops/conv_geometry.h"
 #include "kernels/kernel_shapes.h"
 
+/* The three arguments of every convolution primitive, whichever is its output. */
+enum { ARG_X, ARG_FILTER, ARG_Y, N_ARGS };
+
 typedef struct conv_state {
   int64_t key[11]; /* x dims, filter dims, strides and padding */
   dnnl_primitive_t prim;
-  dnnl_primitive_t reorder; /* filter layout conversion, NULL when none is needed */
-  dnnl_memory_t x, filter_user, filter_prim, y;
-  size_t filter_prim_bytes;
+  ct_dnnl_arg args[N_ARGS];
 } conv_state;
 
 static void conv_state_free(void *data) {
   conv_state *s = data;
   if (s == NULL) return;
   if (s->prim) dnnl_primitive_destroy(s->prim);
-  if (s->reorder) dnnl_primitive_destroy(s->reorder);
-  dnnl_memory_t mems[] = {s->x, s->filter_user, s->filter_prim, s->y};
-  for (size_t i = 0; i < sizeof mems / sizeof mems[0]; ++i)
-    if (mems[i]) dnnl_memory_destroy(mems[i]);
+  for (int i = 0; i < N_ARGS; ++i) ct_dnnl_arg_free(&s->args[i]);
   free(s);
+}
+
+/* Which argument a kind of convolution writes. */
+static int output_arg(conv_kind kind) {
+  return kind == CONV_FORWARD ? ARG_Y : kind == CONV_BACKWARD_DATA ? ARG_X : ARG_FILTER;
+}
+
+/* The query of the primitive's layout of argument `arg`. */
+static dnnl_query_t arg_query(conv_kind kind, int arg) {
+  if (arg == ARG_FILTER)
+    return kind == CONV_BACKWARD_FILTER ? dnnl_query_diff_weights_md : dnnl_query_weights_md;
+  if (arg == ARG_X) return kind == CONV_BACKWARD_DATA ? dnnl_query_diff_src_md : dnnl_query_src_md;
+  return kind == CONV_FORWARD ? dnnl_query_dst_md : dnnl_query_diff_dst_md;
+}
+
+/* Creates the primitive descriptor of a `kind` convolution computed with
+ * `alg`; md[i] are the layouts the primitive is asked to take, hint[i] those
+ * of the forward convolution a gradient's primitive is made to match.
+ * Returns the oneDNN status: dnnl_unimplemented when no implementation fits. */
+static dnnl_status_t conv_pd_create(dnnl_primitive_desc_t *pd, conv_kind kind,
+                                    dnnl_alg_kind_t alg, const dnnl_memory_desc_t *md,
+                                    const dnnl_memory_desc_t *hint,
+                                    const ct_conv2d_attrs *a, const ct_window *wh,
+                                    const ct_window *ww, dnnl_engine_t engine) {
+  dnnl_dims_t strides = {a->strides[0], a->strides[1]};
+  dnnl_dims_t pad_l = {wh->pad_before, ww->pad_before}, pad_r = {wh->pad_after, ww->pad_after};
+  dnnl_convolution_desc_t fwd_desc, bwd_desc;
+  dnnl_primitive_desc_t fwd_pd = NULL;
+  *pd = NULL;
+  dnnl_status_t st = dnnl_convolution_forward_desc_init(
+      &fwd_desc, dnnl_forward_training, alg, &hint[ARG_X], &hint[ARG_FILTER], NULL, &hint[ARG_Y],
+      strides, pad_l, pad_r);
+  if (st == dnnl_success) st = dnnl_primitive_desc_create(&fwd_pd, &fwd_desc, NULL, engine, NULL);
+  if (st != dnnl_success || kind == CONV_FORWARD) {
+    *pd = fwd_pd;
+    return st;
+  }
+  if (kind == CONV_BACKWARD_DATA)
+    st = dnnl_convolution_backward_data_desc_init(&bwd_desc, alg, &md[ARG_X], &md[ARG_FILTER],
+                                                  &md[ARG_Y], strides, pad_l, pad_r);
+  else
+    st = dnnl_convolution_backward_weights_desc_init(&bwd_desc, alg, &md[ARG_X], &md[ARG_FILTER],
+                                                     NULL, &md[ARG_Y], strides, pad_l, pad_r);
+  if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &bwd_desc, NULL, engine, fwd_pd);
+  dnnl_primitive_desc_destroy(fwd_pd);
+  return st;
 }
 
 static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int64_t *key) {
   const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
   ct_conv_shapes(ctx, kind, &xs, &fs, &ys);
   const ct_conv2d_attrs *a = &ctx->attrs->conv2d;
+  const ct_cpu *cpu = ct_cpu_of(ctx->device);
   ct_window wh = ct_window_of(xs->dims[1], fs->dims[0], a->strides[0], a->same_padding);
   ct_window ww = ct_window_of(xs->dims[2], fs->dims[1], a->strides[1], a->same_padding);
-  const int64_t x_dims[4] = {xs->dims[0], xs->dims[3], xs->dims[1], xs->dims[2]};
-  const int64_t f_dims[4] = {fs->dims[3], fs->dims[2], fs->dims[0], fs->dims[1]};
-  const int64_t y_dims[4] = {ys->dims[0], ys->dims[3], ys->dims[1], ys->dims[2]};
-  dnnl_memory_desc_t x_md = ct_dnnl_md(4, x_dims, dnnl_nhwc);
-  dnnl_memory_desc_t y_md = ct_dnnl_md(4, y_dims, dnnl_nhwc);
-  dnnl_memory_desc_t f_user_md = ct_dnnl_md(4, f_dims, dnnl_hwio);
-  dnnl_memory_desc_t f_any_md = ct_dnnl_md(4, f_dims, dnnl_format_tag_any);
-  dnnl_dims_t strides = {a->strides[0], a->strides[1]};
-  dnnl_dims_t pad_l = {wh.pad_before, ww.pad_before}, pad_r = {wh.pad_after, ww.pad_after};
-  dnnl_engine_t engine = ct_cpu_of(ctx->device)->engine;
+  const int64_t dims[N_ARGS][4] = {{xs->dims[0], xs->dims[3], xs->dims[1], xs->dims[2]},
+                                   {fs->dims[3], fs->dims[2], fs->dims[0], fs->dims[1]},
+                                   {ys->dims[0], ys->dims[3], ys->dims[1], ys->dims[2]}};
+  const dnnl_format_tag_t user_tags[N_ARGS] = {dnnl_nhwc, dnnl_hwio, dnnl_nhwc};
+  dnnl_memory_desc_t user_md[N_ARGS], md[N_ARGS];
+  const int out = output_arg(kind);
+  const int winograd = cpu->winograd && !cpu->bf16 && fs->dims[0] == 3 && fs->dims[1] == 3 &&
+                       a->strides[0] == 1 && a->strides[1] == 1;
+  /* Direct convolutions take activations in NHWC (in bf16, a conversion
+   * without a change of layout is cheaper than oneDNN's blocked layouts);
+   * Winograd's primitives pick every layout themselves */
+  for (int i = 0; i < N_ARGS; ++i) {
+    user_md[i] = ct_dnnl_md(4, dims[i], user_tags[i]);
+    const int own_layout = winograd || i == ARG_FILTER;
+    dnnl_dims_t d = {dims[i][0], dims[i][1], dims[i][2], dims[i][3]};
+    dnnl_memory_desc_init_by_tag(&md[i], 4, d, cpu->bf16 && i != out ? dnnl_bf16 : dnnl_f32,
+                                 own_layout ? dnnl_format_tag_any : user_tags[i]);
+  }
+  /* the forward convolution a gradient's primitive matches: in bf16, all of
+   * its arguments bf16 (what the gradient consumes) */
+  dnnl_memory_desc_t hint[N_ARGS];
+  for (int i = 0; i < N_ARGS; ++i) {
+    hint[i] = md[i];
+    if (cpu->bf16 && kind != CONV_FORWARD) hint[i].data_type = dnnl_bf16;
+  }
 
   conv_state *s = calloc(1, sizeof *s);
   if (s == NULL) {
@@ -55,59 +119,21 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
     return NULL;
   }
   memcpy(s->key, key, sizeof s->key);
-  dnnl_convolution_desc_t fwd_desc, bwd_desc;
-  dnnl_primitive_desc_t fwd_pd = NULL, pd = NULL;
-  int failed = ct_dnnl_check(
-      ctx,
-      dnnl_convolution_forward_desc_init(&fwd_desc, dnnl_forward_training, dnnl_convolution_direct,
-                                         &x_md, &f_any_md, NULL, &y_md, strides, pad_l, pad_r),
-      "convolution forward descriptor");
-  failed = failed ||
-           ct_dnnl_check(ctx, dnnl_primitive_desc_create(&fwd_pd, &fwd_desc, NULL, engine, NULL),
-                         "convolution forward primitive descriptor");
-  if (!failed && kind == CONV_FORWARD) {
-    pd = fwd_pd;
-    fwd_pd = NULL;
-  } else if (!failed && kind == CONV_BACKWARD_DATA) {
-    failed = ct_dnnl_check(
-                 ctx,
-                 dnnl_convolution_backward_data_desc_init(&bwd_desc, dnnl_convolution_direct, &x_md,
-                                                          &f_any_md, &y_md, strides, pad_l, pad_r),
-                 "convolution backward-data descriptor") ||
-             ct_dnnl_check(ctx, dnnl_primitive_desc_create(&pd, &bwd_desc, NULL, engine, fwd_pd),
-                           "convolution backward-data primitive descriptor");
-  } else if (!failed) {
-    failed = ct_dnnl_check(ctx,
-                           dnnl_convolution_backward_weights_desc_init(
-                               &bwd_desc, dnnl_convolution_direct, &x_md, &f_any_md, NULL, &y_md,
-                               strides, pad_l, pad_r),
-                           "convolution backward-filter descriptor") ||
-             ct_dnnl_check(ctx, dnnl_primitive_desc_create(&pd, &bwd_desc, NULL, engine, fwd_pd),
-                           "convolution backward-filter primitive descriptor");
-  }
-  if (!failed) {
-    const dnnl_memory_desc_t *f_prim_md = dnnl_primitive_desc_query_md(
-        pd, kind == CONV_BACKWARD_FILTER ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 0);
-    failed = ct_dnnl_primitive_create(ctx, &s->prim, pd, "convolution primitive");
-    s->x = ct_dnnl_memory(ctx, &x_md, DNNL_MEMORY_NONE);
-    s->y = ct_dnnl_memory(ctx, &y_md, DNNL_MEMORY_NONE);
-    s->filter_user = ct_dnnl_memory(ctx, &f_user_md, DNNL_MEMORY_NONE);
-    if (!dnnl_memory_desc_equal(f_prim_md, &f_user_md)) {
-      dnnl_primitive_desc_t reorder_pd = NULL;
-      const int to_user = kind == CONV_BACKWARD_FILTER;
-      failed = failed ||
-               ct_dnnl_check(ctx,
-                             dnnl_reorder_primitive_desc_create(
-                                 &reorder_pd, to_user ? f_prim_md : &f_user_md, engine,
-                                 to_user ? &f_user_md : f_prim_md, engine, NULL),
-                             "filter reorder descriptor") ||
-               ct_dnnl_primitive_create(ctx, &s->reorder, reorder_pd, "filter reorder");
-      if (reorder_pd) dnnl_primitive_desc_destroy(reorder_pd);
-      s->filter_prim = ct_dnnl_memory(ctx, f_prim_md, DNNL_MEMORY_NONE);
-      s->filter_prim_bytes = dnnl_memory_desc_get_size(f_prim_md);
-    }
-  }
-  if (fwd_pd) dnnl_primitive_desc_destroy(fwd_pd);
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_engine_t engine = cpu->engine;
+  dnnl_status_t st = dnnl_unimplemented;
+  /* Winograd where oneDNN implements it for this layer, else direct */
+  if (winograd)
+    st = conv_pd_create(&pd, kind, dnnl_convolution_winograd, md, hint, a, &wh, &ww,
+                        engine);
+  if (st == dnnl_unimplemented)
+    st = conv_pd_create(&pd, kind, dnnl_convolution_direct, md, hint, a, &wh, &ww,
+                        engine);
+  int failed = ct_dnnl_check(ctx, st, "convolution primitive descriptor");
+  failed = failed || ct_dnnl_primitive_create(ctx, &s->prim, pd, "convolution primitive");
+  for (int i = 0; i < N_ARGS && !failed; ++i)
+    failed = ct_dnnl_arg_make(ctx, &s->args[i], &user_md[i],
+                           dnnl_primitive_desc_query_md(pd, arg_query(kind, i), 0), i == out);
   if (pd) dnnl_primitive_desc_destroy(pd);
   if (failed || ctx->status->code != CT_OK) {
     conv_state_free(s);
@@ -136,55 +162,30 @@ static conv_state *conv_state_get(ct_kernel_ctx *ctx, conv_kind kind) {
 static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
   conv_state *s = conv_state_get(ctx, kind);
   if (s == NULL) return;
-  void *x, *filter, *y;
+  void *data[N_ARGS];
   switch (kind) {
     case CONV_FORWARD:
-      x = ctx->inputs[0].data, filter = ctx->inputs[1].data, y = ctx->outputs[0].data;
+      data[ARG_X] = ctx->inputs[0].data, data[ARG_FILTER] = ctx->inputs[1].data;
+      data[ARG_Y] = ctx->outputs[0].data;
       break;
     case CONV_BACKWARD_DATA:
-      filter = ctx->inputs[0].data, y = ctx->inputs[1].data, x = ctx->outputs[0].data;
+      data[ARG_FILTER] = ctx->inputs[0].data, data[ARG_Y] = ctx->inputs[1].data;
+      data[ARG_X] = ctx->outputs[0].data;
       break;
     default:
-      x = ctx->inputs[0].data, y = ctx->inputs[1].data, filter = ctx->outputs[0].data;
+      data[ARG_X] = ctx->inputs[0].data, data[ARG_Y] = ctx->inputs[1].data;
+      data[ARG_FILTER] = ctx->outputs[0].data;
       break;
   }
-  dnnl_memory_set_data_handle(s->x, x);
-  dnnl_memory_set_data_handle(s->y, y);
-  dnnl_memory_set_data_handle(s->filter_user, filter);
-  dnnl_memory_t filter_mem = s->filter_user;
-  if (s->reorder) {
-    void *buf = ct_kernel_scratch(ctx, s->filter_prim_bytes);
-    if (buf == NULL) return;
-    dnnl_memory_set_data_handle(s->filter_prim, buf);
-    filter_mem = s->filter_prim;
-    if (kind != CONV_BACKWARD_FILTER) {
-      dnnl_exec_arg_t r[] = {{DNNL_ARG_FROM, s->filter_user}, {DNNL_ARG_TO, s->filter_prim}};
-      if (ct_dnnl_execute(ctx, s->reorder, 2, r)) return;
-    }
-  }
-  dnnl_exec_arg_t args[3];
-  switch (kind) {
-    case CONV_FORWARD:
-      args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, s->x};
-      args[1] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, filter_mem};
-      args[2] = (dnnl_exec_arg_t){DNNL_ARG_DST, s->y};
-      break;
-    case CONV_BACKWARD_DATA:
-      args[0] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, s->x};
-      args[1] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, filter_mem};
-      args[2] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, s->y};
-      break;
-    default:
-      args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, s->x};
-      args[1] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_WEIGHTS, filter_mem};
-      args[2] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, s->y};
-      break;
-  }
-  if (ct_dnnl_execute(ctx, s->prim, 3, args)) return;
-  if (s->reorder && kind == CONV_BACKWARD_FILTER) {
-    dnnl_exec_arg_t r[] = {{DNNL_ARG_FROM, s->filter_prim}, {DNNL_ARG_TO, s->filter_user}};
-    ct_dnnl_execute(ctx, s->reorder, 2, r);
-  }
+  dnnl_memory_t mems[N_ARGS];
+  if (ct_dnnl_args_bind(ctx, s->args, N_ARGS, data, mems)) return;
+  const int x_arg = kind == CONV_BACKWARD_DATA ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
+  const int filter_arg = kind == CONV_BACKWARD_FILTER ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
+  const int y_arg = kind == CONV_FORWARD ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
+  dnnl_exec_arg_t args[N_ARGS] = {
+      {x_arg, mems[ARG_X]}, {filter_arg, mems[ARG_FILTER]}, {y_arg, mems[ARG_Y]}};
+  if (ct_dnnl_execute(ctx, s->prim, N_ARGS, args)) return;
+  ct_dnnl_args_finish(ctx, s->args, N_ARGS);
 }
 
 void ct_cpu_conv2d(ct_kernel_ctx *ctx) { conv_run(ctx, CONV_FORWARD); }

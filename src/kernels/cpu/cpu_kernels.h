@@ -96,4 +96,30 @@ int ct_dnnl_execute(ct_kernel_ctx *ctx, dnnl_primitive_t prim, int n_args, const
 /* A memory object over `data` (not owned). */
 dnnl_memory_t ct_dnnl_memory(ct_kernel_ctx *ctx, const dnnl_memory_desc_t *md, void *data);
 
+/* An argument of a primitive that may want it in another layout or data
+ * type than the graph's fp32 tensor: the tensor's memory, and where they
+ * differ the primitive's (in scratch memory) and the reorder between them. */
+typedef struct ct_dnnl_arg {
+  dnnl_memory_t user;       /* the tensor as the graph has it */
+  dnnl_memory_t prim;       /* as the primitive takes it; NULL: the user's */
+  dnnl_primitive_t reorder; /* user -> prim for an input, prim -> user for an output */
+  size_t prim_bytes;
+  int is_output;
+} ct_dnnl_arg;
+
+/* Sets up arg for a primitive that takes the tensor described by user_md
+ * as prim_md. Returns nonzero on failure (status set). */
+int ct_dnnl_arg_make(ct_kernel_ctx *ctx, ct_dnnl_arg *arg, const dnnl_memory_desc_t *user_md,
+                     const dnnl_memory_desc_t *prim_md, int is_output);
+void ct_dnnl_arg_free(ct_dnnl_arg *arg);
+/* Binds the n args to the tensors' data[i], giving those that need one
+ * memory from one scratch block, and converts the inputs among them; the
+ * memory each primitive argument reads or writes goes to mems[i]. Returns
+ * nonzero on failure (status set). */
+int ct_dnnl_args_bind(ct_kernel_ctx *ctx, ct_dnnl_arg *args, int n, void *const *data,
+                      dnnl_memory_t *mems);
+/* After the primitive ran: converts the outputs among the n args back into
+ * their tensors. */
+int ct_dnnl_args_finish(ct_kernel_ctx *ctx, const ct_dnnl_arg *args, int n);
+
 #endif

@@ -57,3 +57,66 @@ int ct_dnnl_execute(ct_kernel_ctx *ctx, dnnl_primitive_t prim, int n_args,
     return 1;
   return ct_dnnl_check(ctx, dnnl_stream_wait(ct_cpu_of(ctx->device)->stream), "dnnl_stream_wait");
 }
+
+int ct_dnnl_arg_make(ct_kernel_ctx *ctx, ct_dnnl_arg *arg, const dnnl_memory_desc_t *user_md,
+                     const dnnl_memory_desc_t *prim_md, int is_output) {
+  dnnl_engine_t engine = ct_cpu_of(ctx->device)->engine;
+  arg->is_output = is_output;
+  arg->user = ct_dnnl_memory(ctx, user_md, DNNL_MEMORY_NONE);
+  if (arg->user == NULL) return 1;
+  if (dnnl_memory_desc_equal(prim_md, user_md)) return 0;
+  dnnl_primitive_desc_t reorder_pd = NULL;
+  int failed = ct_dnnl_check(ctx,
+                             dnnl_reorder_primitive_desc_create(
+                                 &reorder_pd, is_output ? prim_md : user_md, engine,
+                                 is_output ? user_md : prim_md, engine, NULL),
+                             "argument reorder descriptor") ||
+               ct_dnnl_primitive_create(ctx, &arg->reorder, reorder_pd, "argument reorder");
+  if (reorder_pd) dnnl_primitive_desc_destroy(reorder_pd);
+  arg->prim = failed ? NULL : ct_dnnl_memory(ctx, prim_md, DNNL_MEMORY_NONE);
+  arg->prim_bytes = dnnl_memory_desc_get_size(prim_md);
+  return failed || arg->prim == NULL;
+}
+
+void ct_dnnl_arg_free(ct_dnnl_arg *arg) {
+  if (arg->reorder) dnnl_primitive_destroy(arg->reorder);
+  if (arg->user) dnnl_memory_destroy(arg->user);
+  if (arg->prim) dnnl_memory_destroy(arg->prim);
+  memset(arg, 0, sizeof *arg);
+}
+
+enum { SCRATCH_ALIGN = 64 };
+
+static size_t aligned(size_t n) { return (n + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN; }
+
+static int arg_reorder(ct_kernel_ctx *ctx, const ct_dnnl_arg *arg) {
+  dnnl_exec_arg_t r[] = {{DNNL_ARG_FROM, arg->is_output ? arg->prim : arg->user},
+                         {DNNL_ARG_TO, arg->is_output ? arg->user : arg->prim}};
+  return ct_dnnl_execute(ctx, arg->reorder, 2, r);
+}
+
+int ct_dnnl_args_bind(ct_kernel_ctx *ctx, ct_dnnl_arg *args, int n, void *const *data,
+                      dnnl_memory_t *mems) {
+  size_t scratch_bytes = 0;
+  for (int i = 0; i < n; ++i)
+    if (args[i].reorder) scratch_bytes += aligned(args[i].prim_bytes);
+  char *scratch = scratch_bytes ? ct_kernel_scratch(ctx, scratch_bytes) : NULL;
+  if (scratch_bytes && scratch == NULL) return 1;
+  for (int i = 0; i < n; ++i) {
+    ct_dnnl_arg *arg = &args[i];
+    dnnl_memory_set_data_handle(arg->user, data[i]);
+    mems[i] = arg->user;
+    if (arg->reorder == NULL) continue;
+    dnnl_memory_set_data_handle(arg->prim, scratch);
+    scratch += aligned(arg->prim_bytes);
+    mems[i] = arg->prim;
+    if (!arg->is_output && arg_reorder(ctx, arg)) return 1;
+  }
+  return 0;
+}
+
+int ct_dnnl_args_finish(ct_kernel_ctx *ctx, const ct_dnnl_arg *args, int n) {
+  for (int i = 0; i < n; ++i)
+    if (args[i].reorder && args[i].is_output && arg_reorder(ctx, &args[i])) return 1;
+  return 0;
+}

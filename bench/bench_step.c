@@ -8,6 +8,10 @@
  *   bench_step --towers 2 --update replicated|parameter_server ...
  *                              the global batch split over towers on /cpu:0 ..
  *                              /cpu:N-1, each with --threads threads
+ *   bench_step --precision bf16 --conv-algorithm direct ...
+ *                              train.precision and train.conv_algorithm
+ * Each model trains on images of the shape its dataset has: 28x28x1 for mlp
+ * and fmnist_cnn, 24x24x3 crops for cifar10_cnn, 32x32x3 for the ResNets.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,15 +99,24 @@ static void print_profile(ct_session *s, const ct_feed *feeds, int n_feeds, ct_o
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: bench_step [--model mlp|fmnist_cnn] [--batch N] [--threads T] [--steps N] "
-          "[--warmup N] [--profile]\n");
+          "usage: bench_step [--model NAME] [--batch N] [--threads T] [--steps N] [--warmup N] "
+          "[--towers N] [--update replicated|parameter_server] [--precision fp32|bf16] "
+          "[--conv-algorithm auto|direct|winograd] [--profile]\n");
+}
+
+/* The image shape (height, width, channels) a zoo model is trained on. */
+static void model_input_shape(const char *model, int64_t shape[3]) {
+  const int cifar_crop = strcmp(model, "cifar10_cnn") == 0;
+  const int cifar = cifar_crop || strncmp(model, "resnet", 6) == 0;
+  shape[0] = shape[1] = cifar_crop ? 24 : cifar ? 32 : 28;
+  shape[2] = cifar ? 3 : 1;
 }
 
 int main(int argc, char **argv) {
   const char *model_name = "fmnist_cnn";
   int64_t batch = 128;
   int threads = 1, steps = 30, warmup = 5, profile = 0, n_towers = 1;
-  const char *update = "replicated";
+  const char *update = "replicated", *precision = "fp32", *conv_algorithm = "auto";
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--profile") == 0) {
       profile = 1;
@@ -121,6 +134,8 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(value);
     else if (strcmp(argv[i], "--towers") == 0) n_towers = atoi(value);
     else if (strcmp(argv[i], "--update") == 0) update = value;
+    else if (strcmp(argv[i], "--precision") == 0) precision = value;
+    else if (strcmp(argv[i], "--conv-algorithm") == 0) conv_algorithm = value;
     else {
       usage();
       return 2;
@@ -144,7 +159,9 @@ int main(int argc, char **argv) {
   towers.variable_update = strcmp(update, "parameter_server") == 0
                                ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
                                : CT_VARIABLE_UPDATE_REPLICATED;
-  if (ct_training_graph_build(&tg, model, 28, 28, 1, 10, 1, &towers, &oc, &st)) {
+  int64_t in[3];
+  model_input_shape(model_name, in);
+  if (ct_training_graph_build(&tg, model, in[0], in[1], in[2], 10, 1, &towers, &oc, &st)) {
     fprintf(stderr, "bench_step: %s\n", st.message);
     return 1;
   }
@@ -152,8 +169,12 @@ int main(int argc, char **argv) {
   ct_session_options_defaults(&options);
   options.device_count_cpu = n_towers;
   options.intra_op_parallelism_threads = threads * n_towers;
+  options.precision = strcmp(precision, "bf16") == 0 ? CT_PRECISION_BF16 : CT_PRECISION_FP32;
+  options.conv_algorithm = strcmp(conv_algorithm, "direct") == 0     ? CT_CONV_DIRECT
+                           : strcmp(conv_algorithm, "winograd") == 0 ? CT_CONV_WINOGRAD
+                                                                      : CT_CONV_AUTO;
   ct_session *s = ct_session_new(tg.graph, &options, &st);
-  ct_shape is = ct_shape_of(4, batch, (int64_t)28, (int64_t)28, (int64_t)1);
+  ct_shape is = ct_shape_of(4, batch, in[0], in[1], in[2]);
   ct_shape ls = ct_shape_of(1, batch);
   ct_tensor *images = ct_tensor_new(CT_F32, &is, &st);
   ct_tensor *labels = ct_tensor_new(CT_I32, &ls, &st);

@@ -1,10 +1,15 @@
 #!/usr/bin/python3
-"""Training-step throughput: ctower against PyTorch, as a markdown table.
+"""Training throughput: `ctower bench` against PyTorch, as a markdown table.
 
 What it measures
-    For each model (fmnist_cnn, mlp) and thread count T (1, 2) it runs, each
-    as its own subprocess:
-      ctower             build/bench_step --threads T   (environment untouched)
+    For each model (mlp, fmnist_cnn, resnet20, cifar10_cnn), thread count T
+    (1, 2) and precision (fp32, bf16) it runs, each as its own subprocess:
+      ctower             build/ctower bench CONFIG --steps N --warmup W: the
+                           command users run, with its input pipeline, on
+                           synthetic data of the model's image shape (28x28x1,
+                           32x32x3, 24x24x3), one tower on one CPU device of T
+                           threads, train.precision as asked, momentum SGD
+                           (lr 0.01, momentum 0.9), batch --batch
       torch best         bench/torch_step.py --threads T with
                            OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=T
                            MALLOC_MMAP_THRESHOLD_=33554432
@@ -12,36 +17,46 @@ What it measures
                            MALLOC_TOP_PAD_=268435456
       torch as-shipped   bench/torch_step.py --threads T (environment untouched;
                            only torch.set_num_threads(T) inside the script)
-    All three time the same work: --steps training steps (forward, backward,
-    momentum SGD, lr 0.01, momentum 0.9) after --warmup steps, batch --batch,
-    random data; each prints one JSON line (images_per_sec, step_ms_median,
-    peak_rss_growth_mb). The runs are interleaved -- one repeat does every
-    (model, threads) cell, running the three variants back to back, and the
-    order of the three rotates from repeat to repeat -- and the whole thing is
-    repeated --repeats times. The table reports medians over repeats; the
-    ctower/torch-best ratio is the median of the per-repeat ratios.
-    Nothing else in the environment is changed (OPENBLAS_CORETYPE and the
-    like are passed on as they are).
+    PyTorch's bf16 is its CPU autocast (torch.autocast("cpu", torch.bfloat16)),
+    fp32 weights, as ctower's. The same work: forward, softmax cross-entropy,
+    backward, momentum update, on random data (PyTorch: one fixed batch).
+    The runs are interleaved -- one repeat does every cell, the three variants
+    back to back, their order rotating from repeat to repeat -- and repeated
+    --repeats times; the table has medians over repeats, and the ratio
+    ctower/torch best is the median of the per-repeat ratios (each taken in
+    one repeat, seconds apart).
+
+    Achieved GFLOP/s = the step's FLOPs (`ctower plan`'s count for the model:
+    convolutions and matmuls as direct products, 2 FLOPs per multiply-add,
+    plus the elementwise work) / the median step time; its share of peak is
+    against T cores of bench/fma_peak's measured per-core peak (fp32 FMA,
+    or bf16 dot products for bf16 rows). Winograd convolutions do fewer
+    multiplications than counted, so their share may pass 100%.
+
+    Peak RSS is each process's peak resident memory (ru_maxrss of the child,
+    whole process: PyTorch's includes its libraries, as a user sees it).
 
 How to run (from anywhere; Debian's python3-torch lives under /usr/bin/python3)
-    cmake --build build --target bench_step          # the C side
-    /usr/bin/python3 bench/bench_train.py            # full run, ~minutes
-    /usr/bin/python3 bench/bench_train.py --skip-ctower --repeats 3 --steps 20
-    /usr/bin/python3 bench/bench_train.py --models mlp --threads 1,2
+    cmake --build build --target ctower fma_peak
+    /usr/bin/python3 bench/bench_train.py                       # everything
+    /usr/bin/python3 bench/bench_train.py --models resnet20 --threads 1 \\
+        --precisions fp32 --repeats 3
 
-Progress goes to stderr; stdout is only the markdown (a header line and the
-table), ready to paste into bench/RESULTS.md. The header records the 1-minute
-load average before and after: on a shared machine, other processes on the
-cores make the multi-threaded figures (whose thread teams spin-wait) collapse,
-so compare only runs taken on an otherwise idle machine.
+Progress goes to stderr; stdout is only markdown (a header and the table),
+ready to paste into bench/RESULTS.md. The header records the machine's
+per-core peak and the 1-minute load average before and after: on a shared
+machine other processes on the cores slow multi-threaded runs most, so
+compare only runs taken on an otherwise idle machine.
 """
 import argparse
 import datetime
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -56,6 +71,10 @@ TORCH_BEST_ENV = {
 }
 
 VARIANTS = ["ctower", "torch_best", "torch_shipped"]
+
+# each model's image shape (height, width, channels): that of its dataset
+IMAGE_SHAPES = {"mlp": (28, 28, 1), "fmnist_cnn": (28, 28, 1), "resnet20": (32, 32, 3),
+                "cifar10_cnn": (24, 24, 3)}
 
 
 def cpu_model():
@@ -87,119 +106,188 @@ def torch_version(python):
         return "unknown"
 
 
-def run_one(variant, model, threads, a):
-    """Runs one benchmark subprocess and returns its parsed JSON line."""
-    common = ["--model", model, "--batch", str(a.batch), "--threads", str(threads),
-              "--steps", str(a.steps), "--warmup", str(a.warmup)]
+def run_measured(cmd, env):
+    """Runs cmd; returns (exit status, stdout, stderr, peak RSS in MiB)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return (proc.returncode, out.read().decode(errors="replace"),
+                err.read().decode(errors="replace"), usage.ru_maxrss / 1024.0)
+
+
+def ctower_config(model, threads, precision, a, folder):
+    """Writes the YAML `ctower bench` runs for one cell; returns its path."""
+    h, w, c = IMAGE_SHAPES[model]
+    path = os.path.join(folder, "%s_%d_%s.yaml" % (model, threads, precision))
+    with open(path, "w") as f:
+        f.write("""model: {name: %s}
+dataset: {name: synthetic, image_shape: [%d, %d, %d], num_classes: 10,
+          train_size: %d, test_size: %d, batch_size: %d}
+train:
+  epochs: 1
+  seed: 42
+  precision: %s
+  checkpoint: ""
+  optimizer: {name: momentum, learning_rate: 0.01, momentum: 0.9}
+devices: {n_towers: 1}
+session: {device_count: {CPU: 1}, intra_op_parallelism_threads: %d}
+""" % (model, h, w, c, a.batch * (a.steps + a.warmup + 1), a.batch, a.batch, precision, threads))
+    return path
+
+
+def step_gflop(ctower, config):
+    """The FLOPs of one training step, from `ctower plan` (GFLOP)."""
+    proc = subprocess.run([ctower, "plan", config], capture_output=True, text=True)
+    found = re.findall(r"([0-9.]+) ([kMGT]?)FLOP \(", proc.stdout + proc.stderr)
+    if proc.returncode != 0 or not found:
+        sys.stderr.write("bench_train: ctower plan %s failed (exit %d)\n%s%s" % (
+            config, proc.returncode, proc.stdout, proc.stderr))
+        sys.exit(1)
+    scale = {"": 1e-9, "k": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}
+    return sum(float(x) * scale[unit] for x, unit in found)
+
+
+def run_one(variant, model, threads, precision, config, a):
+    """Runs one benchmark subprocess; returns images/sec, step ms and peak RSS."""
     env = dict(os.environ)
     if variant == "ctower":
-        cmd = [a.ctower_bin] + common
+        cmd = [a.ctower, "bench", config, "--steps", str(a.steps), "--warmup", str(a.warmup)]
     else:
-        cmd = [a.python, TORCH_STEP] + common
+        cmd = [a.python, TORCH_STEP, "--model", model, "--batch", str(a.batch),
+               "--threads", str(threads), "--steps", str(a.steps), "--warmup", str(a.warmup),
+               "--precision", precision]
         if variant == "torch_best":
             env.update(TORCH_BEST_ENV)
             env["OMP_NUM_THREADS"] = str(threads)
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
-    if proc.returncode != 0 or not lines:
+    rc, out, err, rss = run_measured(cmd, env)
+    if variant == "ctower":
+        m = re.search(r": ([0-9.]+) images/sec, ([0-9.]+) ms/step \(median", out)
+        result = m and {"images_per_sec": float(m.group(1)), "step_ms": float(m.group(2))}
+    else:
+        lines = [l for l in out.splitlines() if l.startswith("{")]
+        j = json.loads(lines[-1]) if lines else None
+        result = j and {"images_per_sec": j["images_per_sec"], "step_ms": j["step_ms_median"]}
+    if rc != 0 or not result:
         sys.stderr.write("bench_train: %s failed (exit %d): %s\n%s%s" % (
-            variant, proc.returncode, " ".join(cmd), proc.stdout, proc.stderr))
+            variant, rc, " ".join(cmd), out, err))
         sys.exit(1)
-    return json.loads(lines[-1])
+    result["rss_mb"] = rss
+    return result
 
 
-def fmt(values, digits=0):
-    """Median of a list, or an en dash for an empty one."""
-    if not values:
-        return "\u2013"
-    return "%.*f" % (digits, statistics.median(values))
+def median(values, digits=0):
+    """The median of a list as text, or an en dash for an empty one."""
+    return "%.*f" % (digits, statistics.median(values)) if values else "\u2013"
+
+
+def fma_peak(path):
+    """bench/fma_peak's per-core GFLOP/s: {"fp32": x, "bf16": y or None}."""
+    proc = subprocess.run([path], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stderr.write("bench_train: %s failed: %s" % (path, proc.stderr))
+        sys.exit(1)
+    j = json.loads(proc.stdout)
+    return {"fp32": j["fp32_gflops_per_core"], "bf16": j["bf16_gflops_per_core"]}
 
 
 def main():
-    p = argparse.ArgumentParser(description="ctower vs PyTorch training-step throughput.")
-    p.add_argument("--ctower-bin", default=os.path.join(ROOT, "build", "bench_step"),
-                   help="path of ctower's bench_step (default: build/bench_step)")
+    p = argparse.ArgumentParser(description="`ctower bench` vs PyTorch training throughput.")
+    p.add_argument("--ctower", default=os.path.join(ROOT, "build", "ctower"),
+                   help="the ctower command (default: build/ctower)")
+    p.add_argument("--fma-peak", default=os.path.join(ROOT, "build", "fma_peak"),
+                   help="bench/fma_peak.c built (default: build/fma_peak)")
     p.add_argument("--python", default=sys.executable,
                    help="interpreter with torch for torch_step.py (default: this one)")
-    p.add_argument("--models", default="fmnist_cnn,mlp", help="comma-separated")
+    p.add_argument("--models", default="mlp,fmnist_cnn,resnet20,cifar10_cnn")
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--precisions", default="fp32,bf16", help="fp32, bf16 or both")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--skip-ctower", action="store_true",
-                   help="run PyTorch alone (when the C side is not built)")
     a = p.parse_args()
     models = [m for m in a.models.split(",") if m]
     threads = [int(t) for t in a.threads.split(",") if t]
+    precisions = [x for x in a.precisions.split(",") if x]
     for m in models:
-        if m not in ("fmnist_cnn", "mlp"):
-            p.error("unknown model %r (fmnist_cnn, mlp)" % m)
+        if m not in IMAGE_SHAPES:
+            p.error("unknown model %r (%s)" % (m, ", ".join(IMAGE_SHAPES)))
+    for x in precisions:
+        if x not in ("fp32", "bf16"):
+            p.error("unknown precision %r (fp32, bf16)" % x)
     if a.repeats < 1 or a.steps < 1 or a.warmup < 0 or a.batch < 1 or not threads \
             or min(threads) < 1:
         p.error("repeats, steps, batch and threads must be >= 1, warmup >= 0")
+    for tool, what in ((a.ctower, "ctower"), (a.fma_peak, "fma_peak")):
+        if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
+            sys.stderr.write("bench_train: %s not found or not executable: %s\n"
+                             "  build it with:  cmake --build build --target %s\n"
+                             % (what, tool, what))
+            return 2
 
-    variants = VARIANTS[1:] if a.skip_ctower else VARIANTS
-    if not a.skip_ctower and not (os.path.isfile(a.ctower_bin)
-                                  and os.access(a.ctower_bin, os.X_OK)):
-        sys.stderr.write(
-            "bench_train: ctower benchmark binary not found or not executable: %s\n"
-            "  build it with:  cmake --build build --target bench_step\n"
-            "  or point --ctower-bin at it, or pass --skip-ctower to run PyTorch alone.\n"
-            % a.ctower_bin)
-        return 2
-    if not os.path.isfile(TORCH_STEP):
-        sys.stderr.write("bench_train: missing %s\n" % TORCH_STEP)
-        return 2
-
+    peak = fma_peak(a.fma_peak)
+    if "bf16" in precisions and peak["bf16"] is None:
+        sys.stderr.write("bench_train: this CPU has no AVX512_BF16: bf16 rows are skipped "
+                         "(ctower would compute them in fp32)\n")
+        precisions = [x for x in precisions if x != "bf16"]
     load_start = os.getloadavg()[0]
     if load_start > 0.5:
         sys.stderr.write("bench_train: warning: 1-minute load average is %.2f before starting; "
-                         "other processes compete for the cores and multi-threaded timings "
-                         "(spinning thread teams) suffer most\n" % load_start)
-    # results[(model, threads)][variant] = list of JSON dicts, one per repeat
-    results = {(m, t): {v: [] for v in variants} for m in models for t in threads}
-    for r in range(a.repeats):
-        order = variants[r % len(variants):] + variants[:r % len(variants)]
-        for m in models:
-            for t in threads:
+                         "other processes compete for the cores\n" % load_start)
+    cells = [(m, t, x) for m in models for x in precisions for t in threads]
+    results = {cell: {v: [] for v in VARIANTS} for cell in cells}
+    with tempfile.TemporaryDirectory() as folder:
+        configs = {cell: ctower_config(*cell, a, folder) for cell in cells}
+        gflop = {m: step_gflop(a.ctower, configs[(m, threads[0], precisions[0])])
+                 for m in models}
+        for r in range(a.repeats):
+            order = VARIANTS[r % 3:] + VARIANTS[:r % 3]
+            for cell in cells:
                 for v in order:
-                    res = run_one(v, m, t, a)
-                    results[(m, t)][v].append(res)
-                    sys.stderr.write("repeat %d/%d  %-10s T=%d  %-13s %10.1f img/s  "
-                                     "%8.2f ms  rss +%.1f MB\n" % (
-                                         r + 1, a.repeats, m, t, v, res["images_per_sec"],
-                                         res["step_ms_median"], res["peak_rss_growth_mb"]))
+                    res = run_one(v, *cell, configs[cell], a)
+                    results[cell][v].append(res)
+                    sys.stderr.write("repeat %d/%d  %-11s T=%d %s  %-13s %9.1f img/s  %8.2f ms  "
+                                     "peak RSS %.0f MB\n" % (
+                                         r + 1, a.repeats, cell[0], cell[1], cell[2], v,
+                                         res["images_per_sec"], res["step_ms"], res["rss_mb"]))
 
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    print("%s, commit %s, %s (%d cores visible), torch %s; batch %d, %d steps after %d "
-          "warm-up, median of %d repeats; load average %.2f before, %.2f after%s" % (
+    print("%s, commit %s, %s (%d cores visible), torch %s; per-core peak %.1f GFLOP/s fp32, "
+          "%s bf16 (bench/fma_peak); batch %d, %d steps after %d warm-up, median of %d "
+          "repeats; load average %.2f before, %.2f after" % (
               now, git_commit(), cpu_model(), os.cpu_count() or 0, torch_version(a.python),
-              a.batch, a.steps, a.warmup, a.repeats, load_start, os.getloadavg()[0],
-              ", ctower skipped" if a.skip_ctower else ""))
+              peak["fp32"], "%.1f GFLOP/s" % peak["bf16"] if peak["bf16"] else "no", a.batch,
+              a.steps, a.warmup, a.repeats, load_start, os.getloadavg()[0]))
     print()
-    print("| model | threads | ctower img/s | torch best img/s | torch as-shipped img/s "
-          "| ctower / torch best | ctower RSS growth MB | torch best RSS growth MB "
-          "| torch as-shipped RSS growth MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for m in models:
-        for t in threads:
-            cell = results[(m, t)]
+    print("| model | threads | precision | ctower img/s | torch best img/s | torch as-shipped "
+          "img/s | ctower / torch best | ctower GFLOP/s (share of peak) | torch best GFLOP/s "
+          "(share) | ctower peak RSS MB | torch best peak RSS MB | RSS ctower / torch best |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for cell in cells:
+        model, t, precision = cell
+        got = results[cell]
 
-            def col(v, key):
-                return [x[key] for x in cell.get(v, [])]
+        def col(v, key):
+            return [x[key] for x in got[v]]
 
-            ratios = [c["images_per_sec"] / b["images_per_sec"]
-                      for c, b in zip(cell.get("ctower", []), cell["torch_best"])]
-            print("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
-                m, t,
-                fmt(col("ctower", "images_per_sec")),
-                fmt(col("torch_best", "images_per_sec")),
-                fmt(col("torch_shipped", "images_per_sec")),
-                fmt(ratios, 2),
-                fmt(col("ctower", "peak_rss_growth_mb"), 1),
-                fmt(col("torch_best", "peak_rss_growth_mb"), 1),
-                fmt(col("torch_shipped", "peak_rss_growth_mb"), 1)))
+        ratios = [c["images_per_sec"] / b["images_per_sec"]
+                  for c, b in zip(got["ctower"], got["torch_best"])]
+        rss_ratios = [c["rss_mb"] / b["rss_mb"] for c, b in zip(got["ctower"], got["torch_best"])]
+        machine_peak = peak[precision] * t
+
+        def rate(v):
+            r = gflop[model] / (statistics.median(col(v, "step_ms")) * 1e-3)
+            return "%.0f (%.0f%%)" % (r, 100 * r / machine_peak)
+
+        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            model, t, precision, median(col("ctower", "images_per_sec")),
+            median(col("torch_best", "images_per_sec")),
+            median(col("torch_shipped", "images_per_sec")), median(ratios, 2),
+            rate("ctower"), rate("torch_best"), median(col("ctower", "rss_mb")),
+            median(col("torch_best", "rss_mb")), median(rss_ratios, 2)))
     return 0
 
 

@@ -18,11 +18,21 @@ Models (the same as ctower's zoo)
     fmnist_cnn  conv 5x5x32 SAME + ReLU, maxpool 2x2/2, conv 5x5x64 SAME +
                 ReLU, maxpool 2x2/2, flatten, dense 1024 + ReLU, dropout 0.4,
                 dense 10
+    cifar10_cnn the TensorFlow CIFAR-10 tutorial network on 24x24x3 crops:
+                conv 5x5x64 SAME + ReLU, max pool 3x3/2, LRN (radius 4,
+                bias 1, alpha 0.001/9 per element as TensorFlow counts it,
+                beta 0.75), conv 5x5x64 + ReLU, LRN, max pool 3x3/2, dense
+                384 + ReLU, dense 192 + ReLU, dense 10
     resnet20    the CIFAR ResNet-20 on 32x32x3: conv-BN-ReLU 16, three stages
                 of three basic blocks (16/32/64, stride 2 at the start of
                 stages 2 and 3, 1x1 conv-BN projection shortcuts), global
                 average pooling, dense 10 (272,474 parameters, as ctower's)
     Input is NCHW (PyTorch's native layout); ctower uses NHWC.
+
+Precision (--precision)
+    bf16 runs forward and loss under torch.autocast(dtype=torch.bfloat16)
+    with fp32 weights, on the CPU as on a GPU (PyTorch's CPU autocast:
+    convolutions and matmuls in bf16 through oneDNN where the CPU has it).
 
 GPU (--device cuda)
     The model, data and optimizer live on the GPU; each step ends with
@@ -62,6 +72,11 @@ def peak_rss_mb():
     return 0.0
 
 
+# each model's image shape, channels first: that of its dataset
+INPUT_SHAPES = {"mlp": (1, 28, 28), "fmnist_cnn": (1, 28, 28), "cifar10_cnn": (3, 24, 24),
+                "resnet20": (3, 32, 32)}
+
+
 def make_model(name):
     if name == "mlp":
         return nn.Sequential(
@@ -80,6 +95,21 @@ def make_model(name):
             nn.Linear(7 * 7 * 64, 1024), nn.ReLU(),
             nn.Dropout(0.4),
             nn.Linear(1024, 10),
+        )
+    if name == "cifar10_cnn":
+        # TensorFlow's LRN scales alpha by each squared element; PyTorch's
+        # divides its alpha by the window size (9): the same normalization
+        return nn.Sequential(
+            nn.Conv2d(3, 64, 5, padding=2), nn.ReLU(),
+            nn.MaxPool2d(3, 2, padding=1),
+            nn.LocalResponseNorm(9, alpha=0.001, beta=0.75, k=1.0),
+            nn.Conv2d(64, 64, 5, padding=2), nn.ReLU(),
+            nn.LocalResponseNorm(9, alpha=0.001, beta=0.75, k=1.0),
+            nn.MaxPool2d(3, 2, padding=1),
+            nn.Flatten(),
+            nn.Linear(6 * 6 * 64, 384), nn.ReLU(),
+            nn.Linear(384, 192), nn.ReLU(),
+            nn.Linear(192, 10),
         )
     if name == "resnet20":
         return ResNet20()
@@ -125,7 +155,7 @@ class ResNet20(nn.Module):
 
 def main():
     p = argparse.ArgumentParser(description="Time PyTorch training steps on random data.")
-    p.add_argument("--model", default="fmnist_cnn", choices=["fmnist_cnn", "mlp", "resnet20"])
+    p.add_argument("--model", default="fmnist_cnn", choices=list(INPUT_SHAPES))
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16"])
     p.add_argument("--batch", type=int, default=128)
@@ -148,11 +178,10 @@ def main():
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()  # mean over the batch
-    shape = (3, 32, 32) if a.model == "resnet20" else (1, 28, 28)
-    images = torch.rand(a.batch, *shape, device=a.device)
+    images = torch.rand(a.batch, *INPUT_SHAPES[a.model], device=a.device)
     labels = torch.arange(a.batch, dtype=torch.long, device=a.device) % 10
-    autocast = (torch.autocast(device_type="cuda", dtype=torch.bfloat16)
-                if cuda and a.precision == "bf16" else contextlib.nullcontext())
+    autocast = (torch.autocast(device_type=a.device, dtype=torch.bfloat16)
+                if a.precision == "bf16" else contextlib.nullcontext())
 
     times = []
     rss_before = peak_rss_mb()

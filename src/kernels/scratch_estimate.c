@@ -29,10 +29,12 @@ int ct_kernel_scratch_estimate(const char *op, ct_device_kind kind, const ct_sha
     bytes[1] = f32_bytes(dy) / sizeof(float);
     return 2;
   }
-  if (strcmp(op, "FusedBatchNorm") == 0 || strcmp(op, "FusedBatchNormInferenceGrad") == 0)
-    return bytes[0] = (CHUNKS + 1) * channels(&in[0]) * sizeof(float), 1;
-  if (strcmp(op, "FusedBatchNormGrad") == 0)
+  if (strcmp(op, "FusedBatchNorm") == 0)
     return bytes[0] = CHUNKS * channels(&in[0]) * sizeof(float), 1;
+  if (strcmp(op, "FusedBatchNormGrad") == 0)
+    return bytes[0] = 2 * CHUNKS * channels(&in[0]) * sizeof(float), 1;
+  if (strcmp(op, "FusedBatchNormInferenceGrad") == 0)
+    return bytes[0] = (2 * CHUNKS + 1) * channels(&in[0]) * sizeof(float), 1;
   /* a bias gradient: partial sums of each chunk of rows */
   if (strcmp(op, "SumLike") == 0 && f32_bytes(&out[0]) < f32_bytes(&in[0]))
     return bytes[0] = CHUNKS * f32_bytes(&out[0]), 1;

@@ -10,13 +10,11 @@
 
 enum { CHUNKS = 16 };
 
-/* sums[c] = sum over rows of a[r, c] (b == NULL), or of a[r, c] * (b[r, c] -
- * center[c]) * scale[c] when b is given, a == NULL standing for (b[r, c] -
- * center[c]) (a sum of squared deviations). Partial sums use `partial`
- * (CHUNKS * C floats). */
-static void column_sums(const ct_kernel_ctx *ctx, const float *a, const float *b,
-                        const float *center, const float *scale, int64_t rows, int64_t C,
-                        float *partial, float *sums) {
+/* sums[c] = the sum over rows of a[r, c], or with center given of
+ * (a[r, c] - center[c])^2 (a sum of squared deviations). Partial sums use
+ * `partial` (CHUNKS * C floats). */
+static void column_sums(const ct_kernel_ctx *ctx, const float *a, const float *center,
+                        int64_t rows, int64_t C, float *partial, float *sums) {
   const int threads = ctx->threads;
 #pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
   for (int k = 0; k < CHUNKS; ++k) {
@@ -24,18 +22,14 @@ static void column_sums(const ct_kernel_ctx *ctx, const float *a, const float *b
     for (int64_t c = 0; c < C; ++c) p[c] = 0.0f;
     int64_t r0 = rows * k / CHUNKS, r1 = rows * (k + 1) / CHUNKS;
     for (int64_t r = r0; r < r1; ++r) {
-      const float *br = b ? b + r * C : NULL;
-      if (b == NULL) {
-        const float *ar = a + r * C;
+      const float *ar = a + r * C;
+      if (center == NULL) {
         for (int64_t c = 0; c < C; ++c) p[c] += ar[c];
-      } else if (a == NULL) {
-        for (int64_t c = 0; c < C; ++c) {
-          const float d = br[c] - center[c];
-          p[c] += d * d * scale[c];
-        }
       } else {
-        const float *ar = a + r * C;
-        for (int64_t c = 0; c < C; ++c) p[c] += ar[c] * (br[c] - center[c]) * scale[c];
+        for (int64_t c = 0; c < C; ++c) {
+          const float d = ar[c] - center[c];
+          p[c] += d * d;
+        }
       }
     }
   }
@@ -63,13 +57,11 @@ void ct_cpu_batch_norm_training(ct_kernel_ctx *ctx) {
   ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
   const float *x = ct_in_f32(ctx, 0);
   float *mean = ct_out_f32(ctx, 1), *var = ct_out_f32(ctx, 2), *inv_std = ct_out_f32(ctx, 3);
-  float *partial = ct_kernel_scratch(ctx, (size_t)(CHUNKS + 1) * (size_t)C * sizeof(float));
+  float *partial = ct_kernel_scratch(ctx, (size_t)CHUNKS * (size_t)C * sizeof(float));
   if (partial == NULL) return;
-  float *ones = partial + (int64_t)CHUNKS * C;
-  for (int64_t c = 0; c < C; ++c) ones[c] = 1.0f;
-  column_sums(ctx, x, NULL, NULL, NULL, rows, C, partial, mean);
+  column_sums(ctx, x, NULL, rows, C, partial, mean);
   for (int64_t c = 0; c < C; ++c) mean[c] /= (float)(rows ? rows : 1);
-  column_sums(ctx, NULL, x, mean, ones, rows, C, partial, var); /* sum (x - mean)^2 */
+  column_sums(ctx, x, mean, rows, C, partial, var); /* sum (x - mean)^2 */
   const float eps = ctx->attrs->batch_norm.epsilon;
   for (int64_t c = 0; c < C; ++c) {
     float biased = var[c] / (float)(rows ? rows : 1);
@@ -95,12 +87,35 @@ void ct_cpu_batch_norm_inference(ct_kernel_ctx *ctx) {
 }
 
 /* Shared by both gradients: dbeta = sum dy, dgamma = sum dy * xhat, where
- * xhat = (x - mean) * inv_std. */
+ * xhat = (x - mean) * inv_std, both in one pass over dy and x (each sum in
+ * the order column_sums adds it). partial holds 2 * CHUNKS * C floats. */
 static void param_grads(ct_kernel_ctx *ctx, const float *x, const float *dy, const float *mean,
                         const float *inv_std, int64_t rows, int64_t C, float *dgamma,
                         float *dbeta, float *partial) {
-  column_sums(ctx, dy, NULL, NULL, NULL, rows, C, partial, dbeta);
-  column_sums(ctx, dy, x, mean, inv_std, rows, C, partial, dgamma);
+  float *partial_gamma = partial + (int64_t)CHUNKS * C;
+  const int threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
+  for (int k = 0; k < CHUNKS; ++k) {
+    float *pb = partial + (int64_t)k * C, *pg = partial_gamma + (int64_t)k * C;
+    for (int64_t c = 0; c < C; ++c) pb[c] = pg[c] = 0.0f;
+    const int64_t r0 = rows * k / CHUNKS, r1 = rows * (k + 1) / CHUNKS;
+    for (int64_t r = r0; r < r1; ++r) {
+      const float *dyr = dy + r * C, *xr = x + r * C;
+      for (int64_t c = 0; c < C; ++c) {
+        pb[c] += dyr[c];
+        pg[c] += dyr[c] * (xr[c] - mean[c]) * inv_std[c];
+      }
+    }
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    float b = 0.0f, g = 0.0f;
+    for (int k = 0; k < CHUNKS; ++k) {
+      b += partial[(int64_t)k * C + c];
+      g += partial_gamma[(int64_t)k * C + c];
+    }
+    dbeta[c] = b;
+    dgamma[c] = g;
+  }
 }
 
 /* BatchNormGrad(x, gamma, mean, inv_std, dy) -> dx, dgamma, dbeta:
@@ -111,7 +126,7 @@ void ct_cpu_batch_norm_grad(ct_kernel_ctx *ctx) {
   const float *x = ct_in_f32(ctx, 0), *gamma = ct_in_f32(ctx, 1), *mean = ct_in_f32(ctx, 2);
   const float *inv_std = ct_in_f32(ctx, 3), *dy = ct_in_f32(ctx, 4);
   float *dx = ct_out_f32(ctx, 0), *dgamma = ct_out_f32(ctx, 1), *dbeta = ct_out_f32(ctx, 2);
-  float *partial = ct_kernel_scratch(ctx, (size_t)CHUNKS * (size_t)C * sizeof(float));
+  float *partial = ct_kernel_scratch(ctx, (size_t)(2 * CHUNKS) * (size_t)C * sizeof(float));
   if (partial == NULL) return;
   param_grads(ctx, x, dy, mean, inv_std, rows, C, dgamma, dbeta, partial);
   const float R = (float)rows;
@@ -132,9 +147,9 @@ void ct_cpu_batch_norm_inference_grad(ct_kernel_ctx *ctx) {
   const float *x = ct_in_f32(ctx, 0), *gamma = ct_in_f32(ctx, 1), *mean = ct_in_f32(ctx, 2);
   const float *var = ct_in_f32(ctx, 3), *dy = ct_in_f32(ctx, 4);
   float *dx = ct_out_f32(ctx, 0);
-  float *partial = ct_kernel_scratch(ctx, (size_t)(CHUNKS + 1) * (size_t)C * sizeof(float));
+  float *partial = ct_kernel_scratch(ctx, (size_t)(2 * CHUNKS + 1) * (size_t)C * sizeof(float));
   if (partial == NULL) return;
-  float *inv_std = partial + (int64_t)CHUNKS * C;
+  float *inv_std = partial + (int64_t)(2 * CHUNKS) * C;
   const float eps = ctx->attrs->batch_norm.epsilon;
   for (int64_t c = 0; c < C; ++c) inv_std[c] = 1.0f / sqrtf(var[c] + eps);
   param_grads(ctx, x, dy, mean, inv_std, rows, C, ct_out_f32(ctx, 1), ct_out_f32(ctx, 2),

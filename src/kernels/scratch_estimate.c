@@ -22,13 +22,6 @@ int ct_kernel_scratch_estimate(const char *op, ct_device_kind kind, const ct_sha
   if (strcmp(op, "Conv2D") == 0 && n_inputs >= 2) return bytes[0] = f32_bytes(&in[1]), 1;
   if (strcmp(op, "Conv2DBackpropInput") == 0) return bytes[0] = f32_bytes(&in[0]), 1;
   if (strcmp(op, "Conv2DBackpropFilter") == 0) return bytes[0] = f32_bytes(&out[0]), 1;
-  /* the forward output again, and a byte of workspace per output element */
-  if (strcmp(op, "MaxPoolGrad") == 0 && n_inputs >= 2) {
-    const ct_shape *dy = &in[n_inputs - 1];
-    bytes[0] = f32_bytes(dy);
-    bytes[1] = f32_bytes(dy) / sizeof(float);
-    return 2;
-  }
   if (strcmp(op, "FusedBatchNorm") == 0)
     return bytes[0] = CHUNKS * channels(&in[0]) * sizeof(float), 1;
   if (strcmp(op, "FusedBatchNormGrad") == 0)

@@ -17,6 +17,10 @@ What it measures
                            MALLOC_TOP_PAD_=268435456
       torch as-shipped   bench/torch_step.py --threads T (environment untouched;
                            only torch.set_num_threads(T) inside the script)
+    PyTorch's fp32 convolutions and matmuls partly go through the system's
+    BLAS: at its best that is OpenBLAS (Debian's libopenblas0), not the
+    reference BLAS that python3-torch may pull in alone; the script says
+    which one libblas.so.3 is.
     PyTorch's bf16 is its CPU autocast (torch.autocast("cpu", torch.bfloat16)),
     fp32 weights, as ctower's. The same work: forward, softmax cross-entropy,
     backward, momentum update, on random data (PyTorch: one fixed batch).
@@ -104,6 +108,12 @@ def torch_version(python):
         return out.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def system_blas():
+    """The library behind libblas.so.3 (Debian's alternatives), or None."""
+    link = "/etc/alternatives/libblas.so.3-x86_64-linux-gnu"
+    return os.path.realpath(link) if os.path.exists(link) else None
 
 
 def run_measured(cmd, env):
@@ -228,6 +238,10 @@ def main():
                              % (what, tool, what))
             return 2
 
+    blas = system_blas()
+    if blas is None or "openblas" not in blas:
+        sys.stderr.write("bench_train: warning: libblas.so.3 is %s, not OpenBLAS: PyTorch's fp32 "
+                         "runs far below its best (apt-get install libopenblas0)\n" % blas)
     peak = fma_peak(a.fma_peak)
     if "bf16" in precisions and peak["bf16"] is None:
         sys.stderr.write("bench_train: this CPU has no AVX512_BF16: bf16 rows are skipped "
@@ -255,11 +269,11 @@ def main():
                                          res["images_per_sec"], res["step_ms"], res["rss_mb"]))
 
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    print("%s, commit %s, %s (%d cores visible), torch %s; per-core peak %.1f GFLOP/s fp32, "
+    print("%s, commit %s, %s (%d cores visible), torch %s with %s; per-core peak %.1f GFLOP/s fp32, "
           "%s bf16 (bench/fma_peak); batch %d, %d steps after %d warm-up, median of %d "
           "repeats; load average %.2f before, %.2f after" % (
               now, git_commit(), cpu_model(), os.cpu_count() or 0, torch_version(a.python),
-              peak["fp32"], "%.1f GFLOP/s" % peak["bf16"] if peak["bf16"] else "no", a.batch,
+              os.path.basename(os.path.dirname(blas or "/unknown/x")), peak["fp32"], "%.1f GFLOP/s" % peak["bf16"] if peak["bf16"] else "no", a.batch,
               a.steps, a.warmup, a.repeats, load_start, os.getloadavg()[0]))
     print()
     print("| model | threads | precision | ctower img/s | torch best img/s | torch as-shipped "

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <xmmintrin.h>
 
@@ -40,12 +41,22 @@ static void pin_to_cores(int first, int count) {
 }
 
 /* oneDNN's sgemm generates its code on its first call, once per process,
- * and crashes (SIGSEGV) when the memory for that code cannot be had: under
- * a tight address-space limit (ulimit -v) in the middle of training. It is
- * made to do so now, while memory is plentiful, so that running short later
- * is an allocation that fails with a status. */
+ * and crashes when the memory for that code cannot be had (under a tight
+ * ulimit -v: a SIGSEGV, or an exception that aborts the process unwinding
+ * through OpenMP's C frames). It is made to do so while the session starts,
+ * on this thread, and only once SGEMM_CODE_ROOM can be mapped: running short
+ * then is a status, and later an allocation that fails with one. */
+enum { SGEMM_CODE_ROOM = 256 << 20 };
+
+static pthread_once_t sgemm_once = PTHREAD_ONCE_INIT;
+static int sgemm_code_generated;
+
 static void generate_sgemm_code(void) {
   enum { N = 64 }; /* small and large paths, each transposition */
+  void *room =
+      mmap(NULL, SGEMM_CODE_ROOM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (room == MAP_FAILED) return;
+  munmap(room, SGEMM_CODE_ROOM);
   float *m = calloc(3 * N * N, sizeof *m);
   if (m == NULL) return;
   static const char trans[] = "NT";
@@ -54,12 +65,22 @@ static void generate_sgemm_code(void) {
       for (int n = 1; n <= N; n *= N)
         dnnl_sgemm(trans[ta], trans[tb], n, n, n, 1.0f, m, n, m + N * N, n, 0.0f, m + 2 * N * N, n);
   free(m);
+  sgemm_code_generated = 1;
+}
+
+static int sgemm_ready(ct_status *status) {
+  pthread_once(&sgemm_once, generate_sgemm_code);
+  if (sgemm_code_generated) return 1;
+  ct_status_set(status, CT_RESOURCE_EXHAUSTED,
+                "out of memory starting the CPU devices: oneDNN needs %d MiB of address space "
+                "for its matrix-multiply code and cannot have it; raise the memory limit "
+                "(ulimit -v)",
+                SGEMM_CODE_ROOM >> 20);
+  return 0;
 }
 
 /* Runs first on a CPU device's worker: pinning, the OpenMP team, FTZ. */
 static void cpu_thread_init(ct_device *d) {
-  static pthread_once_t sgemm_once = PTHREAD_ONCE_INIT;
-  pthread_once(&sgemm_once, generate_sgemm_code);
   /* Team threads inherit the affinity the worker has when they start. */
   if (d->first_core >= 0) pin_to_cores(d->first_core, d->threads);
   omp_set_num_threads(d->threads);
@@ -212,7 +233,7 @@ static int cpu_create_devices(const ct_session_options *o, ct_device **devices, 
                   most);
     return 1;
   }
-  if (!can_start_threads(sum + n_cpu, status)) return 1;
+  if (!can_start_threads(sum + n_cpu, status) || !sgemm_ready(status)) return 1;
   note_cpu_fallbacks(o);
   /* Pin each device to cores of its own only when they all fit: otherwise
    * two pools would spin on the same cores. A process sharing the machine

@@ -185,8 +185,9 @@ static int walk_step(walk *w, const ct_plan_step *step, ct_status *status) {
   if (step->node) {
     size_t blocks[4] = {0}, scratch = 0;
     const int n_blocks =
-        ct_kernel_scratch_estimate(step->node->op->name, p->devices[step->device]->ops->kind,
-                                   in_shapes, step->n_inputs, out_shapes, blocks);
+        ct_kernel_scratch_estimate(step->node->op->name, p->devices[step->device],
+                                   &step->node->attrs, in_shapes, step->n_inputs, out_shapes,
+                                   blocks);
     for (int k = 0; k < n_blocks; ++k) scratch += ct_allocator_chunk_bytes(blocks[k]);
     if (scratch) note_peak(w, step->device, scratch);
   }

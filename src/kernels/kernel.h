@@ -56,12 +56,13 @@ ct_kernel_fn ct_kernel_find(const char *op, ct_device_kind device_kind);
 void *ct_kernel_scratch(ct_kernel_ctx *ctx, size_t nbytes);
 
 /* The scratch blocks (at most 4, their sizes into bytes[]) that one call of
- * op's kernel on a device of `kind` asks ct_kernel_scratch for, estimated
- * from its shapes (all dims known): a CPU convolution's reordered filter,
- * a max-pool gradient's recomputed forward output and workspace, batch
- * norm's per-channel partial sums. Returns how many (0 for most ops). */
-int ct_kernel_scratch_estimate(const char *op, ct_device_kind kind, const ct_shape *in_shapes,
-                               int n_inputs, const ct_shape *out_shapes, size_t bytes[4]);
+ * op's kernel (with attrs) on device asks ct_kernel_scratch for, estimated
+ * from its shapes (all dims known): a CPU convolution's arguments in its
+ * primitive's layouts and the primitive's working memory, batch norm's
+ * per-channel partial sums. Returns how many (0 for most ops). */
+int ct_kernel_scratch_estimate(const char *op, const struct ct_device *device,
+                               const ct_attrs *attrs, const ct_shape *in_shapes, int n_inputs,
+                               const ct_shape *out_shapes, size_t bytes[4]);
 
 /* Element count of input/output i. */
 static inline int64_t ct_in_elements(const ct_kernel_ctx *ctx, int i) {

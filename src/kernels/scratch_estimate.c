@@ -1,9 +1,12 @@
 /* What the kernels take from ct_kernel_scratch, predicted from shapes, so
  * that `ctower plan` can add it to a step's memory. It follows the CPU
- * kernels (src/kernels/cpu): keep the two in step. */
+ * kernels (src/kernels/cpu): keep the two in step. Convolutions and bf16
+ * matmuls ask oneDNN, as their kernels do, how their primitive wants its
+ * arguments and how much working memory it needs. */
 #include <string.h>
 
-#include "kernels/kernel.h"
+#include "device/device.h"
+#include "kernels/cpu/cpu_kernels.h"
 
 static size_t f32_bytes(const ct_shape *s) {
   const int64_t n = ct_shape_elements(s);
@@ -15,13 +18,21 @@ static size_t channels(const ct_shape *s) { return s->rank > 0 ? (size_t)s->dims
 
 enum { CHUNKS = 16 }; /* batch_norm.c's and elementwise.c's partial sums */
 
-int ct_kernel_scratch_estimate(const char *op, ct_device_kind kind, const ct_shape *in,
-                               int n_inputs, const ct_shape *out, size_t bytes[4]) {
-  if (kind != CT_DEVICE_KIND_CPU || n_inputs < 1) return 0;
-  /* oneDNN's preferred filter layout: the filter, reordered */
-  if (strcmp(op, "Conv2D") == 0 && n_inputs >= 2) return bytes[0] = f32_bytes(&in[1]), 1;
-  if (strcmp(op, "Conv2DBackpropInput") == 0) return bytes[0] = f32_bytes(&in[0]), 1;
-  if (strcmp(op, "Conv2DBackpropFilter") == 0) return bytes[0] = f32_bytes(&out[0]), 1;
+int ct_kernel_scratch_estimate(const char *op, const ct_device *device, const ct_attrs *attrs,
+                               const ct_shape *in, int n_inputs, const ct_shape *out,
+                               size_t bytes[4]) {
+  if (device->ops->kind != CT_DEVICE_KIND_CPU || n_inputs < 1) return 0;
+  if (strcmp(op, "Conv2D") == 0 && n_inputs >= 2)
+    return ct_cpu_conv_scratch(device, CONV_FORWARD, &in[0], &in[1], &out[0], &attrs->conv2d,
+                               bytes);
+  if (strcmp(op, "Conv2DBackpropInput") == 0 && n_inputs >= 2)
+    return ct_cpu_conv_scratch(device, CONV_BACKWARD_DATA, &out[0], &in[0], &in[1],
+                               &attrs->conv2d, bytes);
+  if (strcmp(op, "Conv2DBackpropFilter") == 0 && n_inputs >= 2)
+    return ct_cpu_conv_scratch(device, CONV_BACKWARD_FILTER, &in[0], &out[0], &in[1],
+                               &attrs->conv2d, bytes);
+  if (strcmp(op, "MatMul") == 0 && n_inputs >= 2)
+    return ct_cpu_matmul_scratch(device, &in[0], &in[1], &attrs->matmul, bytes);
   if (strcmp(op, "FusedBatchNorm") == 0)
     return bytes[0] = CHUNKS * channels(&in[0]) * sizeof(float), 1;
   if (strcmp(op, "FusedBatchNormGrad") == 0)

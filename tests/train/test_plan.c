@@ -35,10 +35,12 @@ static void plan_options(const char *model, int towers, ct_variable_update updat
 }
 
 /* Predicts a step, runs it, and compares every device's peaks. */
-static void check_peaks(const char *model, int towers, ct_variable_update update) {
+static void check_peaks_in(const char *model, int towers, ct_variable_update update,
+                           ct_precision precision) {
   ct_trainer_options o;
   ct_tower_options t;
   plan_options(model, towers, update, &o, &t);
+  o.session.precision = precision;
   ct_status st = CT_STATUS_INIT;
   ct_train_run r;
   ct_run_estimate e;
@@ -53,8 +55,10 @@ static void check_peaks(const char *model, int towers, ct_variable_update update
     const double predicted = (double)e.devices[d].peak_bytes,
                  measured = (double)m.peak_bytes_in_use;
     const double error = measured > 0 ? fabs(predicted - measured) / measured : predicted;
-    print_message("%-10s %d tower(s) %s device %d: predicted peak %.0f, measured %.0f (%+.1f%%)\n",
-                  model, towers, update == CT_VARIABLE_UPDATE_REPLICATED ? "replicated" : "ps", d,
+    print_message("%-10s %d tower(s) %s%s device %d: predicted peak %.0f, measured %.0f "
+                  "(%+.1f%%)\n",
+                  model, towers, update == CT_VARIABLE_UPDATE_REPLICATED ? "replicated" : "ps",
+                  precision == CT_PRECISION_BF16 ? " bf16" : "", d,
                   predicted, measured,
                   100 * (predicted - measured) / (measured > 0 ? measured : 1));
     assert_true(measured > 0);
@@ -66,12 +70,22 @@ static void check_peaks(const char *model, int towers, ct_variable_update update
   ct_train_run_free(&r);
 }
 
+static void check_peaks(const char *model, int towers, ct_variable_update update) {
+  check_peaks_in(model, towers, update, CT_PRECISION_FP32);
+}
+
+/* Every zoo model in fp32 (3x3 layers in Winograd's layouts where the CPU
+ * has it), and in bf16 (its convolutions and matmuls converting their
+ * inputs, where the CPU has bf16). */
 static void test_predicted_peak_matches_every_zoo_model(void **state) {
   (void)state;
   for (int i = 0; i < ct_model_count(); ++i)
     for (int towers = 1; towers <= 2; ++towers)
       check_peaks(ct_model_at(i)->name, towers, CT_VARIABLE_UPDATE_REPLICATED);
   check_peaks("fmnist_cnn", 2, CT_VARIABLE_UPDATE_PARAMETER_SERVER);
+  const char *bf16_models[] = {"fmnist_cnn", "cifar10_cnn", "resnet20"};
+  for (int i = 0; i < 3; ++i)
+    check_peaks_in(bf16_models[i], 1, CT_VARIABLE_UPDATE_REPLICATED, CT_PRECISION_BF16);
 }
 
 /* mlp: 784-256-128-10. Forward matmuls 2*B*(784*256 + 256*128 + 128*10);

@@ -24,6 +24,7 @@ typedef struct conv_state {
   int64_t key[11]; /* x dims, filter dims, strides and padding */
   dnnl_primitive_t prim;
   ct_dnnl_arg args[N_ARGS];
+  ct_dnnl_scratchpad scratchpad;
 } conv_state;
 
 static void conv_state_free(void *data) {
@@ -31,6 +32,7 @@ static void conv_state_free(void *data) {
   if (s == NULL) return;
   if (s->prim) dnnl_primitive_destroy(s->prim);
   for (int i = 0; i < N_ARGS; ++i) ct_dnnl_arg_free(&s->args[i]);
+  ct_dnnl_scratchpad_free(&s->scratchpad);
   free(s);
 }
 
@@ -61,11 +63,14 @@ static dnnl_status_t conv_pd_create(dnnl_primitive_desc_t *pd, conv_kind kind,
   dnnl_convolution_desc_t fwd_desc, bwd_desc;
   dnnl_primitive_desc_t fwd_pd = NULL;
   *pd = NULL;
+  dnnl_primitive_attr_t attr = ct_dnnl_user_scratchpad();
+  if (attr == NULL) return dnnl_out_of_memory;
   dnnl_status_t st = dnnl_convolution_forward_desc_init(
       &fwd_desc, dnnl_forward_training, alg, &hint[ARG_X], &hint[ARG_FILTER], NULL, &hint[ARG_Y],
       strides, pad_l, pad_r);
-  if (st == dnnl_success) st = dnnl_primitive_desc_create(&fwd_pd, &fwd_desc, NULL, engine, NULL);
+  if (st == dnnl_success) st = dnnl_primitive_desc_create(&fwd_pd, &fwd_desc, attr, engine, NULL);
   if (st != dnnl_success || kind == CONV_FORWARD) {
+    dnnl_primitive_attr_destroy(attr);
     *pd = fwd_pd;
     return st;
   }
@@ -75,23 +80,32 @@ static dnnl_status_t conv_pd_create(dnnl_primitive_desc_t *pd, conv_kind kind,
   else
     st = dnnl_convolution_backward_weights_desc_init(&bwd_desc, alg, &md[ARG_X], &md[ARG_FILTER],
                                                      NULL, &md[ARG_Y], strides, pad_l, pad_r);
-  if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &bwd_desc, NULL, engine, fwd_pd);
+  if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &bwd_desc, attr, engine, fwd_pd);
   dnnl_primitive_desc_destroy(fwd_pd);
+  dnnl_primitive_attr_destroy(attr);
   return st;
 }
 
-static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int64_t *key) {
-  const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
-  ct_conv_shapes(ctx, kind, &xs, &fs, &ys);
-  const ct_conv2d_attrs *a = &ctx->attrs->conv2d;
-  const ct_cpu *cpu = ct_cpu_of(ctx->device);
+/* A convolution's primitive descriptor on a CPU device, and the layouts of
+ * its arguments as the graph has them. */
+typedef struct conv_desc {
+  dnnl_primitive_desc_t pd;
+  dnnl_memory_desc_t user_md[N_ARGS];
+} conv_desc;
+
+/* Describes a `kind` convolution of x (NHWC), filter (HWIO) and y on
+ * device, as its arithmetic (ct_cpu) asks. Returns the oneDNN status. */
+static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, const ct_shape *xs,
+                                    const ct_shape *fs, const ct_shape *ys,
+                                    const ct_conv2d_attrs *a, conv_desc *d) {
+  const ct_cpu *cpu = ct_cpu_of(device);
   ct_window wh = ct_window_of(xs->dims[1], fs->dims[0], a->strides[0], a->same_padding);
   ct_window ww = ct_window_of(xs->dims[2], fs->dims[1], a->strides[1], a->same_padding);
   const int64_t dims[N_ARGS][4] = {{xs->dims[0], xs->dims[3], xs->dims[1], xs->dims[2]},
                                    {fs->dims[3], fs->dims[2], fs->dims[0], fs->dims[1]},
                                    {ys->dims[0], ys->dims[3], ys->dims[1], ys->dims[2]}};
   const dnnl_format_tag_t user_tags[N_ARGS] = {dnnl_nhwc, dnnl_hwio, dnnl_nhwc};
-  dnnl_memory_desc_t user_md[N_ARGS], md[N_ARGS];
+  dnnl_memory_desc_t md[N_ARGS];
   const int out = output_arg(kind);
   const int winograd = cpu->winograd && !cpu->bf16 && fs->dims[0] == 3 && fs->dims[1] == 3 &&
                        a->strides[0] == 1 && a->strides[1] == 1;
@@ -99,10 +113,10 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
    * without a change of layout is cheaper than oneDNN's blocked layouts);
    * Winograd's primitives pick every layout themselves */
   for (int i = 0; i < N_ARGS; ++i) {
-    user_md[i] = ct_dnnl_md(4, dims[i], user_tags[i]);
+    d->user_md[i] = ct_dnnl_md(4, dims[i], user_tags[i]);
     const int own_layout = winograd || i == ARG_FILTER;
-    dnnl_dims_t d = {dims[i][0], dims[i][1], dims[i][2], dims[i][3]};
-    dnnl_memory_desc_init_by_tag(&md[i], 4, d, cpu->bf16 && i != out ? dnnl_bf16 : dnnl_f32,
+    dnnl_dims_t dd = {dims[i][0], dims[i][1], dims[i][2], dims[i][3]};
+    dnnl_memory_desc_init_by_tag(&md[i], 4, dd, cpu->bf16 && i != out ? dnnl_bf16 : dnnl_f32,
                                  own_layout ? dnnl_format_tag_any : user_tags[i]);
   }
   /* the forward convolution a gradient's primitive matches: in bf16, all of
@@ -112,34 +126,59 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
     hint[i] = md[i];
     if (cpu->bf16 && kind != CONV_FORWARD) hint[i].data_type = dnnl_bf16;
   }
+  dnnl_status_t st = dnnl_unimplemented;
+  d->pd = NULL;
+  /* Winograd where oneDNN implements it for this layer, else direct */
+  if (winograd)
+    st = conv_pd_create(&d->pd, kind, dnnl_convolution_winograd, md, hint, a, &wh, &ww,
+                        cpu->engine);
+  if (st == dnnl_unimplemented)
+    st = conv_pd_create(&d->pd, kind, dnnl_convolution_direct, md, hint, a, &wh, &ww,
+                        cpu->engine);
+  return st;
+}
 
+static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int64_t *key) {
+  const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
+  ct_conv_shapes(ctx, kind, &xs, &fs, &ys);
   conv_state *s = calloc(1, sizeof *s);
   if (s == NULL) {
     ct_status_set(ctx->status, CT_RESOURCE_EXHAUSTED, "out of host memory in Conv2D");
     return NULL;
   }
   memcpy(s->key, key, sizeof s->key);
-  dnnl_primitive_desc_t pd = NULL;
-  dnnl_engine_t engine = cpu->engine;
-  dnnl_status_t st = dnnl_unimplemented;
-  /* Winograd where oneDNN implements it for this layer, else direct */
-  if (winograd)
-    st = conv_pd_create(&pd, kind, dnnl_convolution_winograd, md, hint, a, &wh, &ww,
-                        engine);
-  if (st == dnnl_unimplemented)
-    st = conv_pd_create(&pd, kind, dnnl_convolution_direct, md, hint, a, &wh, &ww,
-                        engine);
-  int failed = ct_dnnl_check(ctx, st, "convolution primitive descriptor");
-  failed = failed || ct_dnnl_primitive_create(ctx, &s->prim, pd, "convolution primitive");
+  conv_desc d;
+  int failed = ct_dnnl_check(
+      ctx, conv_desc_make(ctx->device, kind, xs, fs, ys, &ctx->attrs->conv2d, &d),
+      "convolution primitive descriptor");
+  failed = failed || ct_dnnl_primitive_create(ctx, &s->prim, d.pd, "convolution primitive");
   for (int i = 0; i < N_ARGS && !failed; ++i)
-    failed = ct_dnnl_arg_make(ctx, &s->args[i], &user_md[i],
-                           dnnl_primitive_desc_query_md(pd, arg_query(kind, i), 0), i == out);
-  if (pd) dnnl_primitive_desc_destroy(pd);
+    failed = ct_dnnl_arg_make(ctx, &s->args[i], &d.user_md[i],
+                              dnnl_primitive_desc_query_md(d.pd, arg_query(kind, i), 0),
+                              i == output_arg(kind));
+  failed = failed || ct_dnnl_scratchpad_make(ctx, &s->scratchpad, d.pd);
+  if (d.pd) dnnl_primitive_desc_destroy(d.pd);
   if (failed || ctx->status->code != CT_OK) {
     conv_state_free(s);
     return NULL;
   }
   return s;
+}
+
+int ct_cpu_conv_scratch(const ct_device *device, conv_kind kind, const ct_shape *x,
+                        const ct_shape *filter, const ct_shape *y, const ct_conv2d_attrs *attrs,
+                        size_t bytes[2]) {
+  conv_desc d;
+  if (conv_desc_make(device, kind, x, filter, y, attrs, &d) != dnnl_success) {
+    if (d.pd) dnnl_primitive_desc_destroy(d.pd);
+    return 0;
+  }
+  const dnnl_memory_desc_t *prim_md[N_ARGS];
+  for (int i = 0; i < N_ARGS; ++i)
+    prim_md[i] = dnnl_primitive_desc_query_md(d.pd, arg_query(kind, i), 0);
+  const int n = ct_dnnl_scratch_blocks(d.user_md, prim_md, N_ARGS, d.pd, bytes);
+  dnnl_primitive_desc_destroy(d.pd);
+  return n;
 }
 
 static conv_state *conv_state_get(ct_kernel_ctx *ctx, conv_kind kind) {
@@ -182,9 +221,12 @@ static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
   const int x_arg = kind == CONV_BACKWARD_DATA ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
   const int filter_arg = kind == CONV_BACKWARD_FILTER ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
   const int y_arg = kind == CONV_FORWARD ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
-  dnnl_exec_arg_t args[N_ARGS] = {
+  dnnl_exec_arg_t args[N_ARGS + 1] = {
       {x_arg, mems[ARG_X]}, {filter_arg, mems[ARG_FILTER]}, {y_arg, mems[ARG_Y]}};
-  if (ct_dnnl_execute(ctx, s->prim, N_ARGS, args)) return;
+  int n_args = N_ARGS;
+  if (ct_dnnl_scratchpad_bind(ctx, &s->scratchpad, args, &n_args) ||
+      ct_dnnl_execute(ctx, s->prim, n_args, args))
+    return;
   ct_dnnl_args_finish(ctx, s->args, N_ARGS);
 }
 

@@ -7,6 +7,7 @@
 #include <dnnl.h>
 
 #include "kernels/kernel.h"
+#include "kernels/kernel_shapes.h"
 
 extern const ct_kernel_def ct_cpu_kernels[];
 
@@ -75,6 +76,15 @@ CT_CPU_KERNEL(ct_cpu_apply_momentum);
 CT_CPU_KERNEL(ct_cpu_apply_adam);
 CT_CPU_KERNEL(ct_cpu_assign);
 
+/* The scratch blocks (at most 2, into bytes[]) a CPU convolution of `kind`
+ * or a MatMul takes from ct_kernel_scratch on device, found as the kernel
+ * makes its primitive (conv.c, matmul.c). Returns how many. */
+int ct_cpu_conv_scratch(const struct ct_device *device, conv_kind kind, const ct_shape *x,
+                        const ct_shape *filter, const ct_shape *y, const ct_conv2d_attrs *attrs,
+                        size_t bytes[2]);
+int ct_cpu_matmul_scratch(const struct ct_device *device, const ct_shape *a, const ct_shape *b,
+                          const ct_matmul_attrs *attrs, size_t bytes[2]);
+
 /* Sums X (shape in) down to out, broadcast as NumPy; Y = broadcast of X
  * (shape in) to out, times scale. (elementwise.c) */
 void ct_cpu_sum_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float *Y,
@@ -121,5 +131,32 @@ int ct_dnnl_args_bind(ct_kernel_ctx *ctx, ct_dnnl_arg *args, int n, void *const 
 /* After the primitive ran: converts the outputs among the n args back into
  * their tensors. */
 int ct_dnnl_args_finish(ct_kernel_ctx *ctx, const ct_dnnl_arg *args, int n);
+
+/* The scratch blocks (at most 2, into bytes[]) each call of a primitive of
+ * pd takes: its n arguments converted from user_md[i] to prim_md[i] where
+ * they differ (one block, as ct_dnnl_args_bind takes it), then its
+ * scratchpad. Returns how many. */
+int ct_dnnl_scratch_blocks(const dnnl_memory_desc_t *user_md,
+                           const dnnl_memory_desc_t *const *prim_md, int n,
+                           const_dnnl_primitive_desc_t pd, size_t bytes[2]);
+
+/* A primitive's own working memory (oneDNN's scratchpad), taken from the
+ * device's allocator on each call rather than kept by oneDNN: primitives
+ * are made with ct_dnnl_user_scratchpad() as their attributes. */
+typedef struct ct_dnnl_scratchpad {
+  dnnl_memory_t memory; /* NULL when the primitive needs none */
+  size_t bytes;
+} ct_dnnl_scratchpad;
+
+/* Attributes asking for a user-provided scratchpad; NULL when out of memory. */
+dnnl_primitive_attr_t ct_dnnl_user_scratchpad(void);
+/* The scratchpad pd's primitive needs; nonzero on failure (status set). */
+int ct_dnnl_scratchpad_make(ct_kernel_ctx *ctx, ct_dnnl_scratchpad *sp,
+                            const_dnnl_primitive_desc_t pd);
+void ct_dnnl_scratchpad_free(ct_dnnl_scratchpad *sp);
+/* Binds sp to fresh scratch memory as args[*n] (when it needs any), adding
+ * one to *n; nonzero on failure (status set). */
+int ct_dnnl_scratchpad_bind(ct_kernel_ctx *ctx, const ct_dnnl_scratchpad *sp,
+                            dnnl_exec_arg_t *args, int *n);
 
 #endif

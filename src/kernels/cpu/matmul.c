@@ -14,6 +14,7 @@ typedef struct matmul_state {
   int64_t key[5]; /* m, n, k, transpose_a, transpose_b */
   dnnl_primitive_t prim;
   ct_dnnl_arg args[N_ARGS];
+  ct_dnnl_scratchpad scratchpad;
 } matmul_state;
 
 static void matmul_state_free(void *data) {
@@ -21,47 +22,84 @@ static void matmul_state_free(void *data) {
   if (s == NULL) return;
   if (s->prim) dnnl_primitive_destroy(s->prim);
   for (int i = 0; i < N_ARGS; ++i) ct_dnnl_arg_free(&s->args[i]);
+  ct_dnnl_scratchpad_free(&s->scratchpad);
   free(s);
 }
 
-/* The bf16 matmul primitive for C[m, n] = op(A) op(B), an operand stored
- * transposed being described as such ("ba") rather than moved. */
-static matmul_state *matmul_state_make(ct_kernel_ctx *ctx, const int64_t key[5]) {
+/* The bf16 matmul primitive's descriptor on device for C[m, n] = op(A)
+ * op(B) (key: m, n, k, transpose_a, transpose_b), an operand stored
+ * transposed being described as such ("ba") rather than moved; the
+ * arguments' layouts as the graph has them (user_md) and as the primitive
+ * takes them (md). Returns the oneDNN status. */
+static dnnl_status_t matmul_desc_make(const ct_device *device, const int64_t key[5],
+                                      dnnl_memory_desc_t user_md[N_ARGS],
+                                      dnnl_memory_desc_t md[N_ARGS], dnnl_primitive_desc_t *pd) {
   const int64_t m = key[0], n = key[1], k = key[2];
   const int64_t dims[N_ARGS][2] = {{m, k}, {k, n}, {m, n}};
   const dnnl_format_tag_t tags[N_ARGS] = {key[3] ? dnnl_ba : dnnl_ab, key[4] ? dnnl_ba : dnnl_ab,
                                           dnnl_ab};
-  dnnl_memory_desc_t user_md[N_ARGS], md[N_ARGS];
   /* a plain descriptor's strides count elements: the same for f32 and bf16 */
   for (int i = 0; i < N_ARGS; ++i) {
     user_md[i] = ct_dnnl_md(2, dims[i], tags[i]);
     md[i] = user_md[i];
     if (i != ARG_C) md[i].data_type = dnnl_bf16;
   }
+  *pd = NULL;
+  dnnl_primitive_attr_t attr = ct_dnnl_user_scratchpad();
+  if (attr == NULL) return dnnl_out_of_memory;
+  dnnl_matmul_desc_t desc;
+  dnnl_status_t st = dnnl_matmul_desc_init(&desc, &md[ARG_A], &md[ARG_B], NULL, &md[ARG_C]);
+  if (st == dnnl_success)
+    st = dnnl_primitive_desc_create(pd, &desc, attr, ct_cpu_of(device)->engine, NULL);
+  dnnl_primitive_attr_destroy(attr);
+  return st;
+}
+
+static matmul_state *matmul_state_make(ct_kernel_ctx *ctx, const int64_t key[5]) {
   matmul_state *s = calloc(1, sizeof *s);
   if (s == NULL) {
     ct_status_set(ctx->status, CT_RESOURCE_EXHAUSTED, "out of host memory in MatMul");
     return NULL;
   }
   memcpy(s->key, key, sizeof s->key);
-  dnnl_matmul_desc_t desc;
+  dnnl_memory_desc_t user_md[N_ARGS], md[N_ARGS];
   dnnl_primitive_desc_t pd = NULL;
-  int failed =
-      ct_dnnl_check(ctx, dnnl_matmul_desc_init(&desc, &md[ARG_A], &md[ARG_B], NULL, &md[ARG_C]),
-                    "bf16 matmul descriptor") ||
-      ct_dnnl_check(ctx,
-                    dnnl_primitive_desc_create(&pd, &desc, NULL, ct_cpu_of(ctx->device)->engine,
-                                               NULL),
-                    "bf16 matmul primitive descriptor") ||
-      ct_dnnl_primitive_create(ctx, &s->prim, pd, "bf16 matmul primitive");
+  int failed = ct_dnnl_check(ctx, matmul_desc_make(ctx->device, key, user_md, md, &pd),
+                             "bf16 matmul primitive descriptor") ||
+               ct_dnnl_primitive_create(ctx, &s->prim, pd, "bf16 matmul primitive");
   for (int i = 0; i < N_ARGS && !failed; ++i)
     failed = ct_dnnl_arg_make(ctx, &s->args[i], &user_md[i], &md[i], i == ARG_C);
+  failed = failed || ct_dnnl_scratchpad_make(ctx, &s->scratchpad, pd);
   if (pd) dnnl_primitive_desc_destroy(pd);
   if (failed) {
     matmul_state_free(s);
     return NULL;
   }
   return s;
+}
+
+/* m, n, k and the transpositions of a MatMul of a and b. */
+static void matmul_key(const ct_shape *a, const ct_shape *b, const ct_matmul_attrs *attrs,
+                       int64_t key[5]) {
+  const int ta = attrs->transpose_a != 0, tb = attrs->transpose_b != 0;
+  key[0] = a->dims[ta], key[1] = b->dims[1 - tb], key[2] = a->dims[1 - ta];
+  key[3] = ta, key[4] = tb;
+}
+
+int ct_cpu_matmul_scratch(const ct_device *device, const ct_shape *a, const ct_shape *b,
+                          const ct_matmul_attrs *attrs, size_t bytes[2]) {
+  int64_t key[5];
+  matmul_key(a, b, attrs, key);
+  if (!ct_cpu_of(device)->bf16 || key[0] == 0 || key[1] == 0 || key[2] == 0) return 0;
+  dnnl_memory_desc_t user_md[N_ARGS], md[N_ARGS];
+  dnnl_primitive_desc_t pd = NULL;
+  int n = 0;
+  if (matmul_desc_make(device, key, user_md, md, &pd) == dnnl_success) {
+    const dnnl_memory_desc_t *prim_md[N_ARGS] = {&md[0], &md[1], &md[2]};
+    n = ct_dnnl_scratch_blocks(user_md, prim_md, N_ARGS, pd, bytes);
+  }
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return n;
 }
 
 static void matmul_bf16(ct_kernel_ctx *ctx, const int64_t key[5]) {
@@ -75,15 +113,19 @@ static void matmul_bf16(ct_kernel_ctx *ctx, const int64_t key[5]) {
   void *data[N_ARGS] = {ctx->inputs[0].data, ctx->inputs[1].data, ctx->outputs[0].data};
   dnnl_memory_t mems[N_ARGS];
   if (ct_dnnl_args_bind(ctx, s->args, N_ARGS, data, mems)) return;
-  dnnl_exec_arg_t args[N_ARGS] = {
+  dnnl_exec_arg_t args[N_ARGS + 1] = {
       {DNNL_ARG_SRC, mems[ARG_A]}, {DNNL_ARG_WEIGHTS, mems[ARG_B]}, {DNNL_ARG_DST, mems[ARG_C]}};
-  ct_dnnl_execute(ctx, s->prim, N_ARGS, args);
+  int n_args = N_ARGS;
+  if (ct_dnnl_scratchpad_bind(ctx, &s->scratchpad, args, &n_args)) return;
+  ct_dnnl_execute(ctx, s->prim, n_args, args);
 }
 
 void ct_cpu_matmul(ct_kernel_ctx *ctx) {
   const ct_shape *a = &ctx->inputs[0].shape, *b = &ctx->inputs[1].shape;
-  const int ta = ctx->attrs->matmul.transpose_a != 0, tb = ctx->attrs->matmul.transpose_b != 0;
-  const int64_t m = a->dims[ta], k = a->dims[1 - ta], n = b->dims[1 - tb];
+  int64_t key[5];
+  matmul_key(a, b, &ctx->attrs->matmul, key);
+  const int64_t m = key[0], n = key[1], k = key[2];
+  const int ta = (int)key[3], tb = (int)key[4];
   float *c = ct_out_f32(ctx, 0);
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -91,7 +133,6 @@ void ct_cpu_matmul(ct_kernel_ctx *ctx) {
     return;
   }
   if (ct_cpu_of(ctx->device)->bf16) {
-    const int64_t key[5] = {m, n, k, ta, tb};
     matmul_bf16(ctx, key);
     return;
   }

@@ -95,6 +95,21 @@ static int arg_reorder(ct_kernel_ctx *ctx, const ct_dnnl_arg *arg) {
   return ct_dnnl_execute(ctx, arg->reorder, 2, r);
 }
 
+int ct_dnnl_scratch_blocks(const dnnl_memory_desc_t *user_md,
+                           const dnnl_memory_desc_t *const *prim_md, int n,
+                           const_dnnl_primitive_desc_t pd, size_t bytes[2]) {
+  size_t converted = 0;
+  for (int i = 0; i < n; ++i)
+    if (!dnnl_memory_desc_equal(prim_md[i], &user_md[i]))
+      converted += aligned(dnnl_memory_desc_get_size(prim_md[i]));
+  const dnnl_memory_desc_t *pad = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  const size_t scratchpad = pad ? dnnl_memory_desc_get_size(pad) : 0;
+  int blocks = 0;
+  if (converted) bytes[blocks++] = converted;
+  if (scratchpad) bytes[blocks++] = scratchpad;
+  return blocks;
+}
+
 int ct_dnnl_args_bind(ct_kernel_ctx *ctx, ct_dnnl_arg *args, int n, void *const *data,
                       dnnl_memory_t *mems) {
   size_t scratch_bytes = 0;
@@ -118,5 +133,37 @@ int ct_dnnl_args_bind(ct_kernel_ctx *ctx, ct_dnnl_arg *args, int n, void *const 
 int ct_dnnl_args_finish(ct_kernel_ctx *ctx, const ct_dnnl_arg *args, int n) {
   for (int i = 0; i < n; ++i)
     if (args[i].reorder && args[i].is_output && arg_reorder(ctx, &args[i])) return 1;
+  return 0;
+}
+
+dnnl_primitive_attr_t ct_dnnl_user_scratchpad(void) {
+  dnnl_primitive_attr_t attr = NULL;
+  if (dnnl_primitive_attr_create(&attr) != dnnl_success) return NULL;
+  dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  return attr;
+}
+
+int ct_dnnl_scratchpad_make(ct_kernel_ctx *ctx, ct_dnnl_scratchpad *sp,
+                            const_dnnl_primitive_desc_t pd) {
+  const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  sp->bytes = md ? dnnl_memory_desc_get_size(md) : 0;
+  if (sp->bytes == 0) return 0;
+  sp->memory = ct_dnnl_memory(ctx, md, DNNL_MEMORY_NONE);
+  return sp->memory == NULL;
+}
+
+void ct_dnnl_scratchpad_free(ct_dnnl_scratchpad *sp) {
+  if (sp->memory) dnnl_memory_destroy(sp->memory);
+  sp->memory = NULL;
+  sp->bytes = 0;
+}
+
+int ct_dnnl_scratchpad_bind(ct_kernel_ctx *ctx, const ct_dnnl_scratchpad *sp,
+                            dnnl_exec_arg_t *args, int *n) {
+  if (sp->memory == NULL) return 0;
+  void *buffer = ct_kernel_scratch(ctx, sp->bytes);
+  if (buffer == NULL) return 1;
+  dnnl_memory_set_data_handle(sp->memory, buffer);
+  args[(*n)++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sp->memory};
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ctower/models.h"
 #include "ctower/session.h"
 #include "ctower/status.h"
 #include "ctower/towers.h"
@@ -26,7 +27,10 @@ enum { CT_CONFIG_MAX_DEVICES = 64, CT_CONFIG_STR = 512 };
 typedef struct ct_config {
   char source[CT_CONFIG_STR];          /* the file it was read from, "" for defaults */
   struct {
-    char name[64];                     /* mlp | fmnist_cnn | ... */
+    char name[64];                     /* a zoo model (mlp | fmnist_cnn | ...), or with layers or
+                                          a library: the model's name */
+    ct_layer_list layers;              /* a model as a list of layers; n = 0: none */
+    char library[CT_CONFIG_STR];       /* a shared library exporting model `name`; "": none */
   } model;
   struct {
     char name[64];                     /* fashion_mnist | mnist | synthetic | cifar10 | cifar100 |

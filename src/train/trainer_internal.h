@@ -33,6 +33,12 @@ int ct_trainer_model_open(const ct_trainer_options *options, ct_trainer_model *m
                           ct_status *status);
 void ct_trainer_model_close(ct_trainer_model *model);
 
+/* `ctower plan`'s summary of the model: a row per layer (a name scope of
+ * the first tower) with its output shape, parameters and device, and the
+ * totals. Returns 0 or fills status. */
+int ct_print_model_summary(ct_session *session, const ct_graph *graph, const char *model,
+                           ct_status *status);
+
 /* The training (train = 1) or test split of the dataset the options name. */
 ct_dataset *ct_trainer_open_dataset(const ct_trainer_options *options, int train,
                                     ct_status *status);

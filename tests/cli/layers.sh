@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Your own model through the command: the zoo's fmnist_cnn and cifar10_cnn
 # written as layer lists (examples/*_layers.yaml) train to bitwise the same
-# checkpoints as the zoo's; a layer's device shows in the placement log; a
-# model of a shared library (examples/model_library) trains on 2 towers and
-# evaluates; a library of another ABI version, one without exports, a
-# missing file or model, a shape that does not fit and a mistyped layer are
-# clear errors.
+# checkpoints as the zoo's; `ctower plan` prints the model's summary; a
+# layer's device shows in the placement log and the summary; a model of a
+# shared library (examples/model_library) trains on 2 towers and evaluates;
+# a library of another ABI version, one without exports, a missing file or
+# model, a shape that does not fit and a mistyped layer are clear errors.
 # Usage: bash layers.sh /path/to/ctower
 source "$(dirname "$0")/lib/common.sh" layers "${1:-}"
 EXAMPLES=${CT_SOURCE_DIR:-$(dirname "$0")/../..}/examples
@@ -36,6 +36,19 @@ for model in fmnist_cnn cifar10_cnn; do
   fi
 done
 
+# --- plan: the summary ---------------------------------------------------------
+run plan "$EXAMPLES/fmnist_cnn_layers.yaml" "$(synthetic '[28, 28, 1]')" devices.n_towers=1 \
+  --calibration none.json
+if [ "$rc" -eq 0 ] && grep -Eq '^model: fmnist_cnn_layers, 7 layers' <<<"$out" &&
+   grep -Eq '^  conv2 +\[\?, 14, 14, 64\] +51,264  CPU:0$' <<<"$out" &&
+   grep -Eq '^  fc1 +\[\?, 1024\] +3,212,288  CPU:0$' <<<"$out" &&
+   grep -Eq '^  total params: 3,274,634 \(12.49 MiB\): trainable 3,274,634, non-trainable 0$' <<<"$out"; then
+  pass "plan prints the model's summary: layer, output shape, parameters, device, totals"
+  sed -n '/^model:/,/^  total/p' <<<"$out"
+else
+  fail "plan's summary (rc $rc): $out $err"
+fi
+
 # --- a layer's device: model parallelism, in the placement log -------------------
 cat >parallel.yaml <<'EOF'
 model:
@@ -53,6 +66,9 @@ if [ "$rc" -eq 0 ] &&
 else
   fail "layer devices (rc $rc): $(grep -E 'MatMul|error' <<<"$err")"
 fi
+run plan parallel.yaml "$(synthetic '[28, 28, 1]')" --calibration none.json
+grep -Eq '^  logits +\[\?, 10\] +650  CPU:1$' <<<"$out" && pass "plan's summary names each layer's device" ||
+  fail "plan's summary of split_mlp: $out"
 
 # --- a model of a shared library, on 2 towers ---------------------------------------
 cat >library.yaml <<EOF

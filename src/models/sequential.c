@@ -67,6 +67,19 @@ static int input_fits(ct_graph *g, const layer_at *at, ct_shape in) {
   const int spatial = s->type == CT_LAYER_CONV2D || s->type == CT_LAYER_MAX_POOL ||
                       s->type == CT_LAYER_AVG_POOL || s->type == CT_LAYER_LRN ||
                       s->type == CT_LAYER_GLOBAL_AVG_POOL;
+  const int windowed = s->type == CT_LAYER_CONV2D || s->type == CT_LAYER_MAX_POOL ||
+                       s->type == CT_LAYER_AVG_POOL;
+  const int weighted = s->type == CT_LAYER_CONV2D || s->type == CT_LAYER_DENSE;
+  const char *bad = weighted && s->units < 1                                         ? "filters or units"
+                    : windowed && s->kernel < 1                                      ? "kernel or size"
+                    : windowed && s->stride < 1                                      ? "stride"
+                    : s->type == CT_LAYER_DROPOUT && !(s->rate >= 0 && s->rate < 1) ? "rate"
+                                                                                     : NULL;
+  if (bad) {
+    fail(g, at, "its %s is out of range: filters, units, kernel, size and stride are at least 1, "
+         "a rate lies in [0, 1)", bad);
+    return 0;
+  }
   if (spatial && in.rank != 4) {
     fail(g, at, "needs images [?, height, width, channels], got %s; put it before the layers "
          "that flatten them", ct_shape_str(&in, a, sizeof a));
@@ -183,13 +196,17 @@ static ct_output build_list(ct_graph *g, ct_output x, const ct_layer_spec *specs
     *at = (layer_at){.spec = &specs[i]};
     snprintf(at->where, sizeof at->where, "%s%slayers[%d]", where, where[0] ? "." : "", index);
     const int inner = specs[i].type == CT_LAYER_RESIDUAL ? specs[i].n_inner : 0;
-    if (inner < 0 || inner >= n - i) return fail(g, at, "its block has %d entries, but the list "
-                                                  "holds %d after it", inner, n - i - 1);
     char base[CT_LAYER_NAME];
     if (specs[i].name[0])
       snprintf(base, sizeof base, "%.*s", CT_LAYER_NAME - 1, specs[i].name);
     else
       snprintf(base, sizeof base, "%.20s_%d", ct_layer_type_name(specs[i].type), index);
+    snprintf(at->name, sizeof at->name, "%s", base);
+    if (inner < 0 || inner >= n - i)
+      return fail(g, at, "its block has %d entries, but the list holds %d after it", inner,
+                  n - i - 1);
+    if (specs[i].repeat < 1)
+      return fail(g, at, "repeat must be at least 1, got %d", specs[i].repeat);
     for (int copy = 0; copy < specs[i].repeat && x.node; ++copy) {
       if (copy == 0)
         snprintf(at->name, sizeof at->name, "%s", base);

@@ -1,8 +1,8 @@
 /* model.layers: the ResNet-20 of examples/ as a layer list has the zoo's
  * parameters and names; lists write and read back the same; a mistyped
  * type, parameter or value suggests the right one; shapes that do not fit
- * name the layer and both shapes; a layer's device scope reaches its
- * nodes. */
+ * name the layer and both shapes, as do parameters out of range in a list
+ * made in C; a layer's device scope reaches its nodes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +195,29 @@ static void test_shapes_that_do_not_fit(void **state) {
   }
 }
 
+/* A list made in C is checked too: what would divide by zero is an error. */
+static void test_c_list_out_of_range(void **state) {
+  (void)state;
+  ct_layer_list list = {.n = 2};
+  ct_layer_spec_defaults(&list.layers[0], CT_LAYER_MAX_POOL);
+  list.layers[0].stride = 0;
+  ct_layer_spec_defaults(&list.layers[1], CT_LAYER_DENSE);
+  list.layers[1].units = 10;
+  ct_output logits;
+  ct_graph *g = build(&list, 28, 28, 1, &logits);
+  printf("  %s\n", ct_graph_status(g)->message);
+  assert_non_null(strstr(ct_graph_status(g)->message,
+                         "layers[0] (max_pool 'max_pool_0'): its stride is out of range"));
+  ct_graph_free(g);
+  list.layers[0].stride = 2;
+  list.layers[1].repeat = 0;
+  g = build(&list, 28, 28, 1, &logits);
+  printf("  %s\n", ct_graph_status(g)->message);
+  assert_non_null(strstr(ct_graph_status(g)->message,
+                         "layers[1] (dense 'dense_1'): repeat must be at least 1, got 0"));
+  ct_graph_free(g);
+}
+
 /* A dense layer flattens images; a layer's device scope is its nodes'. */
 static void test_dense_flattens_and_devices_scope(void **state) {
   (void)state;
@@ -221,6 +244,7 @@ int main(void) {
       cmocka_unit_test(test_layer_errors_suggest),
       cmocka_unit_test(test_layer_error_line),
       cmocka_unit_test(test_shapes_that_do_not_fit),
+      cmocka_unit_test(test_c_list_out_of_range),
       cmocka_unit_test(test_dense_flattens_and_devices_scope),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -191,7 +191,8 @@ static ct_output build_layer(ct_graph *g, const layer_at *at, ct_output x, int t
  * *last: where the last one is. */
 static ct_output build_list(ct_graph *g, ct_output x, const ct_layer_spec *specs, int n,
                             const char *where, int training, layer_at *last) {
-  for (int i = 0, index = 0; i < n && x.node; ++index) {
+  char names[CT_MAX_LAYERS][CT_LAYER_NAME]; /* of this list's layers so far */
+  for (int i = 0, index = 0; i < n && x.node && index < CT_MAX_LAYERS; ++index) {
     layer_at *at = last;
     *at = (layer_at){.spec = &specs[i]};
     snprintf(at->where, sizeof at->where, "%s%slayers[%d]", where, where[0] ? "." : "", index);
@@ -202,16 +203,18 @@ static ct_output build_list(ct_graph *g, ct_output x, const ct_layer_spec *specs
     else
       snprintf(base, sizeof base, "%.20s_%d", ct_layer_type_name(specs[i].type), index);
     snprintf(at->name, sizeof at->name, "%s", base);
+    for (int k = 0; k < index; ++k)
+      if (strcmp(names[k], base) == 0)
+        return fail(g, at, "layers[%d] has this name too; give each layer of a list its own "
+                    "name (its variables are named after it)", k);
+    memcpy(names[index], base, sizeof base);
     if (inner < 0 || inner >= n - i)
       return fail(g, at, "its block has %d entries, but the list holds %d after it", inner,
                   n - i - 1);
     if (specs[i].repeat < 1)
       return fail(g, at, "repeat must be at least 1, got %d", specs[i].repeat);
     for (int copy = 0; copy < specs[i].repeat && x.node; ++copy) {
-      if (copy == 0)
-        snprintf(at->name, sizeof at->name, "%s", base);
-      else
-        snprintf(at->name, sizeof at->name, "%.*s_%d", CT_LAYER_NAME, base, copy + 1);
+      if (copy > 0) snprintf(at->name, sizeof at->name, "%.*s_%d", CT_LAYER_NAME, base, copy + 1);
       if (specs[i].device[0]) ct_graph_push_device(g, specs[i].device);
       x = build_layer(g, at, x, training);
       if (specs[i].device[0]) ct_graph_pop_device(g);

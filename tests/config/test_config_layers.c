@@ -177,6 +177,8 @@ static void test_shapes_that_do_not_fit(void **state) {
       {"[flatten, {conv2d: {filters: 8, kernel: 3}}]",
        "layers[1] (conv2d 'conv2d_1'): needs images [?, height, width, channels], got "
        "[?, 784]"},
+      {"[{dense: {name: fc, units: 10}}, {dense: {name: fc, units: 10}}]",
+       "layers[1] (dense 'fc'): layers[0] has this name too"},
       {"[{dense: {units: 5}}]",
        "layers[0] (dense 'dense_0'): the last layer gives [?, 5], but the logits of 10 classes"},
   };

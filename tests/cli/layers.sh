@@ -5,7 +5,8 @@
 # layer's device shows in the placement log and the summary; a model of a
 # shared library (examples/model_library) trains on 2 towers and evaluates;
 # a library of another ABI version, one without exports, a missing file or
-# model, a shape that does not fit and a mistyped layer are clear errors.
+# model, a file that is not a library, a shape that does not fit and a
+# mistyped layer are clear errors.
 # Usage: bash layers.sh /path/to/ctower
 source "$(dirname "$0")/lib/common.sh" layers "${1:-}"
 EXAMPLES=${CT_SOURCE_DIR:-$(dirname "$0")/../..}/examples
@@ -105,6 +106,9 @@ expect_error "a library without exports" 1 "does not export 'ctower_model_export
   train library.yaml "$data" model.library="$LIBS/tests/libmodel_library_no_exports.so"
 expect_error "a missing library" 1 "model library 'nowhere.so' not found" \
   train library.yaml "$data" model.library=nowhere.so
+expect_error "a file that is not a shared library" 2 \
+  "model library 'library.yaml' cannot be loaded: ./library.yaml: invalid ELF header; build it as a shared library" \
+  train library.yaml "$data" model.library=library.yaml
 expect_error "a model the library lacks" 1 "has no model 'big_cnn' (it has: small_cnn)" \
   train library.yaml "$data" model.name=big_cnn
 expect_error "a shape that does not fit" 2 \

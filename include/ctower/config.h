@@ -137,6 +137,12 @@ int ct_config_load(ct_config *config, const char *path, ct_status *status);
  * On error returns 1 and fills status naming the override. */
 int ct_config_apply_override(ct_config *config, const char *assignment, ct_status *status);
 
+/* Checks what no single key can, once the file and every override are
+ * applied: model.name names a zoo model unless model.layers or
+ * model.library gives the model, and not both of them do. Returns 0, or 1
+ * with INVALID_ARGUMENT. (ct_config_load checks its file alone.) */
+int ct_config_check(const ct_config *config, ct_status *status);
+
 /* Writes the whole effective config as YAML. */
 void ct_config_write(const ct_config *config, FILE *out);
 

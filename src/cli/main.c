@@ -357,6 +357,7 @@ static int build_config(const parsed_args *args, ct_config *config) {
   for (int i = 0; i < args->n_overrides; ++i)
     if (ct_config_apply_override(config, args->overrides[i], &status) != 0)
       return error_exit(EXIT_USAGE, "%s", status.message);
+  if (ct_config_check(config, &status) != 0) return error_exit(EXIT_USAGE, "%s", status.message);
   return 0;
 }
 

@@ -429,14 +429,22 @@ static int apply_node(walk *w, const char *path, const ct_ynode *node, int line)
 
 /* model.name names a zoo model, unless model.layers or model.library give
  * the model (then it is that model's name). line: where model.name was
- * given, 0 when unknown. */
+ * given, 0 when unknown. A file is checked when it is loaded; overrides,
+ * which may change these keys one at a time, once at the end
+ * (ct_config_check). */
 static int check_model(walk *w, int line) {
   const ct_config *c = w->config;
   if (c->model.layers.n > 0 && c->model.library[0] != '\0')
     return fail(w, line, "'model.layers' and 'model.library' both give the model; keep one");
   if (c->model.layers.n > 0 || c->model.library[0] != '\0') return 0;
-  return check_one_of(w, line, "model.name", ct_config_zoo_models, c->model.name,
-                      "; or describe your own model with model.layers or model.library");
+  size_t n = 0;
+  while (ct_config_zoo_models[n]) ++n;
+  const int best = ct_closest_name(c->model.name, ct_config_zoo_models, n);
+  char more[160] = "; or";
+  if (best >= 0) snprintf(more, sizeof more, "; did you mean '%s'? Or", ct_config_zoo_models[best]);
+  strncat(more, " describe your own model with model.layers or model.library",
+          sizeof more - strlen(more) - 1);
+  return check_one_of(w, line, "model.name", ct_config_zoo_models, c->model.name, more);
 }
 
 /* ---- public API ----------------------------------------------------------- */
@@ -577,9 +585,15 @@ int ct_config_apply_override(ct_config *config, const char *assignment, ct_statu
   } else {
     rc = fail_unknown_key(&w, 0, path);
   }
-  if (rc == 0) rc = check_model(&w, 0);
   ct_ynode_free(value);
   if (rc == 0) *config = *work;
   free(work);
   return rc;
+}
+
+int ct_config_check(const ct_config *config, ct_status *status) {
+  walk w = {.config = (ct_config *)config,
+            .file = config->source[0] ? config->source : "the config's overrides",
+            .status = status};
+  return check_model(&w, 0);
 }

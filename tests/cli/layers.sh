@@ -117,7 +117,13 @@ expect_error "a shape that does not fit" 2 \
   'model.layers=[{conv2d: {filters: 4, kernel: 4, stride: 4}}, {max_pool: {name: pool, size: 8}}, {dense: {units: 10}}]'
 expect_error "a mistyped layer" 2 "unknown layer type 'maxpool'; did you mean 'max_pool'?" \
   train parallel.yaml 'model.layers=[maxpool]'
-expect_error "layers and a library at once" 2 "'model.layers' and 'model.library' both give the model" \
+run train library.yaml "$data" model.library= model.name=mlp --quiet train.checkpoint=
+[ "$rc" -eq 0 ] && pass "overrides change library and name in any order (the model is checked after all of them)" ||
+  fail "model.library= model.name=mlp: rc $rc: $err"
+expect_error "a mistyped zoo model" 2 \
+  "library.yaml: 'model.name' must be one of mlp, fmnist_cnn, cifar10_cnn, resnet20, resnet32, resnet44, resnet56, resnet110, got 'fmnist_cn'; did you mean 'fmnist_cnn'? Or describe" \
+  train library.yaml model.library= model.name=fmnist_cn
+expect_error "layers and a library at once" 2 "parallel.yaml: 'model.layers' and 'model.library' both give the model" \
   train parallel.yaml model.library=x.so
 
 finish

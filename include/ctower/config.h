@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ctower/models.h"
 #include "ctower/session.h"
 #include "ctower/status.h"
 #include "ctower/towers.h"
@@ -26,7 +27,10 @@ enum { CT_CONFIG_MAX_DEVICES = 64, CT_CONFIG_STR = 512 };
 typedef struct ct_config {
   char source[CT_CONFIG_STR];          /* the file it was read from, "" for defaults */
   struct {
-    char name[64];                     /* mlp | fmnist_cnn | ... */
+    char name[64];                     /* a zoo model (mlp | fmnist_cnn | ...), or with layers or
+                                          a library: the model's name */
+    ct_layer_list layers;              /* a model as a list of layers; n = 0: none */
+    char library[CT_CONFIG_STR];       /* a shared library exporting model `name`; "": none */
   } model;
   struct {
     char name[64];                     /* fashion_mnist | mnist | synthetic | cifar10 | cifar100 |
@@ -132,6 +136,12 @@ int ct_config_load(ct_config *config, const char *path, ct_status *status);
 /* Applies "dotted.key=VALUE"; VALUE is parsed as YAML (lists and maps work).
  * On error returns 1 and fills status naming the override. */
 int ct_config_apply_override(ct_config *config, const char *assignment, ct_status *status);
+
+/* Checks what no single key can, once the file and every override are
+ * applied: model.name names a zoo model unless model.layers or
+ * model.library gives the model, and not both of them do. Returns 0, or 1
+ * with INVALID_ARGUMENT. (ct_config_load checks its file alone.) */
+int ct_config_check(const ct_config *config, ct_status *status);
 
 /* Writes the whole effective config as YAML. */
 void ct_config_write(const ct_config *config, FILE *out);

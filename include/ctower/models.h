@@ -27,6 +27,7 @@ typedef struct ct_layer_params {
   ct_initializer weights;
   ct_initializer biases;
   float weight_decay;
+  int no_bias; /* no biases variable (a convolution followed by batch norm) */
 } ct_layer_params;
 
 /* [N, ...] -> [N, product of the rest]. */
@@ -64,14 +65,83 @@ ct_output ct_layer_lrn(ct_graph *g, ct_output x, int depth_radius, float bias, f
                        float beta, const char *name);
 /* Dropout when training, identity otherwise. */
 ct_output ct_layer_dropout(ct_graph *g, ct_output x, float rate, int training, const char *name);
+ct_output ct_layer_avg_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding,
+                            const char *name);
 
-/* The zoo. */
+/* Layer lists: a model as a sequence of layers, applied in order (Keras'
+ * Sequential). Each layer builds under its own name and variable scope and,
+ * when it names one, its own device scope (model parallelism). A residual
+ * block's branch is the n_inner entries that follow it (nested blocks
+ * count with their own entries). */
+typedef enum ct_layer_type {
+  CT_LAYER_CONV2D = 0,
+  CT_LAYER_MAX_POOL,
+  CT_LAYER_AVG_POOL,
+  CT_LAYER_BATCH_NORM,
+  CT_LAYER_LRN,
+  CT_LAYER_DROPOUT,
+  CT_LAYER_FLATTEN,
+  CT_LAYER_DENSE,
+  CT_LAYER_RELU,
+  CT_LAYER_GLOBAL_AVG_POOL,
+  CT_LAYER_RESIDUAL,
+  CT_LAYER_TYPE_COUNT
+} ct_layer_type;
+
+enum { CT_MAX_LAYERS = 64, CT_LAYER_NAME = 64 };
+
+typedef struct ct_layer_spec {
+  ct_layer_type type;
+  char name[CT_LAYER_NAME];   /* its scope; "": <type>_<index in its list> */
+  char device[CT_LAYER_NAME]; /* its device scope ("/cpu:1"); "": the tower's */
+  int repeat;                 /* >= 1; copies after the first are "<name>_2", "<name>_3"... */
+  int units;                  /* conv2d: filters; dense: units */
+  int kernel;                 /* conv2d: kernel size; pools: window size */
+  int stride;                 /* conv2d, pools */
+  ct_padding padding;         /* conv2d, pools */
+  ct_activation activation;   /* conv2d, dense, residual (after the sum) */
+  ct_layer_params params;     /* conv2d, dense: initializers, weight decay, bias */
+  int depth_radius;           /* lrn (as tf.nn.lrn) */
+  float bias, alpha, beta;    /* lrn */
+  float rate;                 /* dropout */
+  int projection;             /* residual: a 1x1 conv-BN shortcut instead of the identity */
+  int n_inner;                /* residual: how many entries after this one are its branch */
+} ct_layer_spec;
+
+typedef struct ct_layer_list {
+  int n;
+  ct_layer_spec layers[CT_MAX_LAYERS];
+} ct_layer_list;
+
+/* "conv2d", "max_pool", ..., as the config writes them. */
+const char *ct_layer_type_name(ct_layer_type type);
+
+/* A spec of that type with every parameter at its default (Keras'):
+ * conv2d and pools stride 1 / the window, VALID padding, no activation,
+ * biases, Glorot-uniform weights; lrn as tf.nn.lrn; repeat 1. */
+void ct_layer_spec_defaults(ct_layer_spec *spec, ct_layer_type type);
+
+/* Builds the layers on x [N, H, W, C]. Before each layer its input shape is
+ * checked: a kernel or pool window larger than its input, a pool that
+ * leaves no pixels, a residual branch whose shape the shortcut cannot
+ * match, or a last layer that does not give [N, num_classes] records
+ * INVALID_ARGUMENT naming the layer's index, its name and both shapes, and
+ * returns a null output. A dense layer flattens its input. */
+ct_output ct_layers_build(ct_graph *g, ct_output x, const ct_layer_list *layers, int num_classes,
+                          int training);
+
+/* Models: the zoo's, one from a layer list, or one a shared library exports. */
 typedef struct ct_model_def {
   const char *name;         /* "fmnist_cnn" */
   const char *description;
   /* images [N, H, W, C] f32 -> logits [N, num_classes] */
   ct_output (*build)(ct_graph *g, ct_output images, int num_classes, int training);
+  const ct_layer_list *layers; /* used when build is NULL: ct_layers_build */
 } ct_model_def;
+
+/* Builds a model: its build function, or its layers. */
+ct_output ct_model_build(const ct_model_def *model, ct_graph *g, ct_output images, int num_classes,
+                         int training);
 
 /* The CIFAR ResNet of He et al. (2016, section 4.2) of `depth` = 6n + 2
  * layers: a 3x3x16 conv-BN-ReLU, three stages of n basic blocks of 16, 32
@@ -86,6 +156,43 @@ ct_output ct_resnet_cifar(ct_graph *g, ct_output images, int depth, int num_clas
 const ct_model_def *ct_model_find(const char *name);
 int ct_model_count(void);
 const ct_model_def *ct_model_at(int index);
+
+/* Models in a shared library of your own (`model.library` in the config):
+ * the library is compiled against this header, does not link ctower (the
+ * `ctower` command provides its functions), and exports its models with
+ *
+ *   static const ct_model_def my_models[] = {{"my_net", "what it is", build_my_net, NULL}};
+ *   CT_EXPORT_MODELS(my_models);
+ *
+ * which defines the symbol CT_MODEL_EXPORTS_SYMBOL. abi_version records
+ * the CT_MODEL_ABI_VERSION the library was compiled with: ctower loads
+ * only its own version, since a ct_model_def of another layout would be
+ * read wrongly. examples/model_library shows a whole library. */
+#define CT_MODEL_ABI_VERSION 1
+#define CT_MODEL_EXPORTS_SYMBOL "ctower_model_exports"
+
+typedef struct ct_model_exports {
+  int abi_version; /* CT_MODEL_ABI_VERSION; the first member in every version */
+  int n_models;
+  const ct_model_def *models;
+} ct_model_exports;
+
+#define CT_EXPORT_MODELS(models_array)                                         \
+  __attribute__((visibility("default"))) const ct_model_exports ctower_model_exports = { \
+      CT_MODEL_ABI_VERSION, (int)(sizeof(models_array) / sizeof((models_array)[0])), models_array}
+
+typedef struct ct_model_library ct_model_library;
+
+/* Loads the shared library at path and checks its exports. NULL with
+ * status: NOT_FOUND (no such file), INVALID_ARGUMENT (not a shared
+ * library, or its symbols do not resolve), FAILED_PRECONDITION (no
+ * CT_MODEL_EXPORTS_SYMBOL, or another ABI version). */
+ct_model_library *ct_model_library_open(const char *path, ct_status *status);
+/* Its model of that name, or NULL with NOT_FOUND listing those it has. */
+const ct_model_def *ct_model_library_find(const ct_model_library *library, const char *name,
+                                          ct_status *status);
+/* Unloads it: its models must no longer be built. */
+void ct_model_library_close(ct_model_library *library);
 
 #ifdef __cplusplus
 }

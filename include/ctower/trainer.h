@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "ctower/data.h"
+#include "ctower/models.h"
 #include "ctower/optimizer.h"
 #include "ctower/session.h"
 #include "ctower/status.h"
@@ -58,7 +59,11 @@ typedef struct ct_train_options {
 } ct_train_options;
 
 typedef struct ct_trainer_options {
-  char model[64];                  /* a zoo model: ct_model_find */
+  char model[64];                  /* a zoo model (ct_model_find); with layers or model_library,
+                                      the name of the model they give */
+  ct_layer_list layers;            /* n > 0: the model is this list of layers */
+  char model_library[CT_TRAINER_PATH]; /* not "": the model is `model` of this shared library
+                                          (ct_model_library_open) */
   ct_dataset_options dataset;
   ct_train_options train;
   ct_session_options session;      /* the devices, train.precision and train.conv_algorithm */

@@ -41,9 +41,9 @@ static const char k_overview[] =
     "SMs, memory limit\n"
     "  ctower bench ...                           throughput of a model on given devices "
     "(tf_cnn_benchmarks-like)\n"
-    "  ctower plan  CONFIG.yaml [KEY=VALUE ...]   before a run: placement with reasons, memory, "
-    "FLOPs,\n"
-    "                                             bytes, predicted speed\n"
+    "  ctower plan  CONFIG.yaml [KEY=VALUE ...]   before a run: the model, placement with "
+    "reasons,\n"
+    "                                             memory, FLOPs, bytes, predicted speed\n"
     "  ctower --help | CMD --help | --version\n"
     "\n"
     "An override's VALUE is read as YAML, so lists and maps work too:\n"
@@ -161,6 +161,8 @@ static const char k_plan_help[] =
     "\n"
     "Prints what a training step of CONFIG.yaml will do, before any step runs (the\n"
     "session, graph and plan are built; no kernel runs):\n"
+    "  model        a row per layer: its output shape, parameters and device; the\n"
+    "               total, trainable and non-trainable parameters\n"
     "  placement    per device, its ops by type and by why they are there: an explicit\n"
     "               device scope, colocation with a variable, default priority (GPU\n"
     "               before CPU), or soft placement (the requested device is missing or\n"
@@ -355,6 +357,7 @@ static int build_config(const parsed_args *args, ct_config *config) {
   for (int i = 0; i < args->n_overrides; ++i)
     if (ct_config_apply_override(config, args->overrides[i], &status) != 0)
       return error_exit(EXIT_USAGE, "%s", status.message);
+  if (ct_config_check(config, &status) != 0) return error_exit(EXIT_USAGE, "%s", status.message);
   return 0;
 }
 

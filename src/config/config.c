@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "config/config_layers.h"
 #include "config/config_schema.h"
 #include "config/suggest.h"
 #include "config/yaml_tree.h"
@@ -228,6 +229,19 @@ static int valid_gpu_ids(const char *text) {
   }
 }
 
+/* "'path' must be one of a, b, c, got 'x'<more>" unless text is one of allowed. */
+static int check_one_of(walk *w, int line, const char *path, const char *const *allowed,
+                        const char *text, const char *more) {
+  for (const char *const *a = allowed; *a; ++a)
+    if (strcmp(*a, text) == 0) return 0;
+  char list[256];
+  size_t used = 0;
+  list[0] = '\0';
+  for (const char *const *a = allowed; *a && used < sizeof list; ++a)
+    used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", a == allowed ? "" : ", ", *a);
+  return fail(w, line, "'%s' must be one of %s, got '%s'%s", path, list, text, more);
+}
+
 /* Checks a string value for f and copies it into out[size]. */
 static int parse_string(walk *w, const ct_config_field *f, const char *path, const ct_ynode *node,
                         int line, char *out, size_t size) {
@@ -237,19 +251,7 @@ static int parse_string(walk *w, const ct_config_field *f, const char *path, con
   const char *text = ct_ynode_is_null(node) ? "" : node->text;
   if (strlen(text) != (ct_ynode_is_null(node) ? 0 : node->text_len))
     return fail(w, line, "'%s' must not contain a NUL character", path);
-  if (f->allowed != NULL) {
-    int ok = 0;
-    for (const char *const *a = f->allowed; *a && !ok; ++a) ok = strcmp(*a, text) == 0;
-    if (!ok) {
-      char list[256];
-      size_t used = 0;
-      list[0] = '\0';
-      for (const char *const *a = f->allowed; *a && used < sizeof list; ++a)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
-                                 a == f->allowed ? "" : ", ", *a);
-      return fail(w, line, "'%s' must be one of %s, got '%s'", path, list, text);
-    }
-  }
+  if (f->allowed != NULL && check_one_of(w, line, path, f->allowed, text, "")) return 1;
   if ((f->flags & CT_FIELD_DEVICE) && text[0] != '/')
     return fail_type(w, path, node, line, expected);
   if ((f->flags & CT_FIELD_NONEMPTY) && text[0] == '\0')
@@ -373,6 +375,14 @@ static int apply_field(walk *w, const ct_config_field *f, const ct_ynode *node, 
     case CT_FIELD_INT_LIST:
     case CT_FIELD_FLOAT_LIST:
       return apply_list(w, f, node, line);
+    case CT_FIELD_LAYERS: {
+      char message[CT_STATUS_MESSAGE_MAX / 2];
+      int at_line = 0;
+      if (ct_config_layers_parse(node, (ct_layer_list *)(void *)at, message, sizeof message,
+                                 &at_line))
+        return fail(w, at_line > 0 ? at_line : line, "%s", message);
+      return 0;
+    }
   }
   return fail(w, line, "internal error: key '%s' has no type", f->path);
 }
@@ -415,6 +425,26 @@ static int apply_node(walk *w, const char *path, const ct_ynode *node, int line)
   if (f != NULL) return apply_field(w, f, node, line);
   if (ct_config_is_section(path)) return apply_section(w, path, node, line);
   return fail_unknown_key(w, line, path);
+}
+
+/* model.name names a zoo model, unless model.layers or model.library give
+ * the model (then it is that model's name). line: where model.name was
+ * given, 0 when unknown. A file is checked when it is loaded; overrides,
+ * which may change these keys one at a time, once at the end
+ * (ct_config_check). */
+static int check_model(walk *w, int line) {
+  const ct_config *c = w->config;
+  if (c->model.layers.n > 0 && c->model.library[0] != '\0')
+    return fail(w, line, "'model.layers' and 'model.library' both give the model; keep one");
+  if (c->model.layers.n > 0 || c->model.library[0] != '\0') return 0;
+  size_t n = 0;
+  while (ct_config_zoo_models[n]) ++n;
+  const int best = ct_closest_name(c->model.name, ct_config_zoo_models, n);
+  char more[160] = "; or";
+  if (best >= 0) snprintf(more, sizeof more, "; did you mean '%s'? Or", ct_config_zoo_models[best]);
+  strncat(more, " describe your own model with model.layers or model.library",
+          sizeof more - strlen(more) - 1);
+  return check_one_of(w, line, "model.name", ct_config_zoo_models, c->model.name, more);
 }
 
 /* ---- public API ----------------------------------------------------------- */
@@ -483,6 +513,8 @@ int ct_config_load(ct_config *config, const char *path, ct_status *status) {
   walk w = {.config = work, .file = path, .status = status};
   w.given_line = calloc(ct_config_n_fields, sizeof *w.given_line);
   rc = root == NULL || w.given_line == NULL ? 0 : apply_section(&w, "", root, root->line);
+  if (rc == 0 && w.given_line != NULL)
+    rc = check_model(&w, w.given_line[ct_config_find_field("model.name") - ct_config_fields]);
   if (root != NULL && w.given_line == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of memory reading config file '%s'", path);
     rc = 1;
@@ -557,4 +589,11 @@ int ct_config_apply_override(ct_config *config, const char *assignment, ct_statu
   if (rc == 0) *config = *work;
   free(work);
   return rc;
+}
+
+int ct_config_check(const ct_config *config, ct_status *status) {
+  walk w = {.config = (ct_config *)config,
+            .file = config->source[0] ? config->source : "the config's overrides",
+            .status = status};
+  return check_model(&w, 0);
 }

@@ -89,6 +89,8 @@ void ct_config_session_options(const ct_config *c, ct_session_options *o) {
 void ct_config_trainer_options(const ct_config *c, ct_trainer_options *o) {
   ct_trainer_options_defaults(o);
   snprintf(o->model, sizeof o->model, "%s", c->model.name);
+  o->layers = c->model.layers;
+  snprintf(o->model_library, sizeof o->model_library, "%s", c->model.library);
   ct_dataset_options *d = &o->dataset;
   snprintf(d->name, sizeof d->name, "%s", c->dataset.name);
   snprintf(d->path, sizeof d->path, "%s", c->dataset.path);

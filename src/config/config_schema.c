@@ -5,7 +5,7 @@
 #include <string.h>
 
 /* The models this build knows. Add a name here when its model code lands. */
-static const char *const k_models[] = {"mlp",      "fmnist_cnn", "cifar10_cnn",
+const char *const ct_config_zoo_models[] = {"mlp",      "fmnist_cnn", "cifar10_cnn",
                                        "resnet20", "resnet32",   "resnet44",
                                        "resnet56", "resnet110",  NULL};
 static const char *const k_datasets[] = {"fashion_mnist", "mnist",        "synthetic", "cifar10",
@@ -51,7 +51,14 @@ static const char *const k_conv_algorithms[] = {"auto", "direct", "winograd", NU
   }
 
 const ct_config_field ct_config_fields[] = {
-    ENUM("model.name", model.name, k_models, "fmnist_cnn"),
+    {.path = "model.name",
+     .type = CT_FIELD_STR,
+     .offset = OFF(model.name),
+     .size = SZ(model.name),
+     .flags = CT_FIELD_NONEMPTY,
+     .def = "fmnist_cnn"},
+    {.path = "model.layers", .type = CT_FIELD_LAYERS, .offset = OFF(model.layers), .def = "[]"},
+    STR("model.library", model.library, "\"\""),
 
     ENUM("dataset.name", dataset.name, k_datasets, "fashion_mnist"),
     {.path = "dataset.path",

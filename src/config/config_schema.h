@@ -22,7 +22,8 @@ typedef enum ct_field_type {
   CT_FIELD_KINDMAP,  /* {CPU: n, GPU: m}: int64_t at offset (CPU) and offset2 (GPU) */
   CT_FIELD_STR_LIST, /* char[cap][size] at offset, int count at offset2 */
   CT_FIELD_INT_LIST, /* int64_t[cap] at offset, int count at offset2, each >= imin */
-  CT_FIELD_FLOAT_LIST /* double[cap] at offset, int count at offset2, each in lo..hi */
+  CT_FIELD_FLOAT_LIST, /* double[cap] at offset, int count at offset2, each in lo..hi */
+  CT_FIELD_LAYERS     /* ct_layer_list at offset (config_layers.h) */
 } ct_field_type;
 
 enum {
@@ -53,6 +54,9 @@ typedef struct ct_config_field {
 /* Every key, grouped by section in the order ct_config_write prints them. */
 extern const ct_config_field ct_config_fields[];
 extern const size_t ct_config_n_fields;
+
+/* The zoo's models, NULL-terminated: model.name without layers or a library. */
+extern const char *const ct_config_zoo_models[];
 
 /* The row for a full dotted path, or NULL. */
 const ct_config_field *ct_config_find_field(const char *path);

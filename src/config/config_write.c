@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "config/config_layers.h"
 #include "config/config_schema.h"
 
 /* Whether s reads back as the same string when written without quotes,
@@ -30,7 +31,7 @@ static int plain_safe(const char *s) {
   return 1;
 }
 
-static void write_string(const char *s, FILE *out) {
+void ct_config_write_string(const char *s, FILE *out) {
   if (plain_safe(s)) {
     fputs(s, out);
     return;
@@ -61,7 +62,7 @@ static void write_string(const char *s, FILE *out) {
 }
 
 /* The shortest text that strtod reads back as exactly v, with a '.' or 'e'. */
-static void write_double(double v, FILE *out) {
+void ct_config_write_double(double v, FILE *out) {
   char buf[40];
   for (int digits = 1; digits <= 17; ++digits) {
     snprintf(buf, sizeof buf, "%.*g", digits, v);
@@ -75,7 +76,7 @@ static void write_field(const ct_config *config, const ct_config_field *f, FILE 
   const char *at = (const char *)config + f->offset;
   switch (f->type) {
     case CT_FIELD_STR:
-      write_string(at, out);
+      ct_config_write_string(at, out);
       break;
     case CT_FIELD_INT: {
       int64_t v;
@@ -86,7 +87,7 @@ static void write_field(const ct_config *config, const ct_config_field *f, FILE 
     case CT_FIELD_FLOAT: {
       double v;
       memcpy(&v, at, sizeof v);
-      write_double(v, out);
+      ct_config_write_double(v, out);
       break;
     }
     case CT_FIELD_BOOL: {
@@ -113,11 +114,11 @@ static void write_field(const ct_config *config, const ct_config_field *f, FILE 
       for (int i = 0; i < n; ++i) {
         if (i) fputs(", ", out);
         if (f->type == CT_FIELD_STR_LIST) {
-          write_string(at + (size_t)i * f->size, out);
+          ct_config_write_string(at + (size_t)i * f->size, out);
         } else if (f->type == CT_FIELD_FLOAT_LIST) {
           double v;
           memcpy(&v, at + (size_t)i * sizeof v, sizeof v);
-          write_double(v, out);
+          ct_config_write_double(v, out);
         } else {
           int64_t v;
           memcpy(&v, at + (size_t)i * sizeof v, sizeof v);
@@ -127,6 +128,9 @@ static void write_field(const ct_config *config, const ct_config_field *f, FILE 
       fputc(']', out);
       break;
     }
+    case CT_FIELD_LAYERS:
+      ct_config_layers_write((const ct_layer_list *)(const void *)at, out);
+      break;
   }
 }
 

@@ -30,7 +30,7 @@ ct_output ct_layer_flatten(ct_graph *g, ct_output x) {
 
 /* Glorot-uniform weights, zero biases, no decay of its own. */
 static const ct_layer_params default_params = {
-    {CT_INIT_GLOROT_UNIFORM, 0.0f}, {CT_INIT_ZEROS, 0.0f}, 0.0f};
+    {CT_INIT_GLOROT_UNIFORM, 0.0f}, {CT_INIT_ZEROS, 0.0f}, 0.0f, 0};
 
 /* The weights and biases of a layer, tagged with its weight decay. */
 static ct_output weights_of(ct_graph *g, ct_shape shape, const ct_layer_params *p) {
@@ -39,14 +39,25 @@ static ct_output weights_of(ct_graph *g, ct_shape shape, const ct_layer_params *
   return w;
 }
 
+/* The biases [units] of a layer, or a null output when it has none. */
+static ct_output biases_of(ct_graph *g, int units, const ct_layer_params *p) {
+  if (p->no_bias) return (ct_output){NULL, 0};
+  return ct_variable(g, "biases", ct_shape_of(1, (int64_t)units), p->biases, 1);
+}
+
+/* y + biases, or y. */
+static ct_output add_biases(ct_graph *g, ct_output y, ct_output biases) {
+  return biases.node ? ct_add(g, y, biases) : y;
+}
+
 ct_output ct_layer_dense_with(ct_graph *g, ct_output x, int units, ct_activation activation,
                               const ct_layer_params *params, const char *name) {
   enter(g, name);
   x = ct_layer_flatten(g, x);
   int64_t in = ct_output_shape(x).dims[1];
   ct_output w = weights_of(g, ct_shape_of(2, in, (int64_t)units), params);
-  ct_output b = ct_variable(g, "biases", ct_shape_of(1, (int64_t)units), params->biases, 1);
-  ct_output y = activate(g, ct_add(g, ct_matmul(g, x, w, 0, 0), b), activation);
+  ct_output b = biases_of(g, units, params);
+  ct_output y = activate(g, add_biases(g, ct_matmul(g, x, w, 0, 0), b), activation);
   leave(g);
   return y;
 }
@@ -63,8 +74,8 @@ ct_output ct_layer_conv2d_with(ct_graph *g, ct_output x, int filters, int ksize,
   int64_t channels = ct_output_shape(x).dims[3];
   ct_output w = weights_of(
       g, ct_shape_of(4, (int64_t)ksize, (int64_t)ksize, channels, (int64_t)filters), params);
-  ct_output b = ct_variable(g, "biases", ct_shape_of(1, (int64_t)filters), params->biases, 1);
-  ct_output y = activate(g, ct_add(g, ct_conv2d(g, x, w, stride, stride, padding), b), activation);
+  ct_output b = biases_of(g, filters, params);
+  ct_output y = activate(g, add_biases(g, ct_conv2d(g, x, w, stride, stride, padding), b), activation);
   leave(g);
   return y;
 }
@@ -96,12 +107,24 @@ ct_output ct_layer_global_avg_pool(ct_graph *g, ct_output x, const char *name) {
   return y;
 }
 
-ct_output ct_layer_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding,
-                            const char *name) {
+/* A pooling op under name scope `name`. */
+static ct_output pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding,
+                      const char *name,
+                      ct_output (*op)(ct_graph *, ct_output, int, int, ct_padding)) {
   ct_graph_push_name_scope(g, name);
-  ct_output y = ct_max_pool(g, x, ksize, stride, padding);
+  ct_output y = op(g, x, ksize, stride, padding);
   ct_graph_pop_name_scope(g);
   return y;
+}
+
+ct_output ct_layer_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding,
+                            const char *name) {
+  return pool(g, x, ksize, stride, padding, name, ct_max_pool);
+}
+
+ct_output ct_layer_avg_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding,
+                            const char *name) {
+  return pool(g, x, ksize, stride, padding, name, ct_avg_pool);
 }
 
 ct_output ct_layer_batch_norm(ct_graph *g, ct_output x, int training, const char *name) {

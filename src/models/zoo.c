@@ -82,10 +82,10 @@ RESNET(110)
 static ct_output build_cifar10_cnn(ct_graph *g, ct_output images, int num_classes, int training) {
   (void)training;
   const ct_initializer zero = {CT_INIT_ZEROS, 0.0f}, tenth = {CT_INIT_CONSTANT, 0.1f};
-  const ct_layer_params conv1 = {{CT_INIT_NORMAL, 5e-2f}, zero, 0.0f},
-                        conv2 = {{CT_INIT_NORMAL, 5e-2f}, tenth, 0.0f},
-                        local = {{CT_INIT_NORMAL, 0.04f}, tenth, 0.004f},
-                        logits = {{CT_INIT_NORMAL, 1.0f / 192.0f}, zero, 0.0f};
+  const ct_layer_params conv1 = {{CT_INIT_NORMAL, 5e-2f}, zero, 0.0f, 0},
+                        conv2 = {{CT_INIT_NORMAL, 5e-2f}, tenth, 0.0f, 0},
+                        local = {{CT_INIT_NORMAL, 0.04f}, tenth, 0.004f, 0},
+                        logits = {{CT_INIT_NORMAL, 1.0f / 192.0f}, zero, 0.0f, 0};
   const float lrn_alpha = 0.001f / 9.0f;
   ct_output x = ct_layer_conv2d_with(g, images, 64, 5, 1, CT_PADDING_SAME, CT_ACTIVATION_RELU,
                                      &conv1, "conv1");
@@ -100,17 +100,23 @@ static ct_output build_cifar10_cnn(ct_graph *g, ct_output images, int num_classe
 }
 
 static const ct_model_def models[] = {
-    {"mlp", "multilayer perceptron 784-256-128-10, ReLU", build_mlp},
-    {"fmnist_cnn", "2 conv (5x5x32, 5x5x64) + max pool, dense 1024, dropout 0.4", build_fmnist_cnn},
+    {"mlp", "multilayer perceptron 784-256-128-10, ReLU", build_mlp, NULL},
+    {"fmnist_cnn", "2 conv (5x5x32, 5x5x64) + max pool, dense 1024, dropout 0.4", build_fmnist_cnn, NULL},
     {"cifar10_cnn", "TensorFlow CIFAR-10 tutorial: 2 conv 5x5x64 + pool + LRN, dense 384, 192",
-     build_cifar10_cnn},
+     build_cifar10_cnn, NULL},
     {"resnet20", "CIFAR ResNet-20: 3x3 conv, 3 stages of 3 residual blocks (16/32/64), BN",
-     build_resnet20},
-    {"resnet32", "CIFAR ResNet-32: as resnet20 with 5 blocks per stage", build_resnet32},
-    {"resnet44", "CIFAR ResNet-44: as resnet20 with 7 blocks per stage", build_resnet44},
-    {"resnet56", "CIFAR ResNet-56: as resnet20 with 9 blocks per stage", build_resnet56},
-    {"resnet110", "CIFAR ResNet-110: as resnet20 with 18 blocks per stage", build_resnet110},
+     build_resnet20, NULL},
+    {"resnet32", "CIFAR ResNet-32: as resnet20 with 5 blocks per stage", build_resnet32, NULL},
+    {"resnet44", "CIFAR ResNet-44: as resnet20 with 7 blocks per stage", build_resnet44, NULL},
+    {"resnet56", "CIFAR ResNet-56: as resnet20 with 9 blocks per stage", build_resnet56, NULL},
+    {"resnet110", "CIFAR ResNet-110: as resnet20 with 18 blocks per stage", build_resnet110, NULL},
 };
+
+ct_output ct_model_build(const ct_model_def *model, ct_graph *g, ct_output images, int num_classes,
+                         int training) {
+  if (model->build) return model->build(g, images, num_classes, training);
+  return ct_layers_build(g, images, model->layers, num_classes, training);
+}
 
 int ct_model_count(void) { return (int)(sizeof models / sizeof models[0]); }
 const ct_model_def *ct_model_at(int index) {

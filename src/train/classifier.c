@@ -12,7 +12,7 @@ typedef struct classifier_model {
 /* ct_tower_loss_fn: the model's logits, then each example's cross-entropy. */
 static ct_output cross_entropy(ct_graph *g, int tower, const ct_output *inputs, void *data) {
   classifier_model *c = data;
-  c->logits[tower] = c->model->build(g, inputs[CT_CLASSIFIER_IMAGES], c->num_classes, 1);
+  c->logits[tower] = ct_model_build(c->model, g, inputs[CT_CLASSIFIER_IMAGES], c->num_classes, 1);
   return ct_sparse_softmax_cross_entropy(g, c->logits[tower], inputs[CT_CLASSIFIER_LABELS]);
 }
 

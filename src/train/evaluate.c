@@ -2,6 +2,7 @@
  * `ctower eval`. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cluster/cluster.h"
 #include "train/trainer_internal.h"
@@ -86,10 +87,12 @@ int ct_eval_main(const ct_trainer_options *o, const char *checkpoint_path, ct_st
   int64_t h, w, ch;
   ct_trainer_image_shape(o, test_set, &h, &w, &ch);
   ct_training_graph tg;
+  memset(&tg, 0, sizeof tg);
   ct_session *s = NULL;
-  int failed = ct_training_graph_build(&tg, ct_model_find(o->model), h, w, ch,
-                                       ct_dataset_num_classes(test_set), (uint64_t)o->train.seed,
-                                       NULL, NULL, status);
+  ct_trainer_model model;
+  int failed = ct_trainer_model_open(o, &model, status) ||
+               ct_training_graph_build(&tg, &model.def, h, w, ch, ct_dataset_num_classes(test_set),
+                                       (uint64_t)o->train.seed, NULL, NULL, status);
   if (!failed) {
     s = ct_session_new(tg.graph, &o->session, status);
     failed = s == NULL || ct_trainer_restore_checkpoint(s, &tg, path, o->model, NULL, status);
@@ -102,6 +105,7 @@ int ct_eval_main(const ct_trainer_options *o, const char *checkpoint_path, ct_st
            result.loss, path);
   ct_session_free(s);
   ct_training_graph_free(&tg);
+  ct_trainer_model_close(&model);
   ct_dataset_free(test_set);
   return failed;
 }

@@ -228,7 +228,8 @@ int ct_plan_main(const ct_trainer_options *o, const ct_tower_options *towers,
       printf(", %d ranks (%d towers in all)", ct_cluster_size(), r.global_towers);
     printf("\n");
     print_calibration(&c, path);
-    failed = print_placement(r.session, r.tg.graph, flags->verbose, status);
+    failed = ct_print_model_summary(r.session, r.tg.graph, o->model, status) ||
+             print_placement(r.session, r.tg.graph, flags->verbose, status);
   }
   int over = -1;
   if (!failed) {

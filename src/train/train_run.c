@@ -73,6 +73,7 @@ void ct_train_run_free(ct_train_run *r) {
   if (r->placement_log) fclose(r->placement_log); /* after the session, which writes to it */
   free(r->placement);
   ct_training_graph_free(&r->tg);
+  ct_trainer_model_close(&r->model);
   ct_dataset_free(r->train_set);
   ct_dataset_free(r->test_set);
 }
@@ -221,7 +222,8 @@ int ct_train_run_setup(ct_train_run *r, const ct_trainer_options *o, const ct_to
   if (r->test_set == NULL || check_splits(o, r->train_set, r->test_set, status)) return 1;
   int64_t h, w, ch;
   ct_trainer_image_shape(o, r->train_set, &h, &w, &ch); /* what the model sees: the crop */
-  if (ct_training_graph_build(&r->tg, ct_model_find(o->model), h, w, ch,
+  if (ct_trainer_model_open(o, &r->model, status) ||
+      ct_training_graph_build(&r->tg, &r->model.def, h, w, ch,
                               ct_dataset_num_classes(r->train_set), (uint64_t)o->train.seed,
                               &r->towers, &o->train.optimizer, status))
     return 1;

@@ -22,6 +22,23 @@ double ct_trainer_now(void);
  * returns 1 then. */
 int ct_trainer_check_options(const ct_trainer_options *options, ct_status *status);
 
+/* The model the options name: their layer list, a model of their shared
+ * library, or the zoo's. Returns 0 or fills status; close it (after the
+ * graphs built from it are freed) either way. */
+typedef struct ct_trainer_model {
+  ct_model_def def;
+  ct_model_library *library; /* NULL unless model_library is set */
+} ct_trainer_model;
+int ct_trainer_model_open(const ct_trainer_options *options, ct_trainer_model *model,
+                          ct_status *status);
+void ct_trainer_model_close(ct_trainer_model *model);
+
+/* `ctower plan`'s summary of the model: a row per layer (a name scope of
+ * the first tower) with its output shape, parameters and device, and the
+ * totals. Returns 0 or fills status. */
+int ct_print_model_summary(ct_session *session, const ct_graph *graph, const char *model,
+                           ct_status *status);
+
 /* The training (train = 1) or test split of the dataset the options name. */
 ct_dataset *ct_trainer_open_dataset(const ct_trainer_options *options, int train,
                                     ct_status *status);
@@ -95,6 +112,7 @@ typedef struct ct_train_run {
   const ct_trainer_options *options;
   ct_tower_options towers;
   ct_dataset *train_set, *test_set;
+  ct_trainer_model model;
   ct_training_graph tg;
   ct_session *session;
   ct_pipeline *pipeline;          /* the training set's batches, prepared ahead */

@@ -1,5 +1,5 @@
-/* The trainer's options: their defaults and the checks a caller's values
- * must pass. */
+/* The trainer's options: their defaults, the checks a caller's values
+ * must pass, and the model they name. */
 #include <stdio.h>
 #include <string.h>
 
@@ -34,8 +34,15 @@ void ct_trainer_options_defaults(ct_trainer_options *o) {
 }
 
 int ct_trainer_check_options(const ct_trainer_options *o, ct_status *status) {
-  if (ct_model_find(o->model) == NULL) {
-    ct_status_set(status, CT_INVALID_ARGUMENT, "unknown model '%s'", o->model);
+  if (o->layers.n == 0 && o->model_library[0] == '\0' && ct_model_find(o->model) == NULL) {
+    char names[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < ct_model_count() && used < sizeof names; ++i)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                               ct_model_at(i)->name);
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "unknown model '%s' (the zoo has %s); or give a layer list or a model library",
+                  o->model, names);
     return 1;
   }
   if (o->dataset.batch_size < 1 || o->train.epochs < 0 || o->train.max_steps < 0) {
@@ -77,4 +84,26 @@ int ct_trainer_check_options(const ct_trainer_options *o, ct_status *status) {
     return 1;
   }
   return 0;
+}
+
+int ct_trainer_model_open(const ct_trainer_options *o, ct_trainer_model *m, ct_status *status) {
+  memset(m, 0, sizeof *m);
+  if (o->layers.n > 0) {
+    m->def = (ct_model_def){o->model, "a list of layers", NULL, &o->layers};
+    return 0;
+  }
+  const ct_model_def *def = NULL;
+  if (o->model_library[0] != '\0') {
+    m->library = ct_model_library_open(o->model_library, status);
+    def = m->library ? ct_model_library_find(m->library, o->model, status) : NULL;
+  } else if ((def = ct_model_find(o->model)) == NULL) {
+    ct_trainer_check_options(o, status); /* names the zoo's models */
+  }
+  if (def) m->def = *def;
+  return def == NULL;
+}
+
+void ct_trainer_model_close(ct_trainer_model *m) {
+  ct_model_library_close(m->library);
+  memset(m, 0, sizeof *m);
 }

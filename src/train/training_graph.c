@@ -39,7 +39,7 @@ int ct_training_graph_build(ct_training_graph *tg, const ct_model_def *model, in
     e->images =
         ct_placeholder(g, "images", CT_F32, ct_shape_of(4, (int64_t)-1, height, width, channels));
     e->labels = ct_placeholder(g, "labels", CT_I32, ct_shape_of(1, (int64_t)-1));
-    ct_output logits = model->build(g, e->images, num_classes, 0);
+    ct_output logits = ct_model_build(model, g, e->images, num_classes, 0);
     e->loss_sum = ct_reduce_sum(g, ct_sparse_softmax_cross_entropy(g, logits, e->labels), 0, 0);
     e->accuracy = ct_accuracy(g, logits, e->labels);
     ct_graph_pop_name_scope(g);

@@ -43,13 +43,8 @@ static void test_parameter_counts_are_the_papers(void **state) {
     ct_graph *g = ct_graph_new();
     ct_output logits = model->build(g, images_of(g, m), 10, 1);
     assert_status_ok(ct_graph_status(g));
-    int64_t trainable = 0;
     int batch_norms = 0;
-    for (int v = 0; v < ct_graph_variable_count(g); ++v) {
-      ct_shape shape = ct_graph_variable_shape(g, v);
-      if (ct_graph_variable_trainable(g, v)) trainable += ct_shape_elements(&shape);
-      batch_norms += strstr(ct_graph_variable_name(g, v), "/moving_mean") != NULL;
-    }
+    const int64_t trainable = ct_test_trainable_parameters(g, &batch_norms);
     printf("  %-12s %lld trainable parameters, %d batch norms\n", m->name, (long long)trainable,
            batch_norms);
     assert_int_equal(trainable, m->parameters);

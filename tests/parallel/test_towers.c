@@ -32,7 +32,7 @@ static ct_output build_mlp_dropout(ct_graph *g, ct_output images, int num_classe
   return ct_layer_dense(g, x, num_classes, CT_ACTIVATION_NONE, "logits");
 }
 static const ct_model_def mlp_dropout = {"mlp_dropout", "784-64-10 with dropout 0.5",
-                                         build_mlp_dropout};
+                                         build_mlp_dropout, NULL};
 
 /* across: the parameter server across ranks, as rank 0 of a job of one. */
 static void run_job(const ct_model_def *model, int n_towers, ct_variable_update update,

@@ -86,3 +86,14 @@ int ct_test_tower_step(ct_session *s, const ct_classifier_towers *c, int step, i
   free(weights);
   return failed;
 }
+
+int64_t ct_test_trainable_parameters(const ct_graph *g, int *batch_norms) {
+  int64_t trainable = 0;
+  if (batch_norms) *batch_norms = 0;
+  for (int v = 0; v < ct_graph_variable_count(g); ++v) {
+    ct_shape shape = ct_graph_variable_shape(g, v);
+    if (ct_graph_variable_trainable(g, v)) trainable += ct_shape_elements(&shape);
+    if (batch_norms) *batch_norms += strstr(ct_graph_variable_name(g, v), "/moving_mean") != NULL;
+  }
+  return trainable;
+}

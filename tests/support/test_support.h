@@ -44,6 +44,10 @@ ct_session *ct_test_session_logging(ct_graph *g, ct_session_options o, char **lo
 void ct_test_expect_substrings(const char *text, const char *const *expected, size_t n);
 
 /* Largest |a-b| / max(1, |b|) over n values. */
+/* The graph's trainable parameters; *batch_norms (when not NULL): its
+ * batch norms (moving means). */
+int64_t ct_test_trainable_parameters(const ct_graph *g, int *batch_norms);
+
 double ct_test_max_rel_diff(const float *a, const float *b, int64_t n);
 
 #endif

@@ -29,7 +29,10 @@ static void test_options_out_of_range_are_rejected(void **state) {
   ct_status st = CT_STATUS_INIT;
   snprintf(o.model, sizeof o.model, "no_such_model");
   assert_int_not_equal(ct_eval_main(&o, "/nonexistent.safetensors", &st), 0);
-  assert_string_equal(st.message, "unknown model 'no_such_model'");
+  assert_string_equal(st.message,
+                      "unknown model 'no_such_model' (the zoo has mlp, fmnist_cnn, cifar10_cnn, "
+                      "resnet20, resnet32, resnet44, resnet56, resnet110); or give a layer list "
+                      "or a model library");
 }
 
 int main(void) {

@@ -302,6 +302,9 @@ typedef struct ct_pipeline_options {
    * must depend on count alone. */
   void (*rows)(void *context, int64_t count, int64_t *first, int64_t *rows);
   void *rows_context;
+  /* the most rows `rows` gives a batch (the batches held are this size; a
+   * batch's rows beyond it are not read); 0: the batch size */
+  int64_t max_rows;
 } ct_pipeline_options;
 
 /* A batch handed out: the whole batch's size (0: the epoch is over), the

@@ -64,23 +64,43 @@ ct_augment_draw ct_augment_draw_for(const ct_augment_options *a, int train, uint
   return d;
 }
 
+/* Row y of the crop: the source row's pixels [x0, x1) of the output (those
+ * inside the image), in order or flipped, as pixel / 255; zeros around. */
+static void crop_row(const float *scale, const uint8_t *row, int64_t base, int64_t ow, int64_t w,
+                     int64_t c, int flip, float *o) {
+  /* output x reads source column base + x, or base + ow - 1 - x flipped */
+  int64_t x0 = flip ? base + ow - w : -base, x1 = flip ? base + ow : w - base;
+  x0 = x0 < 0 ? 0 : x0 > ow ? ow : x0;
+  x1 = x1 < x0 ? x0 : x1 > ow ? ow : x1;
+  for (int64_t i = 0; i < x0 * c; ++i) o[i] = 0.0f;
+  for (int64_t i = x1 * c; i < ow * c; ++i) o[i] = 0.0f;
+  if (!flip) {
+    const uint8_t *p = row + (base + x0) * c;
+    for (int64_t i = 0; i < (x1 - x0) * c; ++i) o[x0 * c + i] = scale[p[i]];
+  } else if (c == 3) {
+    for (int64_t x = x0; x < x1; ++x) {
+      const uint8_t *p = row + (base + ow - 1 - x) * 3;
+      o[3 * x] = scale[p[0]], o[3 * x + 1] = scale[p[1]], o[3 * x + 2] = scale[p[2]];
+    }
+  } else {
+    for (int64_t x = x0; x < x1; ++x)
+      for (int64_t k = 0; k < c; ++k) o[x * c + k] = scale[row[(base + ow - 1 - x) * c + k]];
+  }
+}
+
 void ct_augment_apply(const ct_augment_options *a, const ct_augment_draw *d, const uint8_t *pixels,
                       int64_t h, int64_t w, int64_t c, float *out) {
   int64_t oh, ow;
   ct_augment_shape(a, h, w, &oh, &ow);
-  const int64_t pad = d->pad;
+  float scale[256]; /* pixel -> pixel / 255, as a table: the same values, no division each */
+  for (int v = 0; v < 256; ++v) scale[v] = (float)v / 255.0f;
   for (int64_t y = 0; y < oh; ++y) {
-    const int64_t sy = d->top + y - pad;
-    for (int64_t x = 0; x < ow; ++x) {
-      const int64_t sx = (d->flip ? d->left + ow - 1 - x : d->left + x) - pad;
-      float *o = out + (y * ow + x) * c;
-      if (sy < 0 || sy >= h || sx < 0 || sx >= w) {
-        for (int64_t k = 0; k < c; ++k) o[k] = 0.0f;
-      } else {
-        const uint8_t *p = pixels + (sy * w + sx) * c;
-        for (int64_t k = 0; k < c; ++k) o[k] = (float)p[k] / 255.0f;
-      }
-    }
+    const int64_t sy = d->top + y - d->pad;
+    float *o = out + y * ow * c;
+    if (sy < 0 || sy >= h)
+      for (int64_t i = 0; i < ow * c; ++i) o[i] = 0.0f;
+    else
+      crop_row(scale, pixels + sy * w * c, d->left - d->pad, ow, w, c, d->flip, o);
   }
   const int64_t n = oh * ow * c;
   if (d->brightness != 0.0f)

@@ -17,9 +17,27 @@
 #define IMAGE_MAX_BYTES (1ll << 28) /* a decoded image larger than this is refused */
 
 typedef struct decoded {
-  uint8_t *pixels; /* h * w * c, HWC; owned */
+  uint8_t *pixels; /* h * w * c, HWC: the caller's pixels (target) or a buffer of its own */
   int64_t h, w, c; /* c: 1 (gray) or 3 (RGB) */
 } decoded;
+
+/* The shape the caller asks for and its pixels: an image of that shape is
+ * decoded straight into them, any other into a buffer converted after. */
+typedef struct target {
+  uint8_t *pixels;
+  int64_t h, w, c;
+} target;
+
+/* Where an image of h x w x c decodes: the target's pixels when it has
+ * their shape, else a new buffer (NULL when out of memory). */
+static uint8_t *decode_buffer(const target *t, int64_t h, int64_t w, int64_t c) {
+  if (h == t->h && w == t->w && c == t->c) return t->pixels;
+  return malloc((size_t)(h * w * c));
+}
+
+static void free_buffer(const target *t, uint8_t *buffer) {
+  if (buffer != t->pixels) free(buffer);
+}
 
 static int too_large(const char *name, int64_t h, int64_t w, ct_status *status) {
   if (h * w * 3 <= IMAGE_MAX_BYTES) return 0;
@@ -50,8 +68,8 @@ static void jpeg_note(j_common_ptr cinfo, int level) {
   if (level < 0) jpeg_fail(cinfo);
 }
 
-static int decode_jpeg(const unsigned char *data, size_t size, const char *name, decoded *img,
-                       ct_status *status) {
+static int decode_jpeg(const unsigned char *data, size_t size, const char *name, const target *t,
+                       decoded *img, ct_status *status) {
   struct jpeg_decompress_struct cinfo;
   jpeg_failure failure;
   uint8_t *volatile out = NULL;
@@ -60,7 +78,7 @@ static int decode_jpeg(const unsigned char *data, size_t size, const char *name,
   failure.mgr.emit_message = jpeg_note;
   if (setjmp(failure.jump)) {
     jpeg_destroy_decompress(&cinfo);
-    free(out);
+    free_buffer(t, out);
     ct_status_set(status, CT_DATA_LOSS, "'%s' is a corrupt JPEG image (%s); replace or remove it",
                   name, failure.message);
     return 1;
@@ -84,7 +102,7 @@ static int decode_jpeg(const unsigned char *data, size_t size, const char *name,
   }
   jpeg_start_decompress(&cinfo);
   const size_t stride = (size_t)cinfo.output_width * (size_t)cinfo.output_components;
-  out = malloc(stride * cinfo.output_height);
+  out = decode_buffer(t, cinfo.output_height, cinfo.output_width, cinfo.output_components);
   if (out == NULL) {
     jpeg_destroy_decompress(&cinfo);
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory decoding '%s'", name);
@@ -129,8 +147,8 @@ static void png_read_bytes(png_structp png, png_bytep out, png_size_t n) {
   src->at += n;
 }
 
-static int decode_png(const unsigned char *data, size_t size, const char *name, decoded *img,
-                      ct_status *status) {
+static int decode_png(const unsigned char *data, size_t size, const char *name, const target *t,
+                      decoded *img, ct_status *status) {
   png_failure failure;
   png_bytes src = {data, size, 0};
   png_structp png =
@@ -145,7 +163,7 @@ static int decode_png(const unsigned char *data, size_t size, const char *name, 
   }
   if (setjmp(failure.jump)) {
     png_destroy_read_struct(&png, &info, NULL);
-    free(out);
+    free_buffer(t, out);
     free(rows);
     ct_status_set(status, CT_DATA_LOSS, "'%s' is a corrupt PNG image (%s); replace or remove it",
                   name, failure.message);
@@ -171,7 +189,7 @@ static int decode_png(const unsigned char *data, size_t size, const char *name, 
     failed = 1;
   }
   if (!failed) {
-    out = malloc(stride * (size_t)h);
+    out = decode_buffer(t, h, w, c); /* 8 bits a sample by now: stride is w * c */
     rows = malloc((size_t)h * sizeof *rows);
     if (out == NULL || rows == NULL) {
       ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory decoding '%s'", name);
@@ -186,7 +204,7 @@ static int decode_png(const unsigned char *data, size_t size, const char *name, 
     out = NULL;
   }
   png_destroy_read_struct(&png, &info, NULL);
-  free(out);
+  free_buffer(t, out);
   free(rows);
   return failed;
 }
@@ -222,6 +240,10 @@ static int convert_channels(decoded *img, int64_t c, const char *name, ct_status
  * (y + 0.5) * in_h / h - 0.5, clamped to the image. The same size copies. */
 static void resize_bilinear(const decoded *img, int64_t h, int64_t w, uint8_t *out) {
   const int64_t c = img->c;
+  if (img->h == h && img->w == w) { /* every sample falls on a pixel */
+    memcpy(out, img->pixels, (size_t)(h * w * c));
+    return;
+  }
   for (int64_t y = 0; y < h; ++y) {
     double sy = ((double)y + 0.5) * (double)img->h / (double)h - 0.5;
     sy = sy < 0 ? 0 : sy;
@@ -248,12 +270,13 @@ static void resize_bilinear(const decoded *img, int64_t h, int64_t w, uint8_t *o
 int ct_image_decode(const unsigned char *data, size_t size, const char *name, int64_t h, int64_t w,
                     int64_t c, uint8_t *pixels, ct_status *status) {
   static const unsigned char png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  const target t = {pixels, h, w, c};
   decoded img = {0};
   int failed;
   if (size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
-    failed = decode_jpeg(data, size, name, &img, status);
+    failed = decode_jpeg(data, size, name, &t, &img, status);
   } else if (size >= 8 && memcmp(data, png_magic, 8) == 0) {
-    failed = decode_png(data, size, name, &img, status);
+    failed = decode_png(data, size, name, &t, &img, status);
   } else {
     ct_status_set(status, CT_DATA_LOSS,
                   "'%s' is neither a JPEG nor a PNG image (its first bytes say so); replace or "
@@ -261,7 +284,8 @@ int ct_image_decode(const unsigned char *data, size_t size, const char *name, in
                   name);
     return 1;
   }
-  if (!failed) failed = convert_channels(&img, c, name, status);
+  if (failed || img.pixels == pixels) return failed; /* decoded in place: nothing to convert */
+  failed = convert_channels(&img, c, name, status);
   if (!failed) resize_bilinear(&img, h, w, pixels);
   free(img.pixels);
   return failed;

@@ -35,7 +35,8 @@ typedef struct slot {
 struct ct_pipeline {
   ct_batcher *batcher; /* owned; where the workers take the next batch from (under lock) */
   ct_pipeline_options options;
-  int64_t pixels; /* floats per image */
+  int64_t pixels;   /* floats per image */
+  int64_t max_rows; /* rows a slot holds */
   pthread_mutex_t lock;
   pthread_cond_t changed; /* any slot's state, busy, stop */
   pthread_t *threads;
@@ -66,6 +67,7 @@ static void take_batch(ct_pipeline *p, slot *s) {
     p->options.rows(p->options.rows_context, s->count, &s->first, &s->rows);
   if (s->first < 0) s->first = 0;
   if (s->rows > s->count - s->first) s->rows = s->count - s->first;
+  if (s->rows > p->max_rows) s->rows = p->max_rows;
   if (s->rows < 0) s->rows = 0;
   memcpy(s->indices, ct_batcher_order(b) + s->position + s->first,
          (size_t)s->rows * sizeof *s->indices);
@@ -171,16 +173,18 @@ ct_pipeline *ct_pipeline_new(ct_batcher *batcher, const ct_pipeline_options *opt
   ct_batcher_image_shape(batcher, &h, &w, &c);
   const int64_t batch = ct_batcher_batch_size(batcher);
   p->pixels = h * w * c;
+  p->max_rows = options->max_rows > 0 && options->max_rows < batch ? options->max_rows : batch;
   p->n_slots = options->prefetch + 1; /* the batch in use and those ahead */
   p->epoch = ct_batcher_epoch(batcher);
   p->position = ct_batcher_position(batcher);
   p->slots = calloc((size_t)p->n_slots, sizeof *p->slots);
   p->threads = calloc((size_t)options->threads, sizeof *p->threads);
   int failed = p->slots == NULL || p->threads == NULL;
-  const ct_shape is = ct_shape_of(4, batch, h, w, c), ls = ct_shape_of(1, batch);
+  const int64_t rows = p->max_rows;
+  const ct_shape is = ct_shape_of(4, rows, h, w, c), ls = ct_shape_of(1, rows);
   for (int i = 0; !failed && i < p->n_slots; ++i) {
     slot *s = &p->slots[i];
-    s->indices = malloc((size_t)batch * sizeof *s->indices);
+    s->indices = malloc((size_t)rows * sizeof *s->indices);
     s->images = ct_tensor_new(CT_F32, &is, status);
     s->labels = s->images ? ct_tensor_new(CT_I32, &ls, status) : NULL;
     failed = s->indices == NULL || s->labels == NULL;
@@ -189,7 +193,7 @@ ct_pipeline *ct_pipeline_new(ct_batcher *batcher, const ct_pipeline_options *opt
     ct_status_set(status, CT_RESOURCE_EXHAUSTED,
                   "out of host memory for %d batches of %lld images of %lldx%lldx%lld; lower "
                   "dataset.prefetch or dataset.batch_size",
-                  p->n_slots, (long long)batch, (long long)h, (long long)w, (long long)c);
+                  p->n_slots, (long long)rows, (long long)h, (long long)w, (long long)c);
     ct_pipeline_free(p);
     return NULL;
   }

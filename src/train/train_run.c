@@ -180,7 +180,22 @@ static int pipeline_threads(const ct_trainer_options *o) {
   return used > 0 && cores > used ? (int)(cores - used) : 1;
 }
 
-/* The training set's batcher, augmented, run by the input pipeline. */
+ct_pipeline *ct_trainer_open_pipeline(const ct_trainer_options *o, const ct_dataset *ds,
+                                      int64_t batch, int train, ct_pipeline_options rows,
+                                      ct_status *status) {
+  ct_batcher *batcher =
+      ct_batcher_new(ds, batch, train && o->dataset.shuffle, (uint64_t)o->train.seed, status);
+  if (batcher == NULL) return NULL;
+  if (ct_batcher_set_augment(batcher, ct_trainer_augment(o), train, status)) {
+    ct_batcher_free(batcher);
+    return NULL;
+  }
+  rows.threads = pipeline_threads(o);
+  rows.prefetch = (int)o->dataset.prefetch;
+  return ct_pipeline_new(batcher, &rows, status);
+}
+
+/* The training set's batches, run by the input pipeline. */
 static int open_pipeline(ct_train_run *r, ct_status *status) {
   const ct_trainer_options *o = r->options;
   if (o->dataset.cache && ct_dataset_enable_cache(r->train_set, status)) return 1;
@@ -189,15 +204,8 @@ static int open_pipeline(ct_train_run *r, ct_status *status) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
-  ct_batcher *batcher = ct_batcher_new(r->train_set, o->dataset.batch_size, o->dataset.shuffle,
-                                       (uint64_t)o->train.seed, status);
-  if (batcher == NULL) return 1;
-  if (ct_batcher_set_augment(batcher, ct_trainer_augment(o), 1, status)) {
-    ct_batcher_free(batcher);
-    return 1;
-  }
-  const ct_pipeline_options options = {pipeline_threads(o), (int)o->dataset.prefetch, job_rows, r};
-  r->pipeline = ct_pipeline_new(batcher, &options, status);
+  const ct_pipeline_options rows = {.rows = job_rows, .rows_context = r};
+  r->pipeline = ct_trainer_open_pipeline(o, r->train_set, o->dataset.batch_size, 1, rows, status);
   return r->pipeline == NULL;
 }
 

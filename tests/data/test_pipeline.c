@@ -60,7 +60,9 @@ static ct_batcher *new_batcher(const ct_dataset *ds) {
   return b;
 }
 
-/* rows of each batch a process of a job might read: the middle third */
+/* rows of each batch a process of a job might read: the middle third, at
+ * most MIDDLE_ROWS */
+enum { MIDDLE_ROWS = BATCH / 3 + 1 };
 static void middle_rows(void *context, int64_t count, int64_t *first, int64_t *rows) {
   (void)context;
   *first = count / 3;
@@ -86,6 +88,7 @@ static int64_t same_batch(ct_batcher *b, ct_pipeline *p, int rows_only, float *i
   if (n == 0) return 0;
   assert_int_equal(batch.first, first);
   assert_int_equal(batch.rows, rows);
+  assert_int_equal(batch.images->shape.dims[0], rows_only ? MIDDLE_ROWS : BATCH);
   assert_memory_equal(ct_tensor_f32(batch.images), images, (size_t)(rows * PIXELS) * sizeof(float));
   assert_memory_equal(ct_tensor_i32(batch.labels), labels, (size_t)rows * sizeof(int32_t));
   assert_int_equal(ct_pipeline_position(p), ct_batcher_position(b));
@@ -95,7 +98,9 @@ static int64_t same_batch(ct_batcher *b, ct_pipeline *p, int rows_only, float *i
 static void run_against_the_batcher(ct_dataset *ds, int threads, int prefetch, int rows_only) {
   ct_status st = CT_STATUS_INIT;
   ct_batcher *b = new_batcher(ds);
-  ct_pipeline_options o = {threads, prefetch, rows_only ? middle_rows : NULL, NULL};
+  /* a process's rows: batches that hold only them */
+  ct_pipeline_options o = {threads, prefetch, rows_only ? middle_rows : NULL, NULL,
+                           rows_only ? MIDDLE_ROWS : 0};
   ct_pipeline *p = ct_pipeline_new(new_batcher(ds), &o, &st);
   assert_non_null(p);
   int64_t h, w, c;
@@ -155,7 +160,7 @@ static void test_an_unreadable_example_fails_its_batch(void **state) {
   assert_int_equal(bad_batch, 100 / BATCH);
   ct_status_clear(&st);
   for (int threads = 1; threads <= 4; threads *= 2) {
-    ct_pipeline_options o = {threads, 3, NULL, NULL};
+    ct_pipeline_options o = {threads, 3, NULL, NULL, 0};
     ct_pipeline *p = ct_pipeline_new(new_batcher(ds), &o, &st);
     ct_pipeline_batch batch;
     for (int64_t i = 0; i < bad_batch; ++i)
@@ -181,7 +186,7 @@ static void test_freed_while_the_workers_are_busy(void **state) {
   ct_dataset *ds = lazy_dataset(-1);
   ct_status st = CT_STATUS_INIT;
   for (int i = 0; i < 20; ++i) {
-    ct_pipeline_options o = {4, 3, NULL, NULL};
+    ct_pipeline_options o = {4, 3, NULL, NULL, 0};
     ct_pipeline *p = ct_pipeline_new(new_batcher(ds), &o, &st);
     assert_non_null(p);
     ct_pipeline_batch batch;
@@ -198,7 +203,7 @@ static void test_cache_reads_each_example_once(void **state) {
   assert_int_equal(ct_dataset_enable_cache(cached, &st), 0);
   ct_dataset *plain = lazy_dataset(-1);
   for (int threads = 1; threads <= 4; threads *= 4) {
-    ct_pipeline_options o = {threads, 2, NULL, NULL};
+    ct_pipeline_options o = {threads, 2, NULL, NULL, 0};
     ct_pipeline *a = ct_pipeline_new(new_batcher(cached), &o, &st);
     ct_batcher *b = new_batcher(plain);
     float *images = malloc(BATCH * PIXELS * sizeof *images);
@@ -222,7 +227,7 @@ static void test_bad_options(void **state) {
   (void)state;
   ct_dataset *ds = lazy_dataset(-1);
   ct_status st = CT_STATUS_INIT;
-  ct_pipeline_options o = {0, 2, NULL, NULL};
+  ct_pipeline_options o = {0, 2, NULL, NULL, 0};
   assert_null(ct_pipeline_new(new_batcher(ds), &o, &st));
   assert_int_equal(st.code, CT_INVALID_ARGUMENT);
   ct_dataset_free(ds);

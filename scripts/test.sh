@@ -30,14 +30,15 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 
 # ThreadSanitizer over the tests of ctower's own threads: device workers and
 # their communication workers, the executor, the allocator, towers, the
-# cluster layer, datasets read from several threads, the input pipeline. OpenMP teams are held
-# to one thread (OMP_THREAD_LIMIT=1): libgomp is not built with
+# cluster layer, datasets read from several threads, the input pipeline of
+# training and evaluation. OpenMP teams are held to one thread
+# (OMP_THREAD_LIMIT=1): libgomp is not built with
 # ThreadSanitizer, so its barriers are invisible to it and every parallel
 # region would look like a race; with them gone no suppression is needed.
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCTOWER_TSAN=ON -DCTOWER_CUDA=off -DCTOWER_MPI=off
 cmake --build build-tsan -j "$jobs"
 OMP_THREAD_LIMIT=1 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure \
-  -j "$jobs" -R '^test_(allocator|device|session|towers|schedule|placement|batcher|pipeline|augment|cluster|dataset|sources)$'
+  -j "$jobs" -R '^test_(allocator|device|session|towers|schedule|placement|batcher|pipeline|augment|cluster|dataset|sources|evaluate)$'
 
 # The fuzz targets (tests/fuzz: the config, device names, checkpoints and
 # every dataset reader), built with clang's libFuzzer and the sanitizers,

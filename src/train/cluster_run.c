@@ -377,6 +377,17 @@ int ct_cluster_ps_step(ct_train_run *r, int64_t step, double *loss, double *accu
   return 0;
 }
 
+void ct_cluster_print_placement(const ct_train_run *r) {
+  const ct_cluster_run *c = r->cluster;
+  for (int p = 0; p < c->ps; ++p) {
+    int count = 0;
+    for (int i = 0; i < c->n; ++i) count += c->owner[i] == p;
+    printf("%s/job:ps/task:%d holds %d variable%s (%.2f MiB)", p ? ", " : "", p, count,
+           count == 1 ? "" : "s", (double)c->floats[p] * sizeof(float) / (1 << 20));
+  }
+  printf("\n");
+}
+
 /* ---- every rank -------------------------------------------------------------- */
 
 int ct_cluster_gather_variables(ct_train_run *r, ct_status *status) {

@@ -57,6 +57,7 @@ void ct_trainer_print_banner(const ct_train_run *r) {
            "with %d tower%s in all, %s updates\n",
            ps, ps == 1 ? "" : "s", workers, workers == 1 ? "" : "s", r->global_towers,
            r->global_towers == 1 ? "" : "s", o->train.async_updates ? "async" : "sync");
+    ct_cluster_print_placement(r);
     fflush(stdout);
     return;
   }

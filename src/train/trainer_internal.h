@@ -190,6 +190,8 @@ int ct_cluster_ps_step(ct_train_run *run, int64_t step, double *loss, double *ac
  * rank evaluates and rank 0 saves the job's model. Nothing without ps
  * tasks. Returns 0 or fills status. */
 int ct_cluster_gather_variables(ct_train_run *run, ct_status *status);
+/* "/job:ps/task:0 holds 4 variables (0.10 MiB), ...": where they live. */
+void ct_cluster_print_placement(const ct_train_run *run);
 /* Every rank: rank 0 prints the updates applied and the staleness seen. */
 int ct_cluster_report(ct_train_run *run, ct_status *status);
 

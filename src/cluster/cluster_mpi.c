@@ -331,7 +331,13 @@ static int start_p2p(int send, void *data, size_t bytes, int peer, int tag,
                      ct_cluster_request *request, ct_status *status) {
   request->impl = NULL;
   const char *call = send ? "sending to" : "receiving from";
-  if (!g.mpi || bytes >= (size_t)INT_MAX || peer == g.rank ||
+  if (!g.mpi) {
+    ct_status_set(status, CT_UNAVAILABLE,
+                  "%s rank %d: a process on its own has no other rank; start the job with mpirun",
+                  call, peer);
+    return 1;
+  }
+  if (bytes >= (size_t)INT_MAX || peer == g.rank ||
       (peer != CT_CLUSTER_ANY_SOURCE && (peer < 0 || peer >= g.size)) ||
       (send && peer == CT_CLUSTER_ANY_SOURCE)) {
     ct_status_set(status, CT_INVALID_ARGUMENT,

@@ -62,6 +62,11 @@ struct ct_cluster_run {
   int64_t *read_at;          /* per worker: updates applied when it last read */
   int64_t applied, reads, max_staleness_seen, max_lag;
   int stop;
+  /* where a task's steps went, and what it moved */
+  int64_t steps;
+  double compute_s, exchange_s; /* worker: its session's run; sending and waiting for answers */
+  double wait_s, apply_s;       /* ps: waiting for gradients; applying and answering */
+  double bytes_sent, bytes_received;
 };
 
 static int out_of_memory(ct_status *status) {
@@ -223,6 +228,7 @@ int ct_cluster_worker_exchange(ct_train_run *r, int64_t step, float rate,
     memcpy(payload(&c->out[c->owner[i]]) + c->offset[i], gradients[i]->data,
            ct_tensor_nbytes(gradients[i]));
   ct_cluster_progress(step, -1, "the ps tasks' answer");
+  const double start = ct_trainer_now();
   int failed = 0;
   for (int p = 0; p < c->ps && !failed; ++p)
     failed = ct_cluster_irecv(c->in[p].bytes, c->in[p].size, p, TAG_VARIABLES, &c->recvs[p],
@@ -232,6 +238,11 @@ int ct_cluster_worker_exchange(ct_train_run *r, int64_t step, float rate,
   failed = wait_all(c->sends, c->ps, failed ? &(ct_status)CT_STATUS_INIT : status) || failed;
   failed = wait_all(c->recvs, c->ps, failed ? &(ct_status)CT_STATUS_INIT : status) || failed;
   if (failed) return 1;
+  c->steps++;
+  c->compute_s += r->times.run_end - r->times.run_start;
+  c->exchange_s += ct_trainer_now() - start;
+  for (int p = 0; p < c->ps; ++p)
+    c->bytes_sent += (double)c->out[p].size, c->bytes_received += (double)c->in[p].size;
   r->interrupted = 0;
   for (int p = 0; p < c->ps; ++p) r->interrupted |= header(&c->in[p])[R_STOP] != 0;
   for (int i = 0; i < c->n; ++i) {
@@ -248,6 +259,7 @@ int ct_cluster_worker_exchange(ct_train_run *r, int64_t step, float rate,
 /* Applies the gradients at `data` (this task's payload) at `rate`. */
 static int apply(ct_train_run *r, const float *data, double rate, ct_status *status) {
   ct_cluster_run *c = r->cluster;
+  const double start = ct_trainer_now();
   float lr = (float)rate;
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
   for (int i = 0, k = 0; i < c->n; ++i)
@@ -257,6 +269,7 @@ static int apply(ct_train_run *r, const float *data, double rate, ct_status *sta
                      NULL, status))
     return 1;
   c->applied++;
+  c->apply_s += ct_trainer_now() - start;
   return 0;
 }
 
@@ -265,6 +278,7 @@ static int apply(ct_train_run *r, const float *data, double rate, ct_status *sta
 static int answer(ct_train_run *r, int w, ct_status *status) {
   ct_cluster_run *c = r->cluster;
   const ct_tower_graph *t = &r->tg.train.towers;
+  const double start = ct_trainer_now();
   if (ct_cluster_wait(&c->sends[w], NULL, status)) return 1; /* its last answer */
   message *m = &c->out[w];
   header(m)[R_STOP] = c->stop;
@@ -284,6 +298,8 @@ static int answer(ct_train_run *r, int w, ct_status *status) {
   c->reads++;
   c->read_at[w] = c->applied;
   c->pending[w] = 0;
+  c->bytes_sent += (double)m->size;
+  c->apply_s += ct_trainer_now() - start;
   return ct_cluster_isend(m->bytes, m->size, c->ps + w, TAG_VARIABLES, &c->sends[w], status);
 }
 
@@ -323,7 +339,10 @@ static int sync_step(ct_train_run *r, int64_t step, double *sums, ct_status *sta
   for (int w = 0; w < c->workers && !failed; ++w)
     failed = ct_cluster_irecv(c->in[w].bytes, c->in[w].size, c->ps + w, TAG_GRADIENTS,
                               &c->recvs[w], status);
+  const double start = ct_trainer_now();
   failed = wait_all(c->recvs, c->workers, failed ? &(ct_status)CT_STATUS_INIT : status) || failed;
+  c->wait_s += ct_trainer_now() - start;
+  c->bytes_received += (double)c->workers * (double)c->in[0].size;
   const int64_t floats = c->floats[c->task];
   for (int w = 0; w < c->workers && !failed; ++w) {
     failed = take_header(c, &c->in[w], w, step, 1, sums, status);
@@ -343,10 +362,13 @@ static int async_step(ct_train_run *r, int64_t step, double *sums, ct_status *st
   for (int k = 0; k < c->workers; ++k) {
     int source = -1;
     ct_cluster_progress(step, -1, "the workers' gradients");
+    const double start = ct_trainer_now();
     if (ct_cluster_irecv(c->in[0].bytes, c->in[0].size, CT_CLUSTER_ANY_SOURCE, TAG_GRADIENTS,
                          &c->recvs[0], status) ||
         ct_cluster_wait(&c->recvs[0], &source, status))
       return 1;
+    c->wait_s += ct_trainer_now() - start;
+    c->bytes_received += (double)c->in[0].size;
     const int w = source - c->ps;
     if (w < 0 || w >= c->workers) {
       ct_status_set(status, CT_INTERNAL, "ps task %d got gradients from rank %d, no worker",
@@ -371,6 +393,7 @@ int ct_cluster_ps_step(ct_train_run *r, int64_t step, double *loss, double *accu
   const int failed = r->options->train.async_updates ? async_step(r, step, sums, status)
                                                      : sync_step(r, step, sums, status);
   if (failed) return 1;
+  r->cluster->steps++;
   r->interrupted = r->cluster->stop;
   *loss = sums[0];
   *accuracy = sums[1] / (double)(r->share.total > 0 ? r->share.total : 1);
@@ -407,32 +430,68 @@ int ct_cluster_gather_variables(ct_train_run *r, ct_status *status) {
   return 0;
 }
 
+/* The bytes a task of the job's cluster sends (and receives) per step by the
+ * assignment of the variables: a worker a message to each ps task, a ps
+ * task one from each worker. */
+static double predicted_bytes(const ct_cluster_run *c, int rank) {
+  double bytes = 0;
+  for (int p = 0; p < c->ps; ++p)
+    if (rank >= c->ps || rank == p)
+      bytes += (double)(HEADER_BYTES + (size_t)c->floats[p] * sizeof(float)) *
+               (rank >= c->ps ? 1 : c->workers);
+  return bytes;
+}
+
+enum { R_APPLIED, R_READS, R_STALENESS, R_LAG, R_STEPS, R_FIRST_TIME, R_SENT = R_FIRST_TIME + 2,
+       R_RECEIVED, R_COUNT };
+
+/* Rank 0's lines for rank `rank`'s figures. */
+static void print_task(const ct_cluster_run *c, int rank, const double *f) {
+  const double steps = f[R_STEPS] > 0 ? f[R_STEPS] : 1, mb = 1e6;
+  const int ps = rank < c->ps;
+  printf("  /job:%s/task:%d: %s %.1f ms, %s %.1f ms a step; %.3f MB sent, %.3f MB received a "
+         "step (the variables' assignment predicts %.3f MB each way)\n",
+         ps ? "ps" : "worker", ps ? rank : rank - c->ps,
+         ps ? "waiting for gradients" : "computing", 1e3 * f[R_FIRST_TIME] / steps,
+         ps ? "applying and answering" : "sending and waiting for the ps", 
+         1e3 * f[R_FIRST_TIME + 1] / steps, f[R_SENT] / steps / mb, f[R_RECEIVED] / steps / mb,
+         predicted_bytes(c, rank) / mb);
+}
+
 int ct_cluster_report(ct_train_run *r, ct_status *status) {
   ct_cluster_run *c = r->cluster;
   if (c == NULL) return 0;
-  const int ranks = ct_cluster_size();
-  int64_t mine[4] = {c->applied, c->reads, c->max_staleness_seen, c->max_lag};
-  int64_t *all = calloc((size_t)ranks * 4, sizeof *all);
+  const int ranks = ct_cluster_size(), on_ps = c->task >= 0;
+  const double mine[R_COUNT] = {
+      [R_APPLIED] = (double)c->applied, [R_READS] = (double)c->reads,
+      [R_STALENESS] = (double)c->max_staleness_seen, [R_LAG] = (double)c->max_lag,
+      [R_STEPS] = (double)c->steps, [R_FIRST_TIME] = on_ps ? c->wait_s : c->compute_s,
+      [R_FIRST_TIME + 1] = on_ps ? c->apply_s : c->exchange_s, [R_SENT] = c->bytes_sent,
+      [R_RECEIVED] = c->bytes_received};
+  double *all = calloc((size_t)ranks * R_COUNT, sizeof *all);
   if (all == NULL) return out_of_memory(status);
   ct_cluster_progress(-1, -1, "the ps tasks' counts");
   if (ct_cluster_allgather(mine, sizeof mine, all, status)) {
     free(all);
     return 1;
   }
-  int64_t applied = 0, reads = 0, staleness = 0, lag = 0;
+  double applied = 0, reads = 0, staleness = 0, lag = 0;
   for (int p = 0; p < c->ps; ++p) {
-    applied += all[4 * p], reads += all[4 * p + 1];
-    staleness = all[4 * p + 2] > staleness ? all[4 * p + 2] : staleness;
-    lag = all[4 * p + 3] > lag ? all[4 * p + 3] : lag;
+    const double *f = all + R_COUNT * p;
+    applied += f[R_APPLIED], reads += f[R_READS];
+    staleness = f[R_STALENESS] > staleness ? f[R_STALENESS] : staleness;
+    lag = f[R_LAG] > lag ? f[R_LAG] : lag;
   }
-  free(all);
   const ct_train_options *t = &r->options->train;
   char bound[32] = "unbounded";
   if (t->max_staleness >= 0) snprintf(bound, sizeof bound, "%lld", (long long)t->max_staleness);
-  printf("cluster: %d ps task%s, %d workers, %s updates%s%s: %lld updates applied, %lld reads; "
-         "staleness at most %lld; a gradient applied at most %lld updates after its read\n",
+  printf("cluster: %d ps task%s, %d workers, %s updates%s%s: %.0f updates applied (by all ps "
+         "tasks), %.0f reads; staleness at most %.0f; a gradient applied at most %.0f updates "
+         "after its read\n",
          c->ps, c->ps == 1 ? "" : "s", c->workers, t->async_updates ? "async" : "sync",
-         t->async_updates ? ", max_staleness " : "", t->async_updates ? bound : "",
-         (long long)applied, (long long)reads, (long long)staleness, (long long)lag);
+         t->async_updates ? ", max_staleness " : "", t->async_updates ? bound : "", applied, reads,
+         staleness, lag);
+  for (int k = 0; k < ranks; ++k) print_task(c, k, all + R_COUNT * k);
+  free(all);
   return 0;
 }

@@ -110,13 +110,15 @@ static void assign_owners(ct_cluster_run *c, const ct_train_run *r) {
   const int variables = ct_graph_variable_count(g);
   for (int v = 0; v < variables; ++v) c->variable_owner[v] = c->ps; /* the first worker */
   for (int i = 0; i < c->n; ++i) c->variable_owner[t->variables[i]] = c->owner[i];
-  for (int v = 0; v < variables; ++v) { /* slots: "<variable>/Momentum", ... */
+  static const char *const slots[] = {"Momentum", "Adam", "Adam_1"}; /* ctower/optimizer.h */
+  for (int v = 0; v < variables; ++v) { /* a slot: "<variable>/Momentum", ... */
     const char *name = ct_graph_variable_name(g, v);
     for (int i = 0; i < c->n; ++i) {
       const char *of = ct_graph_variable_name(g, t->variables[i]);
       const size_t len = strlen(of);
-      if (strncmp(name, of, len) == 0 && name[len] == '/' && !strchr(name + len + 1, '/'))
-        c->variable_owner[v] = c->owner[i];
+      for (size_t k = 0; k < sizeof slots / sizeof *slots; ++k)
+        if (strncmp(name, of, len) == 0 && name[len] == '/' && strcmp(name + len + 1, slots[k]) == 0)
+          c->variable_owner[v] = c->owner[i];
     }
   }
 }
@@ -315,7 +317,8 @@ static int answer_allowed(ct_train_run *r, ct_status *status) {
   return 0;
 }
 
-/* Takes in the header of a worker's gradients of `step` (sync: checked). */
+/* Takes in the header of a worker's gradients of `step` (sync: checked,
+ * and whether it was asked to stop). */
 static int take_header(ct_cluster_run *c, const message *m, int w, int64_t step, int sync,
                        double *sums, ct_status *status) {
   const double *h = header(m);
@@ -326,7 +329,9 @@ static int take_header(ct_cluster_run *c, const message *m, int w, int64_t step,
     return 1;
   }
   sums[0] += h[H_LOSS], sums[1] += h[H_CORRECT];
-  c->stop |= h[H_INTERRUPT] != 0;
+  /* async: the workers are at different steps; a signal stops the job at
+   * the end of the epoch (ct_cluster_gather_variables) */
+  if (sync) c->stop |= h[H_INTERRUPT] != 0;
   return 0;
 }
 
@@ -383,7 +388,6 @@ static int async_step(ct_train_run *r, int64_t step, double *sums, ct_status *st
     c->pending[w] = 1;
     if (answer_allowed(r, status)) return 1;
   }
-  c->stop = 0; /* async: a signal stops the job at the end of the epoch (train_loop.c) */
   return 0;
 }
 
@@ -416,6 +420,13 @@ void ct_cluster_print_placement(const ct_train_run *r) {
 int ct_cluster_gather_variables(ct_train_run *r, ct_status *status) {
   ct_cluster_run *c = r->cluster;
   if (c == NULL) return 0;
+  /* async: whether any rank was asked to stop during the epoch */
+  double asked = ct_interrupt_requested() ? 1 : 0;
+  ct_cluster_progress(-1, -1, "the signals of the epoch");
+  if (r->options->train.async_updates) {
+    if (ct_cluster_allreduce_f64(&asked, 1, status)) return 1;
+    r->interrupted = asked > 0;
+  }
   const int rank = ct_cluster_rank();
   for (int v = 0; v < ct_graph_variable_count(r->tg.graph); ++v) {
     ct_tensor *value = ct_session_read_variable(r->session, v, status);

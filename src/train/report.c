@@ -13,7 +13,10 @@ double ct_trainer_now(void) {
 }
 
 const char *ct_trainer_tower_summary(const ct_tower_options *t, char *buf, size_t size) {
-  if (t->n_towers == 1)
+  if (ct_cluster_ps_tasks() > 0)
+    snprintf(buf, size, "%d ps task%s and %d workers", ct_cluster_ps_tasks(),
+             ct_cluster_ps_tasks() == 1 ? "" : "s", ct_cluster_size() - ct_cluster_ps_tasks());
+  else if (t->n_towers == 1)
     snprintf(buf, size, "1 tower");
   else if (t->variable_update == CT_VARIABLE_UPDATE_REPLICATED)
     snprintf(buf, size, "%d towers (replicated)", t->n_towers);

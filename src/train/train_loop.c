@@ -162,6 +162,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
       failed = 1;
       break;
     }
+    if (r.interrupted) stop = interrupted = 1; /* async: a signal during the epoch */
     if (interrupted) { /* at once, without evaluating */
       stopped_epoch = epoch;
       if (checkpoint[0]) failed = save_position(&r, epoch, global_step, 1, test.accuracy, status);

@@ -186,9 +186,10 @@ int ct_cluster_worker_exchange(ct_train_run *run, int64_t step, float rate,
  * accuracy of the gradients it took, and run->interrupted. */
 int ct_cluster_ps_step(ct_train_run *run, int64_t step, double *loss, double *accuracy,
                        ct_status *status);
-/* Every rank: each variable from the rank that holds it, so that every
- * rank evaluates and rank 0 saves the job's model. Nothing without ps
- * tasks. Returns 0 or fills status. */
+/* Every rank, at the end of an epoch: each variable from the rank that
+ * holds it, so that every rank evaluates and rank 0 saves the job's model;
+ * under async updates, sets run->interrupted when any rank was asked to
+ * stop. Nothing without ps tasks. Returns 0 or fills status. */
 int ct_cluster_gather_variables(ct_train_run *run, ct_status *status);
 /* "/job:ps/task:0 holds 4 variables (0.10 MiB), ...": where they live. */
 void ct_cluster_print_placement(const ct_train_run *run);
@@ -221,7 +222,8 @@ void ct_observer_free(ct_observer *observer);
 
 /* report.c: what training prints. */
 
-/* "1 tower", "2 towers (replicated)", "2 towers (parameter server on /cpu:0)". */
+/* "1 tower", "2 towers (replicated)", "2 towers (parameter server on /cpu:0)"; under a
+ * cluster spec with ps tasks "1 ps task and 2 workers". */
 const char *ct_trainer_tower_summary(const ct_tower_options *towers, char *buf, size_t size);
 
 /* The first lines of `ctower train`: what is trained, how, on which devices. */

@@ -5,8 +5,9 @@
 # slots), a run resumed under the cluster ends as the whole run; async
 # updates with max_staleness S never read more than S steps behind (the ps
 # counts it), with SGD and S = 0 are the sync weights, and the model still
-# learns; each rank's placement log names its job and task; a ps task that
-# stops is named and the job ends; a spec that does not fit the ranks, one
+# learns, and a signal stops it at the end of the epoch; each rank's
+# placement log names its job and task; a ps task that stops is named and
+# the job ends; a spec that does not fit the ranks, one
 # without workers, a ps_device on a worker under async and a task the
 # cluster lacks are clear errors.
 # Usage: ps_worker.sh CTOWER MPIEXEC COMPARE_CHECKPOINTS
@@ -102,6 +103,19 @@ run train job.yaml train.checkpoint=
 if [ "$rc" -eq 2 ] && grep -q "names 3 tasks but the job has 1 rank" <<<"$err"; then
   pass "the spec in a process on its own: $err"
 else fail "the spec alone: rc $rc: $err"; fi
+
+# async: SIGINT to a worker stops every rank at the end of the epoch, with
+# the checkpoint of that epoch
+timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 3 "$CTOWER" train job.yaml \
+  cluster.updates=async train.epochs=100000 train.checkpoint=async.safetensors --quiet \
+  >async_int.out 2>&1 &
+job=$!
+wait_for_file async.safetensors && interrupted=$(rank_pid 2 job.yaml) && kill -INT "$interrupted"
+wait $job
+rc=$?
+if [ $rc -ge 130 ] && [ $rc -ne 137 ] && grep -qE "stopped by (SIGINT|another rank.s signal) after step [0-9]+; checkpoint async.safetensors holds it" async_int.out; then
+  pass "async: SIGINT to worker 1 stops the job at the end of the epoch (rc $rc): $(grep 'stopped by' async_int.out)"
+else fail "async SIGINT: rc $rc: $(tail -3 async_int.out)"; fi
 
 # a ps task that stops: the workers name it and the job ends
 stop_rank 3 0 job.yaml train.epochs=100000 train.checkpoint=model.safetensors \

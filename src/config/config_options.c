@@ -198,9 +198,9 @@ static int listed_towers(const ct_config *c, ct_tower_options *t, ct_status *sta
   }
   if (t->n_towers == 0) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "devices.towers lists no device of task %d (this rank); give every rank a "
-                  "tower, e.g. /job:worker/task:%d/cpu:0",
-                  ct_cluster_rank(), ct_cluster_rank());
+                  "devices.towers lists no device of /job:worker/task:%d (this rank); give "
+                  "every worker a tower, e.g. /job:worker/task:%d/cpu:0",
+                  ct_cluster_task(), ct_cluster_task());
     return 1;
   }
   return 0;

@@ -120,6 +120,10 @@ typedef struct ct_config {
   struct {                             /* a job of several processes (mpirun) */
     double stall_timeout_s;            /* a rank stalled this long ends the job; 0: never */
     int64_t check_every;               /* steps between replica-equality checks; 0: never */
+    int64_t ps, worker;                /* the cluster spec: ranks 0..ps-1 are /job:ps, the rest
+                                          /job:worker; 0 and 0: every rank a worker */
+    char updates[8];                   /* "sync" | "async" (with ps tasks) */
+    int64_t max_staleness;             /* async: steps a worker may read behind; -1: unbounded */
   } cluster;
 } ct_config;
 

@@ -103,6 +103,10 @@ ct_dtype ct_output_dtype(ct_output output);
 
 /* Makes `node` run only after `before` (a control dependency). */
 void ct_node_add_control_input(ct_node *node, ct_node *before);
+/* Its control dependencies, in the order they were added (a group's
+ * members: ct_group). */
+int ct_node_num_control_inputs(const ct_node *node);
+ct_node *ct_node_control_input(const ct_node *node, int index);
 
 /* Variables: ------------------------------------------------------------ */
 

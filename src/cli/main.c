@@ -52,7 +52,10 @@ static const char k_overview[] =
     "Every config key with its type and default: docs/config.md.\n"
     "\n"
     "Under mpirun (mpirun -np N ctower train ...), rank k is /job:worker/replica:0/task:k;\n"
-    "every rank must be given the same config; rank 0 prints, the others only errors.\n"
+    "with cluster: {ps: P, worker: W} (P + W = N), ranks 0..P-1 are /job:ps/task:0..P-1\n"
+    "(they hold the variables and apply the updates: cluster.updates sync or async) and\n"
+    "the others /job:worker/task:0..W-1. Every rank must be given the same config;\n"
+    "rank 0 prints, the others only errors.\n"
     "\n"
     "Exit status: 0 success, 1 runtime failure (out of memory, NaN loss, I/O),\n"
     "             2 bad usage or bad config.\n";
@@ -535,7 +538,11 @@ static int run_with_args(const command *cmd, int argc, char **argv, parsed_args 
     rc = DONE;
   }
   if (rc == 0) rc = build_config(args, config);
-  return ct_cluster_size() > 1 ? agree_on_config(rc, config) : rc;
+  if (ct_cluster_size() > 1) rc = agree_on_config(rc, config);
+  ct_status status = CT_STATUS_INIT;
+  if (rc == 0 && ct_cluster_set_spec((int)config->cluster.ps, (int)config->cluster.worker, &status))
+    rc = runtime_exit(&status, "reading the cluster spec");
+  return rc;
 }
 
 /* --trace and --trace-steps A:B into options. Returns 0, or the exit

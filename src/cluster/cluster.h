@@ -76,8 +76,44 @@ void ct_cluster_progress(int64_t step, int bucket, const char *what);
  * process on its own or timeout_s <= 0. Returns 0 or fills status. */
 int ct_cluster_start_stall_inspector(double timeout_s, ct_status *status);
 
-/* "[worker 2] " under a job of several ranks, "" otherwise: what a rank
- * puts before the errors and warnings it prints. */
+/* "[worker 2] " (or "[ps 0] " under a cluster spec) in a job of several
+ * ranks, "" otherwise: what a rank puts before the errors and warnings it
+ * prints. */
 const char *ct_cluster_log_prefix(void);
+
+/* ---- the cluster spec: TensorFlow's jobs and tasks over the ranks --------
+ * cluster: {ps: P, worker: W}: ranks 0 .. P-1 are /job:ps/task:0 .. P-1,
+ * ranks P .. P+W-1 /job:worker/task:0 .. W-1. Without ps tasks (P = 0)
+ * every rank is a worker, task = rank. (cluster_spec.c, both builds.) */
+
+/* Sets the spec; every rank sets the same one, before naming its devices.
+ * P = W = 0: no spec. Returns 0, or 1 and INVALID_ARGUMENT when W is 0
+ * beside ps tasks or P + W is not the job's size (both named). */
+int ct_cluster_set_spec(int ps, int workers, ct_status *status);
+int ct_cluster_ps_tasks(void);        /* P: 0 without ps tasks */
+int ct_cluster_is_ps(void);           /* whether this rank is a ps task */
+const char *ct_cluster_job(void);     /* this rank's job: "ps" or "worker" */
+int ct_cluster_task(void);            /* its task within the job */
+/* How many tasks job `job` ("ps", "worker") has, and the rank of one of
+ * them (-1: no such task). */
+int ct_cluster_job_tasks(const char *job);
+int ct_cluster_rank_of(const char *job, int task);
+
+/* ---- point-to-point messages, for ps and worker tasks ----------------------
+ * Nonblocking sends and receives of bytes (below 2 GiB) between two ranks,
+ * completed by ct_cluster_wait; a wait is watched by the stall inspector as
+ * a collective is (name it with ct_cluster_progress first). In a process
+ * on its own there is no other rank: UNAVAILABLE. */
+enum { CT_CLUSTER_ANY_SOURCE = -1 };
+typedef struct ct_cluster_request {
+  void *impl; /* NULL: nothing pending */
+} ct_cluster_request;
+int ct_cluster_isend(const void *data, size_t bytes, int dest, int tag, ct_cluster_request *request,
+                     ct_status *status);
+int ct_cluster_irecv(void *data, size_t bytes, int source, int tag, ct_cluster_request *request,
+                     ct_status *status);
+/* Completes a request (nothing for one not pending); *source (when not
+ * NULL) becomes the rank a receive came from. Returns 0 or fills status. */
+int ct_cluster_wait(ct_cluster_request *request, int *source, ct_status *status);
 
 #endif

@@ -46,7 +46,6 @@ static struct {
   int initialized, mpi, thread_multiple;
   int rank, size, local_rank, local_size;
   MPI_Comm comm, heartbeat_comm;
-  char prefix[32];
   pthread_mutex_t lock; /* guards mine, next and entered_at */
   heartbeat mine;       /* this rank's last collective */
   heartbeat next;       /* the progress reported for the next collective */
@@ -102,7 +101,6 @@ int ct_cluster_init(int *argc, char ***argv, ct_status *status) {
   if (err == MPI_SUCCESS) err = MPI_Comm_size(local, &g.local_size);
   if (local != MPI_COMM_NULL) MPI_Comm_free(&local);
   if (mpi_failed(err, "joining the job (MPI_COMM_WORLD)", status)) return 1;
-  if (g.size > 1) snprintf(g.prefix, sizeof g.prefix, "[worker %d] ", g.rank);
   g.initialized = 1;
   return 0;
 }
@@ -130,7 +128,6 @@ int ct_cluster_rank(void) { return g.rank; }
 int ct_cluster_size(void) { return g.size; }
 int ct_cluster_local_rank(void) { return g.local_rank; }
 int ct_cluster_local_size(void) { return g.local_size; }
-const char *ct_cluster_log_prefix(void) { return g.prefix; }
 
 void ct_cluster_abort(int code) {
   fflush(stdout);
@@ -326,6 +323,69 @@ int ct_cluster_barrier(ct_status *status) {
   return mpi_failed(err, "barrier", status);
 }
 
+/* ---- point-to-point messages --------------------------------------------- */
+
+/* Starts a send (send = 1) or receive of `bytes` with peer, into a new
+ * request. */
+static int start_p2p(int send, void *data, size_t bytes, int peer, int tag,
+                     ct_cluster_request *request, ct_status *status) {
+  request->impl = NULL;
+  const char *call = send ? "sending to" : "receiving from";
+  if (!g.mpi) {
+    ct_status_set(status, CT_UNAVAILABLE,
+                  "%s rank %d: a process on its own has no other rank; start the job with mpirun",
+                  call, peer);
+    return 1;
+  }
+  if (bytes >= (size_t)INT_MAX || peer == g.rank ||
+      (peer != CT_CLUSTER_ANY_SOURCE && (peer < 0 || peer >= g.size)) ||
+      (send && peer == CT_CLUSTER_ANY_SOURCE)) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "%s rank %d (%zu bytes): the peer must be another rank of the %d, and a "
+                  "message below 2 GiB",
+                  call, peer, bytes, g.size);
+    return 1;
+  }
+  MPI_Request *r = malloc(sizeof *r);
+  if (r == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory %s rank %d", call, peer);
+    return 1;
+  }
+  const int source = peer == CT_CLUSTER_ANY_SOURCE ? MPI_ANY_SOURCE : peer;
+  int err = send ? MPI_Isend(data, (int)bytes, MPI_BYTE, peer, tag, g.comm, r)
+                 : MPI_Irecv(data, (int)bytes, MPI_BYTE, source, tag, g.comm, r);
+  if (mpi_failed(err, send ? "a send" : "a receive", status)) {
+    free(r);
+    return 1;
+  }
+  request->impl = r;
+  return 0;
+}
+
+int ct_cluster_isend(const void *data, size_t bytes, int dest, int tag, ct_cluster_request *request,
+                     ct_status *status) {
+  return start_p2p(1, (void *)data, bytes, dest, tag, request, status);
+}
+
+int ct_cluster_irecv(void *data, size_t bytes, int source, int tag, ct_cluster_request *request,
+                     ct_status *status) {
+  return start_p2p(0, data, bytes, source, tag, request, status);
+}
+
+int ct_cluster_wait(ct_cluster_request *request, int *source, ct_status *status) {
+  MPI_Request *r = request->impl;
+  if (source) *source = -1;
+  if (r == NULL) return 0;
+  request->impl = NULL;
+  MPI_Status st;
+  enter_collective("message");
+  int err = MPI_Wait(r, &st);
+  leave_collective();
+  free(r);
+  if (source && err == MPI_SUCCESS) *source = st.MPI_SOURCE;
+  return mpi_failed(err, "a point-to-point message", status);
+}
+
 /* ---- the stall inspector ----------------------------------------------------- */
 
 /* "all-reduce bucket 3 of step 12", "broadcast for checkpoint", ... */
@@ -391,7 +451,7 @@ static void report_stall(const inspector *in, double now) {
   fprintf(stderr,
           "%sctower: error: stalled for %.0f s: %s. Check rank%s %s (stopped, or stuck in a long "
           "step), or raise cluster.stall_timeout_s\n",
-          g.prefix, in->timeout_s, msg, laggards == 1 ? "" : "s", laggards ? lagging : "every");
+          ct_cluster_log_prefix(), in->timeout_s, msg, laggards == 1 ? "" : "s", laggards ? lagging : "every");
   /* One rank ends the job: the lowest that still answers. Several ranks
    * calling MPI_Abort at once can leave mpirun hanging after the ranks are
    * gone; the others wait to be ended, and end the job themselves if that
@@ -412,7 +472,7 @@ static void report_stall(const inspector *in, double now) {
 static void inspector_failed(int err, const char *call) {
   ct_status status = CT_STATUS_INIT;
   mpi_failed(err, call, &status);
-  fprintf(stderr, "%sctower: error: the stall inspector stopped: %s\n", g.prefix, status.message);
+  fprintf(stderr, "%sctower: error: the stall inspector stopped: %s\n", ct_cluster_log_prefix(), status.message);
   ct_cluster_abort(1);
 }
 

@@ -28,7 +28,6 @@ int ct_cluster_rank(void) { return 0; }
 int ct_cluster_size(void) { return 1; }
 int ct_cluster_local_rank(void) { return 0; }
 int ct_cluster_local_size(void) { return 1; }
-const char *ct_cluster_log_prefix(void) { return ""; }
 
 int ct_cluster_allreduce_f32(float *data, int64_t count, ct_status *status) {
   (void)data, (void)count, (void)status;
@@ -90,5 +89,33 @@ void ct_cluster_progress(int64_t step, int bucket, const char *what) {
 
 int ct_cluster_start_stall_inspector(double timeout_s, ct_status *status) {
   (void)timeout_s, (void)status;
+  return 0;
+}
+
+/* No other rank to talk to: a request never starts. */
+static int no_peer(const char *call, int peer, ct_status *status) {
+  ct_status_set(status, CT_UNAVAILABLE,
+                "%s rank %d: a process on its own has no other rank; start the job with mpirun",
+                call, peer);
+  return 1;
+}
+
+int ct_cluster_isend(const void *data, size_t bytes, int dest, int tag, ct_cluster_request *request,
+                     ct_status *status) {
+  (void)data, (void)bytes, (void)tag;
+  request->impl = NULL;
+  return no_peer("sending to", dest, status);
+}
+
+int ct_cluster_irecv(void *data, size_t bytes, int source, int tag, ct_cluster_request *request,
+                     ct_status *status) {
+  (void)data, (void)bytes, (void)tag;
+  request->impl = NULL;
+  return no_peer("receiving from", source, status);
+}
+
+int ct_cluster_wait(ct_cluster_request *request, int *source, ct_status *status) {
+  (void)request, (void)status;
+  if (source) *source = 0;
   return 0;
 }

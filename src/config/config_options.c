@@ -71,8 +71,8 @@ void ct_config_session_options(const ct_config *c, ct_session_options *o) {
   for (int i = 0; i < o->gpu_options.n_virtual_devices && i < CT_MAX_DEVICES; ++i)
     o->gpu_options.virtual_devices_mb[i] = c->session.gpu_options.virtual_devices_mb[i];
   if (ct_cluster_size() > 1) {
-    snprintf(o->job, sizeof o->job, "worker");
-    o->task = ct_cluster_rank();
+    snprintf(o->job, sizeof o->job, "%s", ct_cluster_job());
+    o->task = ct_cluster_task();
     o->local_process = ct_cluster_local_rank();
     o->local_processes = ct_cluster_local_size();
     /* the ranks on a machine share its GPUs: local rank r takes GPU r (of
@@ -128,6 +128,13 @@ void ct_config_trainer_options(const ct_config *c, ct_trainer_options *o) {
   t->log_every_n_steps = c->train.log_every_n_steps;
   t->split = strcmp(c->devices.split, "auto") == 0 ? CT_BATCH_SPLIT_AUTO : CT_BATCH_SPLIT_EVEN;
   t->check_every = c->cluster.check_every;
+  t->async_updates = strcmp(c->cluster.updates, "async") == 0;
+  t->max_staleness = t->async_updates ? c->cluster.max_staleness : 0;
+  ct_device_spec ps;
+  ct_status ignored = CT_STATUS_INIT;
+  t->ps_task = ct_device_spec_parse(c->devices.ps_device, &ps, &ignored) == 0 && ps.has_task
+                   ? ps.task
+                   : -1;
   ct_config_session_options(c, &o->session);
 }
 
@@ -137,14 +144,43 @@ static void towers_on(ct_tower_options *t, int first, int count, const char *kin
     snprintf(t->devices[first + k], sizeof t->devices[first + k], "/%s:%d", kind, k);
 }
 
+/* The rank a device name's job and task name (a task without a job is a
+ * worker's), or -1 for a task the job does not have; every rank for a name
+ * without a task: -2. */
+static int rank_named(const ct_device_spec *spec) {
+  if (!spec->has_task) return -2;
+  const char *job = spec->has_job ? spec->job : "worker";
+  return ct_cluster_rank_of(job, spec->task);
+}
+
 /* A device name of the config on this rank: a name with a job or task
- * (under mpirun, /job:worker/task:1/cpu:0 is rank 1's /cpu:0) becomes the
- * local name; *mine (when not NULL) says whether the task is this rank's
- * (a name without one is every rank's). Returns 0 or fills status. */
-static int local_name(const char *text, char *out, size_t size, int *mine, ct_status *status) {
+ * (under mpirun, /job:worker/task:1/cpu:0 is that task's /cpu:0) becomes
+ * the local name; *mine (when not NULL) says whether the task is this
+ * rank's (a name without one is every worker's). A task the job does not
+ * have is an error naming `key` (TensorFlow's words), or with soft
+ * placement a warning, and then *mine is 0. Returns 0 or fills status. */
+static int local_name(const char *key, const char *text, int soft, char *out, size_t size,
+                      int *mine, ct_status *status) {
   ct_device_spec spec;
   if (ct_device_spec_parse(text, &spec, status)) return 1;
-  if (mine) *mine = !spec.has_task || spec.task == ct_cluster_rank();
+  const int rank = rank_named(&spec);
+  if (mine) *mine = rank == -2 ? !ct_cluster_is_ps() : rank == ct_cluster_rank();
+  if (spec.has_task && rank < 0 && ct_cluster_size() > 1) {
+    const char *job = spec.has_job ? spec.job : "worker";
+    const int tasks = ct_cluster_job_tasks(job);
+    char known[96] = "no task";
+    if (tasks > 0) snprintf(known, sizeof known, "tasks 0 to %d", tasks - 1);
+    if (!soft) {
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "%s: cannot assign a device to '%s': /job:%s/task:%d does not exist (job %s "
+                    "has %s in this cluster of %d ranks); name an existing task, or set "
+                    "session.allow_soft_placement: true to leave it out",
+                    key, text, job, spec.task, job, known, ct_cluster_size());
+      return 1;
+    }
+    fprintf(stderr, "%sctower: warning: %s: /job:%s/task:%d does not exist (job %s has %s); "
+            "'%s' is left out\n", ct_cluster_log_prefix(), key, job, spec.task, job, known, text);
+  }
   if (spec.has_job || spec.has_replica || spec.has_task) {
     spec.has_job = spec.has_replica = spec.has_task = 0;
     ct_device_spec_string(&spec, out, size);
@@ -160,16 +196,16 @@ static int listed_towers(const ct_config *c, ct_tower_options *t, ct_status *sta
   t->n_towers = 0;
   for (int k = 0; k < c->devices.n_towers_listed; ++k) {
     int mine;
-    if (local_name(c->devices.towers[k], t->devices[t->n_towers], sizeof t->devices[0], &mine,
-                   status))
+    if (local_name("devices.towers", c->devices.towers[k], c->session.allow_soft_placement,
+                   t->devices[t->n_towers], sizeof t->devices[0], &mine, status))
       return 1;
     t->n_towers += mine;
   }
   if (t->n_towers == 0) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "devices.towers lists no device of task %d (this rank); give every rank a "
-                  "tower, e.g. /job:worker/task:%d/cpu:0",
-                  ct_cluster_rank(), ct_cluster_rank());
+                  "devices.towers lists no device of /job:worker/task:%d (this rank); give "
+                  "every worker a tower, e.g. /job:worker/task:%d/cpu:0",
+                  ct_cluster_task(), ct_cluster_task());
     return 1;
   }
   return 0;
@@ -227,13 +263,44 @@ static int is_gpu_name(const char *name) {
   return ct_device_spec_parse(name, &spec, &ignored) == 0 && spec.kind == CT_DEVICE_KIND_GPU;
 }
 
+/* Under a cluster spec with ps tasks: the variables live on the ps tasks
+ * (devices.ps_device names one, /job:ps/task:0/cpu:0, or no task: spread
+ * over them all), the workers compute (each rank's graph keeps them on its
+ * own device of that name), and the update needs the parameter server. */
+static int cluster_ps_device(const ct_config *c, ct_tower_options *t, ct_status *status) {
+  ct_device_spec spec;
+  if (ct_device_spec_parse(c->devices.ps_device, &spec, status)) return 1;
+  if (spec.has_job && strcmp(spec.job, "ps") != 0) {
+    const int async = strcmp(c->cluster.updates, "async") == 0;
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "devices.ps_device '%s' puts the variables on a %s task, but %s; write "
+                  "/job:ps/task:0%s (or /job:ps%s to spread them over the %d ps tasks)",
+                  c->devices.ps_device, spec.job,
+                  async ? "with cluster.updates: async each worker's gradients are applied as "
+                          "they arrive, by the ps tasks that hold the variables"
+                        : "with cluster.ps the ps tasks hold the variables and apply the updates",
+                  t->ps_device, t->ps_device, ct_cluster_ps_tasks());
+    return 1;
+  }
+  if (t->variable_update != CT_VARIABLE_UPDATE_PARAMETER_SERVER) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "cluster.ps is %d, but devices.variable_update is replicated; ps tasks hold the "
+                  "variables of devices.variable_update: parameter_server",
+                  ct_cluster_ps_tasks());
+    return 1;
+  }
+  return 0;
+}
+
 /* devices.ps_device, as a device of this process. Across ranks the
  * parameter server is rank 0's (task 0): it applies the updates, holds the
  * optimizer's slots and writes the checkpoints; a device of another task is
  * an error that says what to write. */
 static int ps_device(const ct_config *c, ct_tower_options *t, ct_status *status) {
   const char *name = c->devices.ps_device;
-  if (local_name(name, t->ps_device, sizeof t->ps_device, NULL, status)) return 1;
+  if (local_name("devices.ps_device", name, 0, t->ps_device, sizeof t->ps_device, NULL, status))
+    return 1;
+  if (ct_cluster_ps_tasks() > 0) return cluster_ps_device(c, t, status);
   ct_device_spec spec;
   if (t->variable_update == CT_VARIABLE_UPDATE_PARAMETER_SERVER && ct_cluster_size() > 1 &&
       ct_device_spec_parse(name, &spec, status) == 0 && spec.has_task && spec.task != 0) {
@@ -258,8 +325,15 @@ int ct_config_tower_options(const ct_config *c, const ct_session_options *so, ct
    * that name; rank 0 applies the job's summed gradients to its copy and
    * sends the variables back to the others */
   if (ps_device(c, t, status)) return 1;
-  t->across_ranks = ct_cluster_size() > 1;
-  if (tower_devices(c, so, t, status)) return 1;
+  /* with ps tasks each rank's graph is its own: the trainer moves the
+   * gradients and variables between the tasks */
+  t->across_ranks = ct_cluster_size() > 1 && ct_cluster_ps_tasks() == 0;
+  if (ct_cluster_is_ps()) { /* one tower that never runs: the graph's variables and updates */
+    t->n_towers = 1;
+    snprintf(t->devices[0], sizeof t->devices[0], "/cpu:0");
+  } else if (tower_devices(c, so, t, status)) {
+    return 1;
+  }
   int all_gpus = 1, first_cpu = -1;
   for (int k = 0; k < t->n_towers; ++k)
     if (!is_gpu_name(t->devices[k])) {

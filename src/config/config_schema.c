@@ -14,6 +14,7 @@ static const char *const k_labels[] = {"fine", "coarse", NULL};
 static const char *const k_optimizers[] = {"sgd", "momentum", "adam", NULL};
 static const char *const k_schedules[] = {"constant", "step", "piecewise", "cosine", NULL};
 static const char *const k_variable_updates[] = {"replicated", "parameter_server", NULL};
+static const char *const k_updates[] = {"sync", "async", NULL};
 static const char *const k_all_reduces[] = {"auto", "ring", "tree", "nccl", NULL};
 static const char *const k_splits[] = {"even", "auto", NULL};
 static const char *const k_precisions[] = {"fp32", "tf32", "bf16", NULL};
@@ -35,6 +36,7 @@ static const char *const k_conv_algorithms[] = {"auto", "direct", "winograd", NU
 /* Every whole number has a documented range: none is cut to 32 bits or
  * overflows what is computed from it. */
 #define MAX_COUNT 1000000000LL       /* epochs, examples, steps between events */
+#define MAX_TASKS 1000000 /* ranks a launcher may start (launcher.c) */
 #define MAX_STEPS 1000000000000000LL /* steps: what a checkpoint's metadata may hold */
 #define MAX_MEMORY_MB (1LL << 30)    /* a mebibyte count: 1 PiB */
 #define MAX_THREADS 4096             /* and at run time 4 per core (device.c) */
@@ -197,6 +199,10 @@ const ct_config_field ct_config_fields[] = {
 
     FLOAT("cluster.stall_timeout_s", cluster.stall_timeout_s, 0, INFINITY, 0, "60.0"),
     INT("cluster.check_every", cluster.check_every, 0, MAX_STEPS, "0"),
+    INT("cluster.ps", cluster.ps, 0, MAX_TASKS, "0"),
+    INT("cluster.worker", cluster.worker, 0, MAX_TASKS, "0"),
+    ENUM("cluster.updates", cluster.updates, k_updates, "sync"),
+    INT("cluster.max_staleness", cluster.max_staleness, -1, MAX_STEPS, "-1"),
 };
 
 const size_t ct_config_n_fields = sizeof ct_config_fields / sizeof ct_config_fields[0];

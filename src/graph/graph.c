@@ -303,6 +303,8 @@ const char *ct_node_requested_device(const ct_node *n) { return n->requested_dev
 int ct_node_num_inputs(const ct_node *n) { return n->n_inputs; }
 ct_output ct_node_input(const ct_node *n, int index) { return n->inputs[index]; }
 int ct_node_num_outputs(const ct_node *n) { return n->n_outputs; }
+int ct_node_num_control_inputs(const ct_node *n) { return n->n_control; }
+ct_node *ct_node_control_input(const ct_node *n, int index) { return n->control[index]; }
 
 ct_shape ct_output_shape(ct_output o) {
   if (o.node == NULL) return ct_shape_of(0);

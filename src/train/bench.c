@@ -109,6 +109,14 @@ int ct_bench_main(const ct_trainer_options *o, const ct_tower_options *towers,
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory");
     return 1;
   }
+  if (flags->compare_single && ct_cluster_ps_tasks() > 0) {
+    free(times);
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "--compare-single times rank 0's first tower alone, but under cluster.ps rank 0 "
+                  "is a ps task without towers; run it without --compare-single, or compare "
+                  "with a job without ps tasks");
+    return 1;
+  }
   char summary[128];
   int global_towers = 1;
   int failed = time_steps(o, towers, flags, 1, times, &global_towers, status);

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cluster/cluster.h"
 #include "train/trainer_internal.h"
 
 double ct_trainer_now(void) {
@@ -12,7 +13,10 @@ double ct_trainer_now(void) {
 }
 
 const char *ct_trainer_tower_summary(const ct_tower_options *t, char *buf, size_t size) {
-  if (t->n_towers == 1)
+  if (ct_cluster_ps_tasks() > 0)
+    snprintf(buf, size, "%d ps task%s and %d workers", ct_cluster_ps_tasks(),
+             ct_cluster_ps_tasks() == 1 ? "" : "s", ct_cluster_size() - ct_cluster_ps_tasks());
+  else if (t->n_towers == 1)
     snprintf(buf, size, "1 tower");
   else if (t->variable_update == CT_VARIABLE_UPDATE_REPLICATED)
     snprintf(buf, size, "%d towers (replicated)", t->n_towers);
@@ -50,6 +54,16 @@ void ct_trainer_print_banner(const ct_train_run *r) {
   char classes[512];
   ct_trainer_classes_text(r->train_set, classes, sizeof classes);
   if (classes[0]) printf("%s\n", classes);
+  if (r->cluster) { /* rank 0 is ps task 0: what the job does, not its own unused tower */
+    const int ps = ct_cluster_ps_tasks(), workers = ct_cluster_size() - ps;
+    printf("cluster: %d ps task%s (/job:ps) holding the variables, %d worker%s (/job:worker) "
+           "with %d tower%s in all, %s updates\n",
+           ps, ps == 1 ? "" : "s", workers, workers == 1 ? "" : "s", r->global_towers,
+           r->global_towers == 1 ? "" : "s", o->train.async_updates ? "async" : "sync");
+    ct_cluster_print_placement(r);
+    fflush(stdout);
+    return;
+  }
   printf("%s:", ct_trainer_tower_summary(&r->towers, summary, sizeof summary));
   for (int k = 0; k < r->towers.n_towers; ++k) {
     ct_status ignored = CT_STATUS_INIT;

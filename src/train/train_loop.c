@@ -157,6 +157,12 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
     }
     if (n < 0) failed = 1; /* an example could not be read */
     if (failed) break;
+    /* with ps tasks: every variable from the task that holds it */
+    if (ct_cluster_gather_variables(&r, status)) {
+      failed = 1;
+      break;
+    }
+    if (r.interrupted) stop = interrupted = 1; /* async: a signal during the epoch */
     if (interrupted) { /* at once, without evaluating */
       stopped_epoch = epoch;
       if (checkpoint[0]) failed = save_position(&r, epoch, global_step, 1, test.accuracy, status);
@@ -212,7 +218,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
            ct_trainer_now() - start, test.accuracy);
     if (checkpoint[0]) printf("; checkpoint %s", checkpoint);
     printf("\n");
-    failed = ct_observer_finish(observer, &r, status);
+    failed = ct_cluster_report(&r, status) || ct_observer_finish(observer, &r, status);
     ct_trainer_print_peak_memory(r.session);
     if (flags->memory_stats) ct_trainer_print_memory_stats(r.session);
   }

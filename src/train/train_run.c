@@ -62,6 +62,7 @@ void ct_batch_buffers_free(ct_batch_buffers *b) {
 }
 
 void ct_train_run_free(ct_train_run *r) {
+  ct_cluster_run_free(r->cluster);
   ct_run_metadata_free(r->timeline);
   free(r->feeds);
   free(r->weights);
@@ -80,17 +81,18 @@ void ct_train_run_free(ct_train_run *r) {
 
 /* Where this process's towers stand among the job's: the ranks' tower
  * counts, gathered (a run whose towers sum nothing across the ranks is a
- * job of its own). */
+ * job of its own; a ps task has none). */
 static int place_towers_in_job(ct_train_run *r, ct_status *status) {
-  const int alone = !r->towers.across_ranks;
+  const int alone = !r->towers.across_ranks && ct_cluster_ps_tasks() == 0;
+  r->job_towers = ct_cluster_is_ps() ? 0 : r->towers.n_towers;
   const int ranks = alone ? 1 : ct_cluster_size(), rank = alone ? 0 : ct_cluster_rank();
   int *counts = calloc((size_t)ranks, sizeof *counts);
   if (counts == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
-  int failed = alone ? (counts[0] = r->towers.n_towers, 0)
-                     : ct_cluster_allgather(&r->towers.n_towers, sizeof(int), counts, status);
+  int failed = alone ? (counts[0] = r->job_towers, 0)
+                     : ct_cluster_allgather(&r->job_towers, sizeof(int), counts, status);
   for (int k = 0; !failed && k < ranks; ++k) {
     if (k < rank) r->first_tower += counts[k];
     r->global_towers += counts[k];
@@ -168,7 +170,7 @@ static void job_rows(void *context, int64_t count, int64_t *first, int64_t *rows
   ct_towers_split(r->global_towers, count, NULL, r->rows_sizes); /* one call at a time */
   *rows = 0;
   for (int k = 0; k < r->first_tower; ++k) *first += r->rows_sizes[k];
-  for (int k = 0; k < r->towers.n_towers; ++k) *rows += r->rows_sizes[r->first_tower + k];
+  for (int k = 0; k < r->job_towers; ++k) *rows += r->rows_sizes[r->first_tower + k];
 }
 
 /* dataset.threads: 0 means the cores the CPU devices' threads leave, at
@@ -236,24 +238,28 @@ int ct_train_run_setup(ct_train_run *r, const ct_trainer_options *o, const ct_to
                               &r->towers, &o->train.optimizer, status))
     return 1;
   r->session = open_session(r, status);
-  if (r->session == NULL) return 1;
+  if (r->session == NULL || ct_cluster_run_new(r, status)) return 1;
   if (open_pipeline(r, status)) return 1;
   const int n_towers = r->towers.n_towers;
   r->feeds = calloc(1, sizeof *r->feeds);
   r->weights = calloc((size_t)(o->dataset.batch_size + n_towers), sizeof *r->weights);
-  r->fetches = calloc((size_t)(n_towers + 1), sizeof *r->fetches);
+  /* a worker of a cluster with ps tasks fetches the gradients too */
+  const int gradients = r->cluster ? r->tg.train.towers.n_gradients : 0;
+  r->fetches = calloc((size_t)(n_towers + 1 + gradients), sizeof *r->fetches);
   if (!r->feeds || !r->weights || !r->fetches) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
   /* measured speeds stay within a process: across ranks the split is even */
-  r->auto_split = o->train.split == CT_BATCH_SPLIT_AUTO && n_towers > 1 && !r->towers.across_ranks;
+  r->auto_split = o->train.split == CT_BATCH_SPLIT_AUTO && n_towers > 1 &&
+                  ct_cluster_size() == 1;
   if ((r->timeline = ct_run_metadata_new()) == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
   r->fetches[0] = r->tg.train.towers.loss;
   for (int k = 0; k < n_towers; ++k) r->fetches[k + 1] = r->tg.train.logits[k];
+  for (int i = 0; i < gradients; ++i) r->fetches[n_towers + 1 + i] = r->tg.train.towers.gradients[i];
   return 0;
 }
 
@@ -295,7 +301,7 @@ int64_t ct_train_run_next_batch(ct_train_run *r, ct_status *status) {
   const int64_t n = ct_pipeline_next(r->pipeline, &batch, status);
   r->times.input_end = ct_trainer_now();
   if (n <= 0) return n;
-  const int towers = r->towers.n_towers;
+  const int towers = r->job_towers;
   int measured = r->auto_split;
   for (int k = 0; k < towers; ++k) measured = measured && r->speeds[k] > 0;
   ct_towers_split(r->global_towers, n, measured ? r->speeds : NULL, r->global_sizes);
@@ -325,6 +331,19 @@ int ct_train_run_feeds(ct_train_run *r, const ct_tensor *learning_rate) {
   return n_feeds;
 }
 
+/* FAILED_PRECONDITION when the loss is no longer finite. */
+static int check_loss(const ct_train_run *r, double loss, int64_t global_step, ct_status *status) {
+  const ct_train_options *t = &r->options->train;
+  if (!isfinite(loss)) {
+    ct_status_set(status, CT_FAILED_PRECONDITION,
+                  "the loss became %g at step %lld; lower train.optimizer.learning_rate "
+                  "(now %g) and train again",
+                  loss, (long long)global_step + 1, t->schedule.base_rate);
+    return 1;
+  }
+  return 0;
+}
+
 int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, double *loss,
                       double *accuracy, ct_status *status) {
   const ct_train_options *t = &r->options->train;
@@ -333,14 +352,36 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   r->learning_rate = ct_schedule_rate(&t->schedule, epochs_done);
   float lr = ct_optimizer_learning_rate(&t->optimizer, r->learning_rate, global_step + 1);
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
+  r->ran = 1;
+  if (r->cluster && ct_cluster_is_ps()) { /* the workers' gradients, applied */
+    r->times.run_start = r->times.sync_start = ct_trainer_now();
+    const int failed = ct_cluster_ps_step(r, global_step, loss, accuracy, status);
+    r->times.run_end = r->times.sync_end = ct_trainer_now();
+    return failed || check_loss(r, *loss, global_step, status);
+  }
   const int n_feeds = ct_train_run_feeds(r, &lr_tensor);
-  ct_tensor *out[CT_MAX_DEVICES + 1];
+  /* a worker with ps tasks: the gradients, and only the model's own updates */
+  const int gradients = r->cluster ? r->tg.train.towers.n_gradients : 0;
+  const int n_fetches = towers + 1 + gradients;
+  ct_node *targets[64] = {r->tg.train.step};
+  int n_targets = 1;
+  if (r->cluster)
+    for (n_targets = 0; n_targets < ct_graph_update_op_count(r->tg.graph) && n_targets < 64;
+         ++n_targets)
+      targets[n_targets] = ct_graph_update_op(r->tg.graph, n_targets);
+  ct_tensor **out = calloc((size_t)n_fetches, sizeof *out);
+  if (out == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for a step's results");
+    return 1;
+  }
   ct_session_set_step(r->session, (uint64_t)global_step);
   r->times.run_start = ct_trainer_now();
   ct_run_metadata *timeline = r->auto_split || r->record_timeline ? r->timeline : NULL;
-  if (ct_session_run_traced(r->session, r->feeds->feeds, n_feeds, r->fetches, towers + 1,
-                            &r->tg.train.step, 1, out, timeline, status))
+  if (ct_session_run_traced(r->session, r->feeds->feeds, n_feeds, r->fetches, n_fetches, targets,
+                            n_targets, out, timeline, status)) {
+    free(out);
     return 1;
+  }
   r->times.run_end = ct_trainer_now();
   if (r->auto_split) update_speeds(r);
   /* this process's part of the loss and of the correct count; the job's
@@ -351,24 +392,22 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   ct_tensor *logits = ct_towers_concat(towers, out + 1, r->sizes, status);
   if (logits) sums[1] = (double)count_correct(logits, ct_tensor_i32(r->buf.labels), r->rows);
   ct_tensor_free(logits);
-  for (int k = 0; k <= towers; ++k) ct_tensor_free(out[k]);
-  if (status->code != CT_OK) return 1;
-  ct_cluster_progress(global_step, -1, "the step's loss");
   r->times.sync_start = ct_trainer_now();
+  int failed = status->code != CT_OK;
+  if (!failed && r->cluster)
+    failed = ct_cluster_worker_exchange(r, global_step, lr, out + towers + 1, sums, status);
+  for (int k = 0; k < n_fetches; ++k) ct_tensor_free(out[k]);
+  free(out);
+  if (failed) return 1;
+  ct_cluster_progress(global_step, -1, "the step's loss");
   if (r->towers.across_ranks && ct_cluster_allreduce_f64(sums, 3, status)) return 1;
   r->times.sync_end = ct_trainer_now();
-  r->interrupted = sums[2] > 0;
+  if (!r->cluster) r->interrupted = sums[2] > 0;
   *loss = sums[0];
   *accuracy = sums[1] / (double)n;
-  if (!isfinite(*loss)) {
-    ct_status_set(status, CT_FAILED_PRECONDITION,
-                  "the loss became %g at step %lld; lower train.optimizer.learning_rate "
-                  "(now %g) and train again",
-                  *loss, (long long)global_step + 1, t->schedule.base_rate);
-    return 1;
-  }
-  return 0;
+  return check_loss(r, *loss, global_step, status);
 }
+
 
 int ct_train_run_estimate(ct_train_run *r, ct_run_estimate *e, ct_status *status) {
   memset(e, 0, sizeof *e);
@@ -406,7 +445,8 @@ static int hash_variables(ct_train_run *r, uint64_t *hash, ct_status *status) {
 
 int ct_train_run_check_replicas(ct_train_run *r, int64_t global_step, ct_status *status) {
   const int ranks = ct_cluster_size();
-  if (ranks == 1 || !r->towers.across_ranks) return 0;
+  /* with ps tasks the workers hold no slots: only the start is checked */
+  if (ranks == 1 || (!r->towers.across_ranks && !r->cluster) || (r->cluster && r->ran)) return 0;
   uint64_t mine, *all = calloc((size_t)ranks, sizeof *all);
   if (all == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory checking the replicas");

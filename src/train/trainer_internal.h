@@ -117,6 +117,9 @@ typedef struct ct_step_times {
   double sync_start, sync_end;   /* summing the loss and accuracy over the ranks */
 } ct_step_times;
 
+/* cluster_run.c: training under a cluster spec with ps tasks. */
+typedef struct ct_cluster_run ct_cluster_run;
+
 /* train_run.c: the data, graph and session of a training run. */
 typedef struct ct_train_run {
   const ct_trainer_options *options;
@@ -136,6 +139,9 @@ typedef struct ct_train_run {
    * towers.n_towers - 1 of global_towers, in rank order (a process on its
    * own: 0 of towers.n_towers) */
   int first_tower, global_towers;
+  int job_towers;                 /* this process's towers among them: 0 on a ps task */
+  ct_cluster_run *cluster;        /* with ps tasks (cluster_run.c); else NULL */
+  int ran;                        /* a step has run */
   int64_t *global_sizes;          /* per global tower: the last step's shard sizes */
   ct_batch_share share;           /* this process's rows of the last global batch */
   int64_t rows;                   /* how many: the sum of sizes */
@@ -189,6 +195,35 @@ int ct_train_run_step(ct_train_run *run, int64_t global_step, double epochs_done
  * and FAILED_PRECONDITION naming the first rank that differs. */
 int ct_train_run_check_replicas(ct_train_run *run, int64_t global_step, ct_status *status);
 
+/* cluster_run.c: under a cluster spec with ps tasks (ct_cluster_ps_tasks()
+ * > 0) the workers compute and the ps tasks hold the variables and apply
+ * the updates (see the file). */
+
+/* Sets run->cluster (NULL without ps tasks) once the session exists: which
+ * ps task holds each variable, and the messages. Returns 0 or fills status. */
+int ct_cluster_run_new(ct_train_run *run, ct_status *status);
+void ct_cluster_run_free(ct_cluster_run *cluster);
+/* A worker, after the run that fetched its gradients (gradients[i] of the
+ * towers' gradient i): sends them with the step's rate and sums (loss,
+ * correct count, interrupt) to the ps tasks, and assigns the variables
+ * they answer with; sets run->interrupted. Returns 0 or fills status. */
+int ct_cluster_worker_exchange(ct_train_run *run, int64_t step, float rate,
+                               ct_tensor *const *gradients, const double *sums, ct_status *status);
+/* A ps task's step: sync, every worker's gradients of `step` applied as
+ * one; async, the next W to arrive, each applied alone. Fills the loss and
+ * accuracy of the gradients it took, and run->interrupted. */
+int ct_cluster_ps_step(ct_train_run *run, int64_t step, double *loss, double *accuracy,
+                       ct_status *status);
+/* Every rank, at the end of an epoch: each variable from the rank that
+ * holds it, so that every rank evaluates and rank 0 saves the job's model;
+ * under async updates, sets run->interrupted when any rank was asked to
+ * stop. Nothing without ps tasks. Returns 0 or fills status. */
+int ct_cluster_gather_variables(ct_train_run *run, ct_status *status);
+/* "/job:ps/task:0 holds 4 variables (0.10 MiB), ...": where they live. */
+void ct_cluster_print_placement(const ct_train_run *run);
+/* Every rank: rank 0 prints the updates applied and the staleness seen. */
+int ct_cluster_report(ct_train_run *run, ct_status *status);
+
 /* interrupt.c: SIGINT and SIGTERM during ct_train_main (handle_signals). */
 void ct_interrupt_install(void);
 void ct_interrupt_restore(void);
@@ -215,7 +250,8 @@ void ct_observer_free(ct_observer *observer);
 
 /* report.c: what training prints. */
 
-/* "1 tower", "2 towers (replicated)", "2 towers (parameter server on /cpu:0)". */
+/* "1 tower", "2 towers (replicated)", "2 towers (parameter server on /cpu:0)"; under a
+ * cluster spec with ps tasks "1 ps task and 2 workers". */
 const char *ct_trainer_tower_summary(const ct_tower_options *towers, char *buf, size_t size);
 
 /* The first lines of `ctower train`: what is trained, how, on which devices. */

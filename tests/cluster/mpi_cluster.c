@@ -11,6 +11,15 @@
 
 enum { N = 1000 };
 
+/* Fails unless status holds `code` and its message says `text`. */
+static void expect_error(const ct_status *status, ct_code code, const char *text) {
+  assert_int_equal(status->code, code);
+  if (strstr(status->message, text) == NULL) {
+    print_error("'%s' does not say '%s'\n", status->message, text);
+    fail();
+  }
+}
+
 static void test_ranks(void **state) {
   (void)state;
   const char *launched = getenv("OMPI_COMM_WORLD_SIZE");
@@ -129,6 +138,85 @@ static void test_gather_to_first(void **state) {
   free(all);
 }
 
+/* cluster: {ps: 1, worker: size - 1}: rank 0 is /job:ps/task:0, rank r
+ * /job:worker/task:r-1; a spec without workers or of another size is
+ * refused and leaves the last one; {0, 0} goes back to every rank a worker. */
+static void test_spec(void **state) {
+  (void)state;
+  const int size = ct_cluster_size(), rank = ct_cluster_rank();
+  ct_status status = CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_set_spec(1, size - 1, &status), 0);
+  assert_int_equal(ct_cluster_ps_tasks(), 1);
+  assert_int_equal(ct_cluster_is_ps(), rank == 0);
+  assert_string_equal(ct_cluster_job(), rank == 0 ? "ps" : "worker");
+  assert_int_equal(ct_cluster_task(), rank == 0 ? 0 : rank - 1);
+  assert_int_equal(ct_cluster_job_tasks("worker"), size - 1);
+  assert_int_equal(ct_cluster_rank_of("worker", size - 2), size - 1);
+  assert_int_equal(ct_cluster_rank_of("worker", size - 1), -1);
+  assert_int_equal(ct_cluster_rank_of("ps", 0), 0);
+  assert_int_equal(ct_cluster_rank_of("ps", 1), -1);
+  assert_int_equal(ct_cluster_rank_of("chief", 0), -1);
+  char prefix[32];
+  snprintf(prefix, sizeof prefix, rank == 0 ? "[ps 0] " : "[worker %d] ", rank - 1);
+  assert_string_equal(ct_cluster_log_prefix(), prefix);
+  assert_int_equal(ct_cluster_set_spec(1, 0, &status), 1);
+  expect_error(&status, CT_INVALID_ARGUMENT, "has no worker task");
+  status = (ct_status)CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_set_spec(1, size, &status), 1);
+  expect_error(&status, CT_INVALID_ARGUMENT, "but the job has");
+  assert_int_equal(ct_cluster_ps_tasks(), 1); /* the last good spec stays */
+  status = (ct_status)CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_set_spec(0, 0, &status), 0);
+  assert_int_equal(ct_cluster_ps_tasks(), 0);
+  assert_int_equal(ct_cluster_task(), rank);
+  snprintf(prefix, sizeof prefix, "[worker %d] ", rank);
+  assert_string_equal(ct_cluster_log_prefix(), prefix);
+}
+
+/* Every other rank sends N floats to rank 0, which takes them from any
+ * source in the order they come (naming each one's sender) and answers
+ * each; a rank cannot send to itself or to no rank. */
+static void test_messages(void **state) {
+  (void)state;
+  const int size = ct_cluster_size(), rank = ct_cluster_rank();
+  static float data[N], answer[N];
+  ct_status status = CT_STATUS_INIT;
+  ct_cluster_request send, recv;
+  if (rank == 0) {
+    int seen = 0;
+    for (int k = 1; k < size; ++k) {
+      int from = -1;
+      assert_int_equal(ct_cluster_irecv(data, sizeof data, CT_CLUSTER_ANY_SOURCE, 5, &recv,
+                                        &status), 0);
+      assert_int_equal(ct_cluster_wait(&recv, &from, &status), 0);
+      assert_in_range(from, 1, size - 1);
+      assert_false(seen & (1 << from));
+      seen |= 1 << from;
+      for (int i = 0; i < N; ++i) assert_true(data[i] == (float)(from * N + i));
+      for (int i = 0; i < N; ++i) answer[i] = -data[i];
+      assert_int_equal(ct_cluster_isend(answer, sizeof answer, from, 6, &send, &status), 0);
+      assert_int_equal(ct_cluster_wait(&send, NULL, &status), 0);
+    }
+  } else {
+    for (int i = 0; i < N; ++i) data[i] = (float)(rank * N + i);
+    assert_int_equal(ct_cluster_irecv(answer, sizeof answer, 0, 6, &recv, &status), 0);
+    assert_int_equal(ct_cluster_isend(data, sizeof data, 0, 5, &send, &status), 0);
+    assert_int_equal(ct_cluster_wait(&send, NULL, &status), 0);
+    int from = -1;
+    assert_int_equal(ct_cluster_wait(&recv, &from, &status), 0);
+    assert_int_equal(from, 0);
+    for (int i = 0; i < N; ++i) assert_true(answer[i] == -(float)(rank * N + i));
+  }
+  assert_status_ok(&status);
+  assert_int_equal(ct_cluster_wait(&send, NULL, &status), 0); /* nothing pending: nothing */
+  assert_int_equal(ct_cluster_isend(data, 4, rank, 5, &send, &status), 1);
+  expect_error(&status, CT_INVALID_ARGUMENT, "another rank");
+  status = (ct_status)CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_irecv(data, 4, size, 5, &recv, &status), 1);
+  expect_error(&status, CT_INVALID_ARGUMENT, "another rank");
+  assert_null(recv.impl);
+}
+
 int main(int argc, char **argv) {
   ct_status status = CT_STATUS_INIT;
   if (ct_cluster_init(&argc, &argv, &status) != 0) {
@@ -142,6 +230,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_broadcast),
       cmocka_unit_test(test_allgather),
       cmocka_unit_test(test_gather_to_first),
+      cmocka_unit_test(test_spec),
+      cmocka_unit_test(test_messages),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   ct_cluster_finalize();

@@ -89,6 +89,43 @@ static void test_launcher_variables(void **state) {
   clear_launcher_vars();
 }
 
+/* A process on its own under a cluster spec: one worker task and no ps,
+ * or an error naming what does not fit; no other rank to send to. */
+static void test_spec_alone(void **state) {
+  (void)state;
+  ct_status status = CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_set_spec(0, 1, &status), 0);
+  assert_string_equal(ct_cluster_job(), "worker");
+  assert_int_equal(ct_cluster_task(), 0);
+  assert_int_equal(ct_cluster_is_ps(), 0);
+  assert_int_equal(ct_cluster_rank_of("worker", 0), 0);
+  assert_int_equal(ct_cluster_rank_of("ps", 0), -1);
+  assert_string_equal(ct_cluster_log_prefix(), "");
+  assert_int_equal(ct_cluster_set_spec(1, 1, &status), 1);
+  assert_int_equal(status.code, CT_INVALID_ARGUMENT);
+  assert_non_null(strstr(status.message, "names 2 tasks but the job has 1 rank"));
+  status = (ct_status)CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_set_spec(2, 0, &status), 1);
+  assert_non_null(strstr(status.message, "has no worker task"));
+  status = (ct_status)CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_set_spec(0, 0, &status), 0);
+  assert_int_equal(ct_cluster_ps_tasks(), 0);
+
+  float data[2] = {1, 2};
+  ct_cluster_request request = {&status};
+  assert_int_equal(ct_cluster_isend(data, sizeof data, 1, 7, &request, &status), 1);
+  assert_int_equal(status.code, CT_UNAVAILABLE);
+  assert_non_null(strstr(status.message, "no other rank"));
+  assert_null(request.impl);
+  status = (ct_status)CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_irecv(data, sizeof data, CT_CLUSTER_ANY_SOURCE, 7, &request, &status),
+                   1);
+  assert_int_equal(status.code, CT_UNAVAILABLE);
+  status = (ct_status)CT_STATUS_INIT;
+  assert_int_equal(ct_cluster_wait(&request, NULL, &status), 0); /* nothing pending */
+  assert_status_ok(&status);
+}
+
 #ifndef CTOWER_HAVE_MPI
 /* Without MPI, one of several ranks cannot join its job: it says how to
  * get MPI. (With MPI it would start MPI: that runs under mpirun, in
@@ -110,6 +147,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alone),
       cmocka_unit_test(test_launcher_variables),
+      cmocka_unit_test(test_spec_alone),
 #ifndef CTOWER_HAVE_MPI
       cmocka_unit_test(test_several_ranks_without_mpi),
 #endif

@@ -6,6 +6,7 @@
 # step, with one checkpoint that --resume continues bitwise.
 # Usage: faults.sh CTOWER MPIEXEC
 source "$(dirname "$0")/../cli/lib/common.sh" faults "$1"
+source "$(dirname "$0")/lib/pids.sh"
 MPIEXEC=${2:?}
 
 cat > faults.yaml <<'YAML'
@@ -16,39 +17,10 @@ train: {epochs: 100000, seed: 3, checkpoint: model.safetensors}
 cluster: {stall_timeout_s: 3}
 YAML
 
-# the pid of rank R's ctower of this test's job training CONFIG (default
-# faults.yaml; other tests' jobs run beside it: the process must work in
-# this test's folder), once it runs
-rank_pid() {
-  local pid
-  for _ in $(seq 100); do
-    for pid in $(pgrep -f "$CTOWER train ${2:-faults.yaml}"); do
-      [ "$(readlink /proc/"$pid"/cwd)" = "$WORK" ] || continue
-      if tr '\0' '\n' </proc/"$pid"/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
-        echo "$pid"; return 0
-      fi
-    done
-    sleep 0.1
-  done
-  return 1
-}
-
-wait_for_checkpoint() {
-  for _ in $(seq 600); do [ -s model.safetensors ] && return 0; sleep 0.1; done
-  return 1
-}
-
 # 1. a stopped rank: the others name it and the job ends
-timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train faults.yaml \
-  >stall.out 2>&1 &
-job=$!
-wait_for_checkpoint && stopped=$(rank_pid 1) && kill -STOP "$stopped"
-start=$SECONDS
-wait $job
-rc=$?
-[ -n "${stopped:-}" ] && kill -KILL "$stopped" 2>/dev/null
+stop_rank 2 1 faults.yaml
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "rank 1" stall.out && grep -qi "stall" stall.out; then
-  pass "a stopped rank is named and the job ends (rc $rc after $((SECONDS - start)) s): $(grep -i stall stall.out | head -1)"
+  pass "a stopped rank is named and the job ends (rc $rc after $seconds s): $(grep -i stall stall.out | head -1)"
 else fail "stopped rank: rc $rc: $(tail -5 stall.out)"; fi
 
 # 2. a killed rank: the job ends, the checkpoint loads
@@ -56,7 +28,7 @@ rm -f model.safetensors
 timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 "$CTOWER" train faults.yaml \
   >kill.out 2>&1 &
 job=$!
-wait_for_checkpoint && sleep 1 && killed=$(rank_pid 1) && kill -KILL "$killed"
+wait_for_file model.safetensors && sleep 1 && killed=$(rank_pid 1 faults.yaml) && kill -KILL "$killed"
 wait $job
 job_rc=$?
 if [ -n "${killed:-}" ] && [ $job_rc -ne 0 ] && [ $job_rc -ne 124 ]; then

@@ -33,6 +33,13 @@ int ct_kernel_scratch_estimate(const char *op, const ct_device *device, const ct
                                &attrs->conv2d, bytes);
   if (strcmp(op, "MatMul") == 0 && n_inputs >= 2)
     return ct_cpu_matmul_scratch(device, &in[0], &in[1], &attrs->matmul, bytes);
+  /* the forward output again, and a byte of workspace per output element */
+  if (strcmp(op, "MaxPoolGrad") == 0 && n_inputs >= 2) {
+    const ct_shape *dy = &in[n_inputs - 1];
+    bytes[0] = f32_bytes(dy);
+    bytes[1] = f32_bytes(dy) / sizeof(float);
+    return 2;
+  }
   if (strcmp(op, "FusedBatchNorm") == 0)
     return bytes[0] = CHUNKS * channels(&in[0]) * sizeof(float), 1;
   if (strcmp(op, "FusedBatchNormGrad") == 0)

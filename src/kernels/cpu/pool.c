@@ -1,11 +1,11 @@
 /* Max and average pooling through oneDNN, with their gradients.
  *
- * Forward kernels run oneDNN's inference primitives, AvgPoolGrad its
- * backward primitive. MaxPoolGrad is plain C: oneDNN's backward primitive
- * needs the forward pass's workspace (where each maximum was), which would
- * have to be recomputed (the graph keeps no opaque tensors); finding each
- * window's maximum again while adding dy is one pass instead of three. */
-#include <math.h>
+ * Forward kernels run oneDNN's inference primitives. The gradient kernels
+ * recompute the forward pass (training mode) into scratch memory when the
+ * backward primitive needs its workspace (max pooling), then run
+ * the backward primitive: cheaper than keeping workspaces alive between the
+ * forward and backward passes, and it keeps the graph free of opaque
+ * tensors. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,9 +17,10 @@ typedef enum { WINDOW_MAX, WINDOW_AVG } window_alg;
 
 typedef struct window_state {
   int64_t key[5];           /* x dims and whether this is a gradient kernel */
-  dnnl_primitive_t forward; /* inference; NULL in a gradient kernel */
+  dnnl_primitive_t forward; /* inference, or training when the backward needs a workspace */
   dnnl_primitive_t backward;
-  dnnl_memory_t x, y, dx, dy;
+  dnnl_memory_t x, y, dx, dy, workspace;
+  size_t y_bytes, workspace_bytes;
 } window_state;
 
 static void window_state_free(void *data) {
@@ -27,7 +28,7 @@ static void window_state_free(void *data) {
   if (s == NULL) return;
   if (s->forward) dnnl_primitive_destroy(s->forward);
   if (s->backward) dnnl_primitive_destroy(s->backward);
-  dnnl_memory_t mems[] = {s->x, s->y, s->dx, s->dy};
+  dnnl_memory_t mems[] = {s->x, s->y, s->dx, s->dy, s->workspace};
   for (size_t i = 0; i < sizeof mems / sizeof mems[0]; ++i)
     if (mems[i]) dnnl_memory_destroy(mems[i]);
   free(s);
@@ -68,17 +69,22 @@ static dnnl_status_t backward_desc(window_desc *d, window_alg alg, const ct_pool
       g.strides, g.kernel, g.pad_l, g.pad_r);
 }
 
-/* Shapes of x and y: a forward kernel's input and output, or AvgPoolGrad's
- * output (dx) and input 0 (dy). */
-static void window_shapes(const ct_kernel_ctx *ctx, int grad, ct_shape *x, ct_shape *y) {
-  *x = grad ? ctx->outputs[0].shape : ctx->inputs[0].shape;
-  *y = grad ? ctx->inputs[0].shape : ctx->outputs[0].shape;
+/* Shapes of x and y. */
+static void window_shapes(const ct_kernel_ctx *ctx, window_alg alg, int grad, ct_shape *x,
+                          ct_shape *y) {
+  if (!grad) {
+    *x = ctx->inputs[0].shape;
+    *y = ctx->outputs[0].shape;
+    return;
+  }
+  *x = ctx->outputs[0].shape;
+  *y = alg == WINDOW_MAX ? ctx->inputs[1].shape : ctx->inputs[0].shape;
 }
 
 static window_state *window_state_make(ct_kernel_ctx *ctx, window_alg alg, int grad,
                                        const int64_t *key) {
   ct_shape xs, ys;
-  window_shapes(ctx, grad, &xs, &ys);
+  window_shapes(ctx, alg, grad, &xs, &ys);
   const int64_t x_dims[4] = {xs.dims[0], xs.dims[3], xs.dims[1], xs.dims[2]};
   const int64_t y_dims[4] = {ys.dims[0], ys.dims[3], ys.dims[1], ys.dims[2]};
   dnnl_memory_desc_t x_md = ct_dnnl_md(4, x_dims, dnnl_nhwc);
@@ -105,8 +111,13 @@ static window_state *window_state_make(ct_kernel_ctx *ctx, window_alg alg, int g
              ct_dnnl_check(ctx, dnnl_primitive_desc_create(&bwd_pd, &bd, NULL, engine, fwd_pd),
                            "backward primitive descriptor") ||
              ct_dnnl_primitive_create(ctx, &s->backward, bwd_pd, "backward primitive");
+    const dnnl_memory_desc_t *ws_md =
+        failed ? NULL : dnnl_primitive_desc_query_md(fwd_pd, dnnl_query_workspace_md, 0);
+    s->workspace_bytes = ws_md ? dnnl_memory_desc_get_size(ws_md) : 0;
+    if (s->workspace_bytes) s->workspace = ct_dnnl_memory(ctx, ws_md, DNNL_MEMORY_NONE);
+    s->y_bytes = dnnl_memory_desc_get_size(&y_md);
   }
-  if (!failed && !grad)
+  if (!failed && (!grad || s->workspace_bytes))
     failed = ct_dnnl_primitive_create(ctx, &s->forward, fwd_pd, "forward primitive");
   if (!failed) {
     s->x = ct_dnnl_memory(ctx, &x_md, DNNL_MEMORY_NONE);
@@ -125,7 +136,7 @@ static window_state *window_state_make(ct_kernel_ctx *ctx, window_alg alg, int g
 
 static window_state *window_state_get(ct_kernel_ctx *ctx, window_alg alg, int grad) {
   ct_shape xs, ys;
-  window_shapes(ctx, grad, &xs, &ys);
+  window_shapes(ctx, alg, grad, &xs, &ys);
   int64_t key[5] = {xs.dims[0], xs.dims[1], xs.dims[2], xs.dims[3], grad};
   window_state *s = ctx->state->data;
   if (s && memcmp(s->key, key, sizeof key) == 0) return s;
@@ -145,55 +156,34 @@ static void window_forward(ct_kernel_ctx *ctx, window_alg alg) {
   ct_dnnl_execute(ctx, s->forward, 2, args);
 }
 
-/* AvgPoolGrad(dy, x_like) through oneDNN's backward primitive. */
-static void avg_pool_backward(ct_kernel_ctx *ctx) {
-  window_state *s = window_state_get(ctx, WINDOW_AVG, 1);
+/* x_input: index of x among the inputs (-1 for AvgPoolGrad, which has none);
+ * dy_input: index of dy. */
+static void window_backward(ct_kernel_ctx *ctx, window_alg alg, int x_input, int dy_input) {
+  window_state *s = window_state_get(ctx, alg, 1);
   if (s == NULL) return;
-  dnnl_memory_set_data_handle(s->dy, ctx->inputs[0].data);
+  if (x_input >= 0) dnnl_memory_set_data_handle(s->x, ctx->inputs[x_input].data);
+  dnnl_memory_set_data_handle(s->dy, ctx->inputs[dy_input].data);
   dnnl_memory_set_data_handle(s->dx, ctx->outputs[0].data);
-  dnnl_exec_arg_t args[] = {{DNNL_ARG_DIFF_DST, s->dy}, {DNNL_ARG_DIFF_SRC, s->dx}};
-  ct_dnnl_execute(ctx, s->backward, 2, args);
-}
-
-/* MaxPoolGrad(x, dy) -> dx: each dy goes to the first largest x of its
- * window (row by row, as oneDNN's forward picks it; padding never wins),
- * added where windows overlap. Threads take whole images, so the sums
- * are in a fixed order. */
-void ct_cpu_max_pool_grad(ct_kernel_ctx *ctx) {
-  const ct_shape *xs = &ctx->inputs[0].shape, *ys = &ctx->inputs[1].shape;
-  const int64_t N = xs->dims[0], H = xs->dims[1], W = xs->dims[2], C = xs->dims[3];
-  const int64_t P = ys->dims[1], Q = ys->dims[2];
-  const pool_geometry g = pool_geometry_of(&ctx->attrs->pool, xs);
-  const float *X = ct_in_f32(ctx, 0), *DY = ct_in_f32(ctx, 1);
-  float *DX = ct_out_f32(ctx, 0);
-  memset(DX, 0, (size_t)(N * H * W * C) * sizeof *DX);
-  enum { BLOCK = 64 }; /* channels searched at once */
-  const int threads = ctx->threads;
-#pragma omp parallel for num_threads(threads) if (N * H * W * C > CT_PARALLEL_GRAIN)
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t q = 0; q < Q; ++q)
-        for (int64_t c0 = 0; c0 < C; c0 += BLOCK) {
-          const int64_t nc = C - c0 < BLOCK ? C - c0 : BLOCK;
-          float best[BLOCK];
-          int64_t where[BLOCK];
-          for (int64_t c = 0; c < nc; ++c) best[c] = -INFINITY, where[c] = -1;
-          for (int64_t r = 0; r < g.kernel[0]; ++r) {
-            const int64_t h = p * g.strides[0] - g.pad_l[0] + r;
-            if (h < 0 || h >= H) continue;
-            for (int64_t t = 0; t < g.kernel[1]; ++t) {
-              const int64_t w = q * g.strides[1] - g.pad_l[1] + t;
-              if (w < 0 || w >= W) continue;
-              const int64_t at = ((n * H + h) * W + w) * C + c0;
-              for (int64_t c = 0; c < nc; ++c)
-                if (X[at + c] > best[c] || where[c] < 0) best[c] = X[at + c], where[c] = at + c;
-            }
-          }
-          const float *dy = DY + ((n * P + p) * Q + q) * C + c0;
-          for (int64_t c = 0; c < nc; ++c) DX[where[c]] += dy[c];
-        }
+  if (s->workspace_bytes) {
+    void *y = ct_kernel_scratch(ctx, s->y_bytes);
+    void *ws = ct_kernel_scratch(ctx, s->workspace_bytes);
+    if (y == NULL || ws == NULL) return;
+    dnnl_memory_set_data_handle(s->y, y);
+    dnnl_memory_set_data_handle(s->workspace, ws);
+    dnnl_exec_arg_t fwd[] = {
+        {DNNL_ARG_SRC, s->x}, {DNNL_ARG_DST, s->y}, {DNNL_ARG_WORKSPACE, s->workspace}};
+    if (ct_dnnl_execute(ctx, s->forward, 3, fwd)) return;
+  }
+  dnnl_exec_arg_t args[4];
+  int n = 0;
+  args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, s->dy};
+  args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, s->dx};
+  if (s->workspace_bytes) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WORKSPACE, s->workspace};
+  ct_dnnl_execute(ctx, s->backward, n, args);
 }
 
 void ct_cpu_max_pool(ct_kernel_ctx *ctx) { window_forward(ctx, WINDOW_MAX); }
 void ct_cpu_avg_pool(ct_kernel_ctx *ctx) { window_forward(ctx, WINDOW_AVG); }
-void ct_cpu_avg_pool_grad(ct_kernel_ctx *ctx) { avg_pool_backward(ctx); }
+/* MaxPoolGrad(x, dy), AvgPoolGrad(dy, x_like). */
+void ct_cpu_max_pool_grad(ct_kernel_ctx *ctx) { window_backward(ctx, WINDOW_MAX, 0, 1); }
+void ct_cpu_avg_pool_grad(ct_kernel_ctx *ctx) { window_backward(ctx, WINDOW_AVG, -1, 0); }

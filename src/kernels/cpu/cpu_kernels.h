@@ -108,12 +108,18 @@ dnnl_memory_t ct_dnnl_memory(ct_kernel_ctx *ctx, const dnnl_memory_desc_t *md, v
 
 /* An argument of a primitive that may want it in another layout or data
  * type than the graph's fp32 tensor: the tensor's memory, and where they
- * differ the primitive's (in scratch memory) and the reorder between them. */
+ * differ the primitive's (in scratch memory) and the conversion between
+ * them: an input in the same layout, rounded to bf16, by a plain loop on
+ * the device's threads (oneDNN's reorder wakes its thread team for each,
+ * which costs more than small tensors' conversions); anything else by a
+ * oneDNN reorder. */
 typedef struct ct_dnnl_arg {
   dnnl_memory_t user;       /* the tensor as the graph has it */
   dnnl_memory_t prim;       /* as the primitive takes it; NULL: the user's */
-  dnnl_primitive_t reorder; /* user -> prim for an input, prim -> user for an output */
+  dnnl_primitive_t reorder; /* user -> prim for an input, prim -> user for an output;
+                               NULL for a plain bf16 rounding */
   size_t prim_bytes;
+  int64_t elements;
   int is_output;
 } ct_dnnl_arg;
 

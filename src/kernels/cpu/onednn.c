@@ -1,4 +1,5 @@
 /* Small helpers over oneDNN's C API used by the CPU kernels. */
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -65,6 +66,15 @@ int ct_dnnl_arg_make(ct_kernel_ctx *ctx, ct_dnnl_arg *arg, const dnnl_memory_des
   arg->user = ct_dnnl_memory(ctx, user_md, DNNL_MEMORY_NONE);
   if (arg->user == NULL) return 1;
   if (dnnl_memory_desc_equal(prim_md, user_md)) return 0;
+  arg->prim = ct_dnnl_memory(ctx, prim_md, DNNL_MEMORY_NONE);
+  arg->prim_bytes = dnnl_memory_desc_get_size(prim_md);
+  arg->elements = (int64_t)(dnnl_memory_desc_get_size(user_md) / sizeof(float));
+  if (arg->prim == NULL) return 1;
+  /* the same layout in bf16: rounded by rounded_to_bf16 */
+  dnnl_memory_desc_t as_f32 = *prim_md;
+  as_f32.data_type = dnnl_f32;
+  if (!is_output && prim_md->data_type == dnnl_bf16 && dnnl_memory_desc_equal(&as_f32, user_md))
+    return 0;
   dnnl_primitive_desc_t reorder_pd = NULL;
   int failed = ct_dnnl_check(ctx,
                              dnnl_reorder_primitive_desc_create(
@@ -73,9 +83,7 @@ int ct_dnnl_arg_make(ct_kernel_ctx *ctx, ct_dnnl_arg *arg, const dnnl_memory_des
                              "argument reorder descriptor") ||
                ct_dnnl_primitive_create(ctx, &arg->reorder, reorder_pd, "argument reorder");
   if (reorder_pd) dnnl_primitive_desc_destroy(reorder_pd);
-  arg->prim = failed ? NULL : ct_dnnl_memory(ctx, prim_md, DNNL_MEMORY_NONE);
-  arg->prim_bytes = dnnl_memory_desc_get_size(prim_md);
-  return failed || arg->prim == NULL;
+  return failed;
 }
 
 void ct_dnnl_arg_free(ct_dnnl_arg *arg) {
@@ -89,7 +97,29 @@ enum { SCRATCH_ALIGN = 64 };
 
 static size_t aligned(size_t n) { return (n + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN; }
 
-static int arg_reorder(ct_kernel_ctx *ctx, const ct_dnnl_arg *arg) {
+/* out = in rounded to bfloat16, to nearest even as oneDNN's reorders
+ * round; a NaN stays a (quiet) NaN. */
+static void rounded_to_bf16(const ct_kernel_ctx *ctx, const float *in, uint16_t *out, int64_t n) {
+  const int threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    memcpy(&bits, &in[i], sizeof bits);
+    const uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
+    const int nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    out[i] = (uint16_t)((nan ? bits | 0x00400000u : rounded) >> 16);
+  }
+}
+
+/* Converts arg between its user and primitive memory, the way it goes. */
+static int arg_convert(ct_kernel_ctx *ctx, const ct_dnnl_arg *arg) {
+  if (arg->reorder == NULL) {
+    void *from = NULL, *to = NULL;
+    dnnl_memory_get_data_handle(arg->user, &from);
+    dnnl_memory_get_data_handle(arg->prim, &to);
+    rounded_to_bf16(ctx, from, to, arg->elements);
+    return 0;
+  }
   dnnl_exec_arg_t r[] = {{DNNL_ARG_FROM, arg->is_output ? arg->prim : arg->user},
                          {DNNL_ARG_TO, arg->is_output ? arg->user : arg->prim}};
   return ct_dnnl_execute(ctx, arg->reorder, 2, r);
@@ -114,25 +144,25 @@ int ct_dnnl_args_bind(ct_kernel_ctx *ctx, ct_dnnl_arg *args, int n, void *const 
                       dnnl_memory_t *mems) {
   size_t scratch_bytes = 0;
   for (int i = 0; i < n; ++i)
-    if (args[i].reorder) scratch_bytes += aligned(args[i].prim_bytes);
+    if (args[i].prim) scratch_bytes += aligned(args[i].prim_bytes);
   char *scratch = scratch_bytes ? ct_kernel_scratch(ctx, scratch_bytes) : NULL;
   if (scratch_bytes && scratch == NULL) return 1;
   for (int i = 0; i < n; ++i) {
     ct_dnnl_arg *arg = &args[i];
     dnnl_memory_set_data_handle(arg->user, data[i]);
     mems[i] = arg->user;
-    if (arg->reorder == NULL) continue;
+    if (arg->prim == NULL) continue;
     dnnl_memory_set_data_handle(arg->prim, scratch);
     scratch += aligned(arg->prim_bytes);
     mems[i] = arg->prim;
-    if (!arg->is_output && arg_reorder(ctx, arg)) return 1;
+    if (!arg->is_output && arg_convert(ctx, arg)) return 1;
   }
   return 0;
 }
 
 int ct_dnnl_args_finish(ct_kernel_ctx *ctx, const ct_dnnl_arg *args, int n) {
   for (int i = 0; i < n; ++i)
-    if (args[i].reorder && args[i].is_output && arg_reorder(ctx, &args[i])) return 1;
+    if (args[i].prim && args[i].is_output && arg_convert(ctx, &args[i])) return 1;
   return 0;
 }
 

@@ -12,7 +12,10 @@ test accuracy, then the time each took to reach the target and the ratio.
 
     /usr/bin/python3 bench/main_job.py [--rounds 3] [--target 0.91]
 
-With --rounds R the two alternate R times and the medians are printed too.
+With --rounds R the two alternate R times and the medians are printed too;
+--seeds S1,S2,... gives each round its own seed (train.seed for ctower,
+torch.manual_seed for PyTorch), so that the medians are over training runs
+that differ, not over timings of one.
 """
 import argparse
 import json
@@ -32,10 +35,10 @@ from bench_train import TORCH_BEST_ENV  # noqa: E402
 EPOCH_LINE = re.compile(r"^epoch (\d+)/\d+: .*\| test loss [0-9.]+ acc ([0-9.]+) \|")
 
 
-def run_ctower(a):
+def run_ctower(a, seed):
     """Trains with ctower until the target; returns [(epoch, seconds, accuracy)]."""
     cmd = [a.ctower, "train", os.path.join(ROOT, "examples", "fmnist_cnn.yaml"),
-           "train.checkpoint=", "--quiet"]
+           "train.checkpoint=", "train.seed=%d" % seed, "--quiet"]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     epochs = []
@@ -52,13 +55,13 @@ def run_ctower(a):
     return epochs
 
 
-def run_torch(a):
+def run_torch(a, seed):
     """Trains with PyTorch until the target; returns [(epoch, seconds, accuracy)]."""
     env = dict(os.environ)
     env.update(TORCH_BEST_ENV)
     env["OMP_NUM_THREADS"] = str(a.threads)
     cmd = [a.python, os.path.join(HERE, "torch_fmnist.py"), "--threads", str(a.threads),
-           "--target", str(a.target)]
+           "--target", str(a.target), "--seed", str(seed)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     return [(j["epoch"], j["seconds"], j["test_accuracy"])
             for j in map(json.loads, out.splitlines())]
@@ -76,17 +79,20 @@ def main():
     p.add_argument("--threads", type=int, default=2, help="PyTorch's threads (default 2)")
     p.add_argument("--target", type=float, default=0.91)
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--seeds", default="42", help="comma-separated, one per round, reused in turn")
     a = p.parse_args()
+    seeds = [int(x) for x in a.seeds.split(",") if x]
     times = {"ctower": [], "torch": []}
     for r in range(a.rounds):
+        seed = seeds[r % len(seeds)]
         for name, fn in (("ctower", run_ctower), ("torch", run_torch)):
-            epochs = fn(a)
+            epochs = fn(a, seed)
             for epoch, seconds, acc in epochs:
-                print("round %d %-6s epoch %2d: %7.1f s  test accuracy %.4f" % (
-                    r + 1, name, epoch, seconds, acc), flush=True)
+                print("round %d seed %d %-6s epoch %2d: %7.1f s  test accuracy %.4f" % (
+                    r + 1, seed, name, epoch, seconds, acc), flush=True)
             t = time_to_target(epochs, a.target)
-            print("round %d %-6s reached %.2f: %s" % (
-                r + 1, name, a.target, "after %.1f s" % t if t else "never"), flush=True)
+            print("round %d seed %d %-6s reached %.2f: %s" % (
+                r + 1, seed, name, a.target, "after %.1f s" % t if t else "never"), flush=True)
             times[name].append(t)
     done = [(c, t) for c, t in zip(times["ctower"], times["torch"]) if c and t]
     if done:

@@ -10,7 +10,7 @@ test set is evaluated. Prints one JSON line per epoch:
 seconds counts from the start of the script (data loading included) to the
 end of that epoch's evaluation.
 
-    /usr/bin/python3 bench/torch_fmnist.py --threads 2 --epochs 10 [--target 0.91]
+    /usr/bin/python3 bench/torch_fmnist.py --threads 2 --epochs 10 [--target 0.91] [--seed 42]
 
 --target stops after the first epoch whose test accuracy reaches it. Run it
 with bench/bench_train.py's "best" environment for PyTorch at its best.
@@ -54,9 +54,10 @@ def main():
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--target", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=42)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
-    torch.manual_seed(42)
+    torch.manual_seed(a.seed)
     train_x, train_y = load(a.data, "train")
     test_x, test_y = load(a.data, "t10k")
     model = make_model("fmnist_cnn")

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config/suggest.h"
+#include "ctower/device_name.h"
 
 #define BIT(type) (1u << (type))
 #define POOLS (BIT(CT_LAYER_MAX_POOL) | BIT(CT_LAYER_AVG_POOL))
@@ -88,6 +89,15 @@ typedef struct parse {
   size_t size;
   int *error_line;
 } parse;
+
+/* Whether a device name names a job or task other than a process's own
+ * (/job:localhost/task:0): a device a layer of `ctower train` cannot use. */
+static int names_another_process(const char *text) {
+  ct_device_spec spec;
+  ct_status ignored = CT_STATUS_INIT;
+  if (ct_device_spec_parse(text, &spec, &ignored)) return 0; /* the graph reports it */
+  return (spec.has_job && strcmp(spec.job, "localhost") != 0) || (spec.has_task && spec.task != 0);
+}
 
 static int fail(parse *p, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(parse *p, int line, const char *fmt, ...) {
@@ -204,6 +214,13 @@ static int apply_param(parse *p, int index, const char *path, const char *where,
       if (f->kind == P_DEVICE && text[0] != '\0' && text[0] != '/')
         return fail(p, node->line, "%s: 'device' must be a device name such as /cpu:1 or "
                     "/gpu:0, got '%s'", where, text);
+      if (f->kind == P_DEVICE && names_another_process(text))
+        return fail(p, node->line,
+                    "%s: 'device' '%s' names a job or task: in ctower train every process trains "
+                    "its own towers on its own examples, so a layer runs on a device of its own "
+                    "process (write /cpu:1 or /gpu:0; devices.towers says which tasks train); "
+                    "nodes on another process's devices are for graphs built with the library",
+                    where, text);
       if (f->kind == P_NAME && strchr(text, '/'))
         return fail(p, node->line, "%s: 'name' is one scope and holds no '/', got '%s'", where,
                     text);

@@ -112,6 +112,8 @@ static void test_layer_errors_suggest(void **state) {
       {"[{dropout: {rate: 1.5}}]", {"'rate' must lie in [0, 1), got '1.5'", NULL}},
       {"[{dense: {units: 2.5}}]", {"'units' must be an integer, got '2.5'", NULL}},
       {"[{dense: {units: 10, device: cpu1}}]", {"'device' must be a device name", NULL}},
+      {"[{dense: {units: 10, device: /job:worker/task:1/cpu:0}}]",
+       {"'device' '/job:worker/task:1/cpu:0' names a job or task", "its own examples", NULL}},
       {"[{dense: {units: 10, kernel_initializer: normal}}]",
        {"'kernel_initializer: normal' needs its stddev: {name: normal, stddev: X}", NULL}},
       {"[{dense: 10}]", {"the parameters of dense must be a mapping", NULL}},

@@ -67,7 +67,12 @@ void ct_graph_pop_name_scope(ct_graph *graph);
 
 /* Device scopes record the requested device on every node built inside
  * ("/cpu:0", "/gpu:1", "/device:GPU:0", ...). The innermost scope wins; an
- * empty string clears the request. Placement itself happens in the session. */
+ * empty string clears the request. Placement itself happens in the session.
+ * Under mpirun a scope may name a device of another task
+ * ("/job:worker/task:1/cpu:0"; a job alone means its task 0): the node runs
+ * in that task's process, and the values that cross processes are sent by
+ * MPI. Every rank then builds the same graph and makes the same runs; a
+ * node whose scope names no task runs in every process that needs it. */
 void ct_graph_push_device(ct_graph *graph, const char *device);
 void ct_graph_pop_device(ct_graph *graph);
 

@@ -53,7 +53,9 @@ void ct_session_set_step(ct_session *session, uint64_t step);
  * gives FAILED_PRECONDITION; the two calls below work wherever it lives. */
 ct_tensor *ct_session_variable(ct_session *session, int index, ct_status *status);
 
-/* A host copy of variable `index` (the caller frees it), or NULL and status. */
+/* A host copy of variable `index` (the caller frees it), or NULL and status
+ * (FAILED_PRECONDITION for a variable of another task under mpirun: fetch
+ * it in a run). */
 ct_tensor *ct_session_read_variable(ct_session *session, int index, ct_status *status);
 /* Sets variable `index` to `value` (same dtype and shape). Returns 0 or
  * fills status. */

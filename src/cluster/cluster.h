@@ -98,6 +98,9 @@ int ct_cluster_task(void);            /* its task within the job */
  * them (-1: no such task). */
 int ct_cluster_job_tasks(const char *job);
 int ct_cluster_rank_of(const char *job, int task);
+/* The job ("ps" or "worker") and the task of rank r. */
+const char *ct_cluster_job_of(int rank);
+int ct_cluster_task_of(int rank);
 
 /* ---- point-to-point messages, for ps and worker tasks ----------------------
  * Nonblocking sends and receives of bytes (below 2 GiB) between two ranks,
@@ -115,5 +118,22 @@ int ct_cluster_irecv(void *data, size_t bytes, int source, int tag, ct_cluster_r
 /* Completes a request (nothing for one not pending); *source (when not
  * NULL) becomes the rank a receive came from. Returns 0 or fills status. */
 int ct_cluster_wait(ct_cluster_request *request, int *source, ct_status *status);
+/* Whether a request has completed, without waiting: *done becomes 1 (and
+ * the request is released) or 0. Returns 0 or fills status. */
+int ct_cluster_test(ct_cluster_request *request, int *done, ct_status *status);
+/* Withdraws a pending receive and releases it (nothing for one not
+ * pending). */
+void ct_cluster_cancel(ct_cluster_request *request);
+
+/* ---- a graph's edges between tasks -----------------------------------------
+ * The values a graph sends from one task to another (exec/transfer.c)
+ * travel on a communicator of their own, so that their tags (one per edge
+ * and step) never meet the trainer's messages; otherwise as above. */
+int ct_cluster_edge_isend(const void *data, size_t bytes, int dest, int tag,
+                          ct_cluster_request *request, ct_status *status);
+int ct_cluster_edge_irecv(void *data, size_t bytes, int source, int tag,
+                          ct_cluster_request *request, ct_status *status);
+/* The largest tag a message may carry (MPI_TAG_UB: at least 32767). */
+int ct_cluster_tag_limit(void);
 
 #endif

@@ -45,7 +45,8 @@ typedef struct inspector {
 static struct {
   int initialized, mpi, thread_multiple;
   int rank, size, local_rank, local_size;
-  MPI_Comm comm, heartbeat_comm;
+  MPI_Comm comm, heartbeat_comm, edge_comm; /* collectives and messages; heartbeats; edges */
+  int tag_limit;
   pthread_mutex_t lock; /* guards mine, next and entered_at */
   heartbeat mine;       /* this rank's last collective */
   heartbeat next;       /* the progress reported for the next collective */
@@ -95,6 +96,10 @@ int ct_cluster_init(int *argc, char ***argv, ct_status *status) {
   if (err == MPI_SUCCESS) err = MPI_Comm_size(MPI_COMM_WORLD, &g.size);
   if (err == MPI_SUCCESS) err = MPI_Comm_dup(MPI_COMM_WORLD, &g.comm);
   if (err == MPI_SUCCESS) err = MPI_Comm_dup(MPI_COMM_WORLD, &g.heartbeat_comm);
+  if (err == MPI_SUCCESS) err = MPI_Comm_dup(MPI_COMM_WORLD, &g.edge_comm);
+  int *tag_limit = NULL, has_limit = 0;
+  if (err == MPI_SUCCESS) err = MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_limit, &has_limit);
+  g.tag_limit = has_limit && tag_limit ? *tag_limit : 32767;
   if (err == MPI_SUCCESS)
     err = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g.rank, MPI_INFO_NULL, &local);
   if (err == MPI_SUCCESS) err = MPI_Comm_rank(local, &g.local_rank);
@@ -117,6 +122,7 @@ void ct_cluster_finalize(void) {
   }
   stop_inspector();
   if (g.mpi) {
+    MPI_Comm_free(&g.edge_comm);
     MPI_Comm_free(&g.heartbeat_comm);
     MPI_Comm_free(&g.comm);
     MPI_Finalize();
@@ -325,9 +331,9 @@ int ct_cluster_barrier(ct_status *status) {
 
 /* ---- point-to-point messages --------------------------------------------- */
 
-/* Starts a send (send = 1) or receive of `bytes` with peer, into a new
- * request. */
-static int start_p2p(int send, void *data, size_t bytes, int peer, int tag,
+/* Starts a send (send = 1) or receive of `bytes` with peer on comm, into a
+ * new request. */
+static int start_p2p(MPI_Comm comm, int send, void *data, size_t bytes, int peer, int tag,
                      ct_cluster_request *request, ct_status *status) {
   request->impl = NULL;
   const char *call = send ? "sending to" : "receiving from";
@@ -352,8 +358,8 @@ static int start_p2p(int send, void *data, size_t bytes, int peer, int tag,
     return 1;
   }
   const int source = peer == CT_CLUSTER_ANY_SOURCE ? MPI_ANY_SOURCE : peer;
-  int err = send ? MPI_Isend(data, (int)bytes, MPI_BYTE, peer, tag, g.comm, r)
-                 : MPI_Irecv(data, (int)bytes, MPI_BYTE, source, tag, g.comm, r);
+  int err = send ? MPI_Isend(data, (int)bytes, MPI_BYTE, peer, tag, comm, r)
+                 : MPI_Irecv(data, (int)bytes, MPI_BYTE, source, tag, comm, r);
   if (mpi_failed(err, send ? "a send" : "a receive", status)) {
     free(r);
     return 1;
@@ -364,13 +370,25 @@ static int start_p2p(int send, void *data, size_t bytes, int peer, int tag,
 
 int ct_cluster_isend(const void *data, size_t bytes, int dest, int tag, ct_cluster_request *request,
                      ct_status *status) {
-  return start_p2p(1, (void *)data, bytes, dest, tag, request, status);
+  return start_p2p(g.comm, 1, (void *)data, bytes, dest, tag, request, status);
 }
 
 int ct_cluster_irecv(void *data, size_t bytes, int source, int tag, ct_cluster_request *request,
                      ct_status *status) {
-  return start_p2p(0, data, bytes, source, tag, request, status);
+  return start_p2p(g.comm, 0, data, bytes, source, tag, request, status);
 }
+
+int ct_cluster_edge_isend(const void *data, size_t bytes, int dest, int tag,
+                          ct_cluster_request *request, ct_status *status) {
+  return start_p2p(g.edge_comm, 1, (void *)data, bytes, dest, tag, request, status);
+}
+
+int ct_cluster_edge_irecv(void *data, size_t bytes, int source, int tag,
+                          ct_cluster_request *request, ct_status *status) {
+  return start_p2p(g.edge_comm, 0, data, bytes, source, tag, request, status);
+}
+
+int ct_cluster_tag_limit(void) { return g.mpi ? g.tag_limit : 32767; }
 
 int ct_cluster_wait(ct_cluster_request *request, int *source, ct_status *status) {
   MPI_Request *r = request->impl;
@@ -384,6 +402,29 @@ int ct_cluster_wait(ct_cluster_request *request, int *source, ct_status *status)
   free(r);
   if (source && err == MPI_SUCCESS) *source = st.MPI_SOURCE;
   return mpi_failed(err, "a point-to-point message", status);
+}
+
+int ct_cluster_test(ct_cluster_request *request, int *done, ct_status *status) {
+  MPI_Request *r = request->impl;
+  *done = 1;
+  if (r == NULL) return 0;
+  int flag = 0;
+  int err = MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+  *done = flag || err != MPI_SUCCESS;
+  if (*done) {
+    free(r);
+    request->impl = NULL;
+  }
+  return mpi_failed(err, "a point-to-point message", status);
+}
+
+void ct_cluster_cancel(ct_cluster_request *request) {
+  MPI_Request *r = request->impl;
+  if (r == NULL) return;
+  request->impl = NULL;
+  MPI_Cancel(r);
+  MPI_Wait(r, MPI_STATUS_IGNORE);
+  free(r);
 }
 
 /* ---- the stall inspector ----------------------------------------------------- */

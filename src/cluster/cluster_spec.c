@@ -43,8 +43,10 @@ int ct_cluster_set_spec(int ps, int workers, ct_status *status) {
 
 int ct_cluster_ps_tasks(void) { return spec.ps; }
 int ct_cluster_is_ps(void) { return ct_cluster_rank() < spec.ps; }
-const char *ct_cluster_job(void) { return ct_cluster_is_ps() ? "ps" : "worker"; }
-int ct_cluster_task(void) { return ct_cluster_rank() - (ct_cluster_is_ps() ? 0 : spec.ps); }
+const char *ct_cluster_job(void) { return ct_cluster_job_of(ct_cluster_rank()); }
+int ct_cluster_task(void) { return ct_cluster_task_of(ct_cluster_rank()); }
+const char *ct_cluster_job_of(int rank) { return rank < spec.ps ? "ps" : "worker"; }
+int ct_cluster_task_of(int rank) { return rank - (rank < spec.ps ? 0 : spec.ps); }
 
 int ct_cluster_job_tasks(const char *job) {
   if (strcmp(job, "ps") == 0) return spec.ps;

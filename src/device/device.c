@@ -32,6 +32,26 @@ ct_device *ct_device_new_common(const ct_device_ops *ops, const ct_session_optio
   return d;
 }
 
+ct_device *ct_device_new_remote(const ct_device *local, int rank, const char *job, int task,
+                                ct_status *status) {
+  ct_device *d = calloc(1, sizeof *d);
+  if (d == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory naming another task's devices");
+    return NULL;
+  }
+  d->ops = local->ops;
+  d->index = local->index;
+  d->remote = 1;
+  d->rank = rank;
+  d->threads = local->threads;
+  d->first_core = -1;
+  snprintf(d->job, sizeof d->job, "%s", job);
+  d->task = task;
+  ct_device_canonical_name(d->job, d->task, d->ops->kind, d->index, d->name, sizeof d->name);
+  snprintf(d->mapping, sizeof d->mapping, "%s", local->mapping);
+  return d;
+}
+
 int ct_device_make_allocator(ct_device *d, size_t limit, int allow_growth, void *context,
                              ct_status *status) {
   ct_allocator_options options = {
@@ -137,6 +157,10 @@ int ct_device_submit(ct_device *d, ct_device_lane lane, ct_device_task task, ct_
 
 void ct_device_free(ct_device *d) {
   if (d == NULL) return;
+  if (d->remote) { /* a name only */
+    free(d);
+    return;
+  }
   for (int lane = 0; lane < CT_LANE_COUNT; ++lane) worker_stop(&d->workers[lane]);
   ct_status ignored = CT_STATUS_INIT;
   ct_device_synchronize(d, &ignored);  /* no queued work may use what is freed below */

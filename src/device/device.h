@@ -100,6 +100,9 @@ struct ct_device {
   char mapping[352];           /* the placement log's "Device mapping:" entry after the index:
                                   "name: cpu, cores: 1" */
   int index;                   /* N in /cpu:N */
+  int remote;                  /* 1: another task's device, which this process only names
+                                  (ct_device_new_remote) */
+  int rank;                    /* remote: the MPI rank of its task */
   int threads;                 /* CPU: the worker's OpenMP team size; GPU: its SMs */
   int first_core;              /* pinned to cores [first_core, first_core + threads), or -1 */
   ct_allocator *allocator;
@@ -112,6 +115,12 @@ struct ct_device {
  * and starts its worker. NULL and status when out of memory. */
 ct_device *ct_device_new_common(const ct_device_ops *ops, const ct_session_options *options,
                                 int index, ct_status *status);
+/* The device of rank `rank` (/job:JOB/task:TASK) that mirrors `local`: its
+ * type and index, for the placer to choose and a plan to send values to
+ * (exec/transfer.c); nothing runs on it here: no allocator, no worker.
+ * Freed by ct_device_free. NULL and status when out of memory. */
+ct_device *ct_device_new_remote(const ct_device *local, int rank, const char *job, int task,
+                                ct_status *status);
 /* The device's allocator from its type's region source, with `context`
  * handed to it. Returns 0 or fills status. */
 int ct_device_make_allocator(ct_device *device, size_t limit, int allow_growth, void *context,

@@ -23,10 +23,14 @@ typedef struct ct_plan ct_plan;
 struct ct_session {
   ct_graph *graph;
   ct_session_options options;
-  ct_device **devices;      /* /cpu:0 .. then GPUs */
-  int n_devices;
+  ct_device **devices;      /* /cpu:0 .. then GPUs; then, under mpirun, the n_remote devices
+                               of the other tasks, which this process only names */
+  int n_devices;            /* this process's */
+  int n_remote;
   int *device_of;           /* per graph node: device index, -1 until placed */
   unsigned char *placement_reason; /* per graph node: its ct_placement_reason */
+  int *node_home;           /* per graph node: the rank its device scope pins it to, or -1:
+                               it runs in every process that needs it (transfer.c) */
   int n_placed;             /* nodes 0 .. n_placed-1 are placed */
   ct_tensor **variables;    /* per graph variable, NULL until first used */
   ct_device **variable_device; /* whose allocator holds each variable */

@@ -20,7 +20,10 @@ typedef struct run_state {
   atomic_int steps_left;
   atomic_int failed;
   pthread_mutex_t mutex;
-  pthread_cond_t done;
+  pthread_cond_t done; /* signalled by the last step, and by each send that becomes ready */
+  int *ready_sends;    /* sends whose inputs are ready, for the run's thread (under mutex) */
+  int n_ready_sends;
+  double *transfer_start_us; /* per transfer: when it started (traced runs) */
   ct_status status; /* the first failure */
   ct_run_metadata *metadata;
   struct timespec start;
@@ -132,7 +135,10 @@ static const char *step_name(const ct_plan_step *step) {
   return step->node ? step->node->name : step->copy_name;
 }
 static const char *step_op(const ct_plan_step *step) {
-  return step->node ? step->node->op->name : "_Copy";
+  return step->node                               ? step->node->op->name
+         : step->transfer == CT_TRANSFER_SEND ? "_Send"
+         : step->transfer == CT_TRANSFER_RECV ? "_Recv"
+                                              : "_Copy";
 }
 
 /* session.check_numerics: the first NaN or Inf among the step's f32
@@ -231,6 +237,7 @@ static int run_step(ct_session *s, ct_plan *p, ct_plan_step *step, ct_status *st
 }
 
 static void execute_step(void *context, int index);
+static void step_finished(run_state *run, int index);
 
 /* The step's event in the run's timeline: what it ran, where, when, and
  * the shapes it read and wrote. */
@@ -281,6 +288,13 @@ static void record_failure(run_state *run, const ct_status *status) {
  * work in a failed run) so that the run still ends. */
 static void schedule(run_state *run, int index) {
   const ct_plan_step *step = &run->plan->steps[index];
+  if (step->transfer != CT_TRANSFER_NONE) { /* the run's thread starts it */
+    pthread_mutex_lock(&run->mutex);
+    run->ready_sends[run->n_ready_sends++] = index;
+    pthread_cond_signal(&run->done);
+    pthread_mutex_unlock(&run->mutex);
+    return;
+  }
   ct_device *device = run->session->devices[step->device];
   ct_device_task task = {execute_step, run, index};
   ct_status status = CT_STATUS_INIT;
@@ -321,12 +335,119 @@ static void execute_step(void *context, int index) {
       record_event(p, run->metadata, step, start, micros_since(&run->start));
     }
   }
+  step_finished(run, index);
+}
+
+/* A step is done: the consumers whose last input it was may run. */
+static void step_finished(run_state *run, int index) {
+  ct_plan *p = run->plan;
+  const ct_plan_step *step = &p->steps[index];
   for (int c = 0; c < step->n_consumers; ++c)
     if (atomic_fetch_sub(&p->pending[step->consumers[c]], 1) == 1)
       schedule(run, step->consumers[c]);
   if (atomic_fetch_sub(&run->steps_left, 1) == 1) {
     pthread_mutex_lock(&run->mutex);
     pthread_cond_signal(&run->done);
+    pthread_mutex_unlock(&run->mutex);
+  }
+}
+
+/* ---- edges between tasks (transfer.c) ------------------------------------------ */
+
+/* A send or receive is done: the send's input is consumed, and the step
+ * finishes as a device's step does. */
+static void transfer_finished(run_state *run, int t) {
+  ct_plan *p = run->plan;
+  const int index = p->transfer_steps[t];
+  const ct_plan_step *step = &p->steps[index];
+  if (run->metadata && !atomic_load(&run->failed))
+    record_event(p, run->metadata, step, run->transfer_start_us[t], micros_since(&run->start));
+  for (int j = 0; j < step->n_inputs; ++j) slot_consumed(p, step->input_slots[j]);
+  step_finished(run, index);
+}
+
+/* Starts the sends that became ready: each carries its value, or the run's
+ * failure once it has failed, so that the peer does not wait for a value
+ * that will not come. Returns how many it started. */
+static int start_ready_sends(run_state *run, unsigned char *active) {
+  ct_plan *p = run->plan;
+  pthread_mutex_lock(&run->mutex);
+  const int n = run->n_ready_sends;
+  int ready[n > 0 ? n : 1];
+  memcpy(ready, run->ready_sends, (size_t)n * sizeof *ready);
+  run->n_ready_sends = 0;
+  ct_status failure = run->status;
+  pthread_mutex_unlock(&run->mutex);
+  for (int i = 0; i < n; ++i) {
+    const int t = p->steps[ready[i]].transfer_index;
+    ct_status status = CT_STATUS_INIT;
+    run->transfer_start_us[t] = micros_since(&run->start);
+    if (ct_plan_transfer_send(p, t, atomic_load(&run->failed) ? &failure : NULL, &status)) {
+      record_failure(run, &status);
+      transfer_finished(run, t);
+    } else {
+      active[t] = 1;
+    }
+  }
+  return n;
+}
+
+/* Advances transfer t; returns whether anything happened. */
+static int advance_transfer(run_state *run, int t, unsigned char *active) {
+  ct_plan *p = run->plan;
+  ct_plan_step *step = &p->steps[p->transfer_steps[t]];
+  ct_status status = CT_STATUS_INIT;
+  switch (ct_plan_transfer_poll(p, t, &status)) {
+    case CT_TRANSFER_PENDING:
+      return 0;
+    case CT_TRANSFER_SHAPED: {
+      /* no buffer (memory ran out): the bytes are still taken, and dropped */
+      const int discard = bind_outputs(run->session, p, step, &status);
+      if (discard) record_failure(run, &status);
+      ct_status_clear(&status);
+      if (ct_plan_transfer_receive(p, t, discard, &status) == 0) return 1;
+      break;
+    }
+    case CT_TRANSFER_DONE:
+      active[t] = 0;
+      transfer_finished(run, t);
+      return 1;
+    case CT_TRANSFER_PEER_FAILED:
+    case CT_TRANSFER_ERROR:
+      break;
+  }
+  record_failure(run, &status);
+  active[t] = 0;
+  transfer_finished(run, t);
+  return 1;
+}
+
+/* The run's thread in a run with edges between tasks: it posts the
+ * receives, starts each send as its value is ready and completes them all
+ * as their messages come and go, until no step is left. A device's worker
+ * never waits for another task. */
+static void run_transfers(run_state *run, int receives_posted, unsigned char *active) {
+  ct_plan *p = run->plan;
+  for (int t = 0; t < p->n_transfers; ++t)
+    if (p->steps[p->transfer_steps[t]].transfer == CT_TRANSFER_RECV) {
+      if (receives_posted)
+        active[t] = 1;
+      else
+        transfer_finished(run, t);
+    }
+  while (atomic_load(&run->steps_left) > 0) {
+    int progressed = start_ready_sends(run, active);
+    for (int t = 0; t < p->n_transfers; ++t)
+      if (active[t]) progressed += advance_transfer(run, t, active);
+    if (progressed) continue;
+    /* nothing moved: sleep until a send is ready, or 100 microseconds */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 100000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+    pthread_mutex_lock(&run->mutex);
+    if (run->n_ready_sends == 0 && atomic_load(&run->steps_left) > 0)
+      pthread_cond_timedwait(&run->done, &run->mutex, &until);
     pthread_mutex_unlock(&run->mutex);
   }
 }
@@ -373,14 +494,32 @@ static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
   atomic_store(&run.steps_left, p->n_steps);
   pthread_mutex_init(&run.mutex, NULL);
   pthread_cond_init(&run.done, NULL);
+  unsigned char *active = NULL;
+  int receives_posted = 0;
+  if (p->n_transfers > 0) {
+    run.ready_sends = malloc((size_t)p->n_transfers * sizeof *run.ready_sends);
+    run.transfer_start_us = calloc((size_t)p->n_transfers, sizeof *run.transfer_start_us);
+    active = calloc((size_t)p->n_transfers, 1);
+    if (!run.ready_sends || !run.transfer_start_us || !active) {
+      ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory starting a run");
+      free(run.ready_sends), free(run.transfer_start_us), free(active);
+      return 1;
+    }
+    /* the receives are posted before any step runs; a failure to post
+     * them fails the run, whose sends then carry that failure */
+    receives_posted = ct_plan_transfers_begin(p, &run.status) == 0;
+    if (!receives_posted) atomic_store(&run.failed, 1);
+  }
   for (int i = 0; i < p->n_steps; ++i) atomic_store(&p->pending[i], p->steps[i].n_deps);
   for (int i = 0; i < p->n_steps; ++i)
-    if (p->steps[i].n_deps == 0) schedule(&run, i);
+    if (p->steps[i].n_deps == 0 && p->steps[i].transfer != CT_TRANSFER_RECV) schedule(&run, i);
+  if (p->n_transfers > 0) run_transfers(&run, receives_posted, active);
   pthread_mutex_lock(&run.mutex);
   while (atomic_load(&run.steps_left) > 0) pthread_cond_wait(&run.done, &run.mutex);
   pthread_mutex_unlock(&run.mutex);
   pthread_mutex_destroy(&run.mutex);
   pthread_cond_destroy(&run.done);
+  free(run.ready_sends), free(run.transfer_start_us), free(active);
   ct_status_propagate(status, &run.status);
   return atomic_load(&run.failed);
 }

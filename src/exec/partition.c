@@ -20,6 +20,24 @@ static int is_variable_storage(const ct_node *n, int index) {
   return index == 0 && n->variable >= 0;
 }
 
+int ct_plan_add_copy(ct_plan *p, int slot, int device, const char *source_name) {
+  ct_plan_step *copy = ct_plan_add_step(p);
+  int out = copy ? ct_plan_add_slots(p, 1, device) : -1;
+  if (out < 0) return -1;
+  copy->device = device;
+  copy->n_inputs = 1;
+  copy->input_slots = malloc(sizeof *copy->input_slots);
+  size_t len = strlen(source_name) + 8;
+  copy->copy_name = malloc(len);
+  if (copy->input_slots == NULL || copy->copy_name == NULL) return -1;
+  snprintf(copy->copy_name, len, "_Copy/%s", source_name);
+  copy->input_slots[0] = slot;
+  copy->first_slot = out;
+  copy->n_outputs = 1;
+  p->slot_consumers[slot]++;
+  return out;
+}
+
 /* Pass 3: the slot a step on `device` reads for `slot`: the slot itself, or
  * a copy of it on that device (made once; copy_of maps (slot, device) to
  * it). `shared` says the reader may use the value in place: feeds and the
@@ -36,20 +54,8 @@ static int local_slot(ct_plan *p, int slot, int device, int n_devices, int share
   if (ct_plan_grow((void **)copy_of, copy_of_cap, key + 1, sizeof **copy_of)) return -1;
   for (int i = old; i < *copy_of_cap; ++i) (*copy_of)[i] = -1;
   if ((*copy_of)[key] >= 0) return (*copy_of)[key];
-  ct_plan_step *copy = ct_plan_add_step(p);
-  int out = copy ? ct_plan_add_slots(p, 1, device) : -1;
+  int out = ct_plan_add_copy(p, slot, device, source_name);
   if (out < 0) return -1;
-  copy->device = device;
-  copy->n_inputs = 1;
-  copy->input_slots = malloc(sizeof *copy->input_slots);
-  size_t len = strlen(source_name) + 8;
-  copy->copy_name = malloc(len);
-  if (copy->input_slots == NULL || copy->copy_name == NULL) return -1;
-  snprintf(copy->copy_name, len, "_Copy/%s", source_name);
-  copy->input_slots[0] = slot;
-  copy->first_slot = out;
-  copy->n_outputs = 1;
-  p->slot_consumers[slot]++;
   (*copy_of)[key] = out;
   return out;
 }
@@ -106,7 +112,8 @@ int ct_plan_mark_copies_to_host(ct_plan *p, const int *producer_of, ct_status *s
   }
   for (int i = 0; i < p->n_steps; ++i) {
     const ct_plan_step *step = &p->steps[i];
-    const int source = step->node == NULL ? step->input_slots[0] : -1;
+    const int copy = step->node == NULL && step->transfer == CT_TRANSFER_NONE;
+    const int source = copy ? step->input_slots[0] : -1;
     if (source < 0 || p->slot_device[source] < 0 || p->slot_ready[source] ||
         !p->devices[step->device]->ops->host_addressable)
       continue;

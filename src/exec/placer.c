@@ -21,18 +21,42 @@ static const char *colocated_request(const ct_graph *g, const ct_node *n) {
   return g->variables[v].device;
 }
 
-/* The first device that `spec` matches (NULL: any device) and that has a
- * kernel for n, in TensorFlow's priority order: the device types of higher
- * priority first (GPUs before CPUs), lowest index first; -1 when none.
- * *matched (when not NULL) says whether the spec matched any device at
- * all. With no request this is pass 3's default. */
+/* Whether the spec names a task (or a job, meaning its task 0): then it
+ * means the same device in every process of the job. */
+static int names_task(const ct_device_spec *spec) {
+  return spec && (spec->has_job || spec->has_task);
+}
+
+/* Whether `spec` may take device d: this process's devices always; another
+ * task's (under mpirun) only when the spec names a task, so that /cpu:0
+ * stays this process's own, as it is in a process on its own. */
+static int in_reach(const ct_device_spec *spec, const ct_device *d) {
+  return !d->remote || names_task(spec);
+}
+
+/* Whether spec matches d, a job without a task meaning the job's task 0 (as
+ * TensorFlow's placer takes the lowest task), so that every process of a
+ * job places the node alike. */
+static int spec_matches(const ct_device_spec *spec, const ct_device *d) {
+  if (spec == NULL) return 1;
+  ct_device_spec task_0 = *spec;
+  if (task_0.has_job && !task_0.has_task) task_0.has_task = 1, task_0.task = 0;
+  return ct_device_spec_matches(&task_0, d->job, d->task, d->ops->kind, d->index);
+}
+
+/* The first device that `spec` matches (NULL: any device of this process)
+ * and that has a kernel for n, in TensorFlow's priority order: the device
+ * types of higher priority first (GPUs before CPUs), this process's devices
+ * before other tasks' (theirs in rank order), lowest index first; -1 when
+ * none. *matched (when not NULL) says whether the spec matched any device
+ * at all. With no request this is pass 3's default. */
 static int first_capable(const ct_node *n, const ct_device_spec *spec, ct_device *const *devices,
                          int n_devices, int *matched) {
   if (matched) *matched = 0;
   int chosen = -1;
   for (int i = 0; i < n_devices; ++i) {
     const ct_device *d = devices[i];
-    if (spec && !ct_device_spec_matches(spec, d->job, d->task, d->ops->kind, d->index)) continue;
+    if (!in_reach(spec, d) || !spec_matches(spec, d)) continue;
     if (matched) *matched = 1;
     if ((chosen < 0 || d->ops->priority > devices[chosen]->ops->priority) && has_kernel(n, d))
       chosen = i;
@@ -71,7 +95,7 @@ void ct_log_device_mapping(ct_device *const *devices, int n_devices, FILE *log) 
 
 static int place_node(const ct_graph *g, const ct_node *n, ct_device *const *devices, int n_devices,
                       int allow_soft, FILE *log, int *device_of, unsigned char *reason_of,
-                      ct_status *status) {
+                      unsigned char *pinned_of, ct_status *status) {
   const char *colocated = colocated_request(g, n);
   const char *request = colocated ? colocated : n->requested_device;
   ct_device_spec spec;
@@ -111,6 +135,11 @@ static int place_node(const ct_graph *g, const ct_node *n, ct_device *const *dev
     return 1;
   }
   device_of[n->id] = chosen;
+  if (pinned_of) { /* on the task it names: not moved to the default by soft placement */
+    ct_device_spec task_only = spec;
+    task_only.kind = CT_DEVICE_KIND_ANY, task_only.has_id = 0;
+    pinned_of[n->id] = names_task(&spec) && spec_matches(&task_only, devices[chosen]);
+  }
   if (reason_of)
     reason_of[n->id] = (unsigned char)(why          ? CT_PLACED_SOFT
                                        : colocated  ? CT_PLACED_COLOCATED
@@ -130,10 +159,10 @@ static int place_node(const ct_graph *g, const ct_node *n, ct_device *const *dev
 
 int ct_place_nodes(const ct_graph *g, int first_node, ct_device *const *devices, int n_devices,
                    int allow_soft, FILE *log, int *device_of, unsigned char *reason_of,
-                   ct_status *status) {
+                   unsigned char *pinned_of, ct_status *status) {
   for (int id = first_node; id < g->n_nodes; ++id)
     if (place_node(g, g->nodes[id], devices, n_devices, allow_soft, log, device_of, reason_of,
-                   status))
+                   pinned_of, status))
       return 1;
   if (log) fflush(log);
   return 0;

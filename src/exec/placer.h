@@ -8,7 +8,11 @@
  *   4. soft fallback: with allow_soft_placement, a node whose requested
  *      device does not exist or cannot run it moves to a device of the same
  *      type that can, else to the default; without it, placement fails with
- *      TensorFlow's message. */
+ *      TensorFlow's message.
+ * Under mpirun the devices of the other tasks are candidates for a request
+ * that names a job or a task (a job alone: its task 0), which pins the
+ * node to that task; a node without one is placed on this process's
+ * devices (and runs in every process that needs it: transfer.c). */
 #ifndef CTOWER_EXEC_PLACER_H
 #define CTOWER_EXEC_PLACER_H
 
@@ -19,14 +23,16 @@
 #include "graph/graph_internal.h"
 
 /* Places nodes first_node .. graph->n_nodes-1, writing a device index into
- * device_of[node id] and, when reason_of is not NULL, the pass that decided
- * it (a ct_placement_reason) into reason_of[node id]. With `log` not NULL writes one line per node
+ * device_of[node id], when reason_of is not NULL the pass that decided it
+ * (a ct_placement_reason) into reason_of[node id], and when pinned_of is
+ * not NULL whether the node's request named the task it is on into
+ * pinned_of[node id]. With `log` not NULL writes one line per node
  * ("NAME: (OP): DEVICE") and a second line for each node soft placement
  * moved. Returns 0, or fills status (INVALID_ARGUMENT) and leaves the
  * entries of the failed node and later ones untouched. */
 int ct_place_nodes(const ct_graph *graph, int first_node, ct_device *const *devices, int n_devices,
                    int allow_soft_placement, FILE *log, int *device_of, unsigned char *reason_of,
-                   ct_status *status);
+                   unsigned char *pinned_of, ct_status *status);
 
 /* Writes TensorFlow's "Device mapping:" block for the devices. */
 void ct_log_device_mapping(ct_device *const *devices, int n_devices, FILE *log);

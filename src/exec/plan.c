@@ -1,10 +1,14 @@
 /* Building a plan, in numbered passes:
  *   1. mark the nodes the fetches and targets need, stopping at fed nodes;
+ *      1b. under mpirun, which of them this process runs, and the job's
+ *      edges between tasks (transfer.c);
  *   2. make a step per needed node, on the device the placer chose, with its
  *      kernel from the registry, and a slot per output;
  *   3. partition (partition.c): where a step reads a value that lives on a
  *      device it cannot read in place, insert a copy step on the reading
- *      device (one per value and device);
+ *      device (one per value and device); 3b. where an edge crosses to or
+ *      from another task (under mpirun), a send or a receive step
+ *      (transfer.c);
  *   4. link each step to the steps that wait for it, and count each value's
  *      consumers so that a run returns a buffer as soon as its last consumer
  *      has run;
@@ -35,6 +39,9 @@ void ct_plan_free(ct_plan *p) {
       ct_device_mark_free(p->devices[p->slot_device[slot]], p->slot_ready[slot]);
   free(p->slot_ready);
   free(p->slot_side_mark);
+  free(p->edges);
+  free(p->transfer_steps);
+  free(p->transfer_state);
   free(p->steps);
   free(p->feed_outputs);
   free(p->fetch_outputs);
@@ -72,6 +79,13 @@ int ct_plan_step_infer(const ct_plan_step *step, const ct_shape *in_shapes,
                        const ct_dtype *in_dtypes, ct_shape *out_shapes, ct_dtype *out_dtypes,
                        ct_status *status) {
   const ct_node *n = step->node;
+  if (step->transfer != CT_TRANSFER_NONE) { /* its value's shape comes with it */
+    ct_status_set(status, CT_UNIMPLEMENTED,
+                  "%s: the shape of a value sent between tasks is known only when it comes; "
+                  "a run with edges between tasks cannot be estimated before it runs",
+                  step->copy_name);
+    return 1;
+  }
   if (n == NULL) { /* a copy */
     out_shapes[0] = in_shapes[0];
     out_dtypes[0] = in_dtypes[0];
@@ -141,6 +155,7 @@ typedef struct plan_builder {
   ct_plan *plan;
   unsigned char *needed; /* per node: the run needs it */
   unsigned char *fed;    /* per node: a feed gives its value */
+  unsigned char *runs_here; /* per node: needed, not fed, and run by this process */
   int *slot_base;        /* per node: the slot of its output 0 */
   int *step_of;          /* per node: its step, or -1 */
   int *producer_of;      /* per slot: the step that writes it, or -1 */
@@ -170,7 +185,9 @@ static int mark_needed(plan_builder *b, const ct_plan *p) {
   return 0;
 }
 
-/* Pass 2: a step per needed node on its device; a slot per output. */
+/* Pass 2: a step per needed node on its device; a slot per output. A node
+ * of another task gets no step, and its outputs' slots are where this
+ * process receives them (pass 3b). */
 static int add_node_steps(plan_builder *b, ct_status *status) {
   const ct_session *s = b->session;
   ct_plan *p = b->plan;
@@ -178,7 +195,8 @@ static int add_node_steps(plan_builder *b, ct_status *status) {
     b->step_of[id] = -1;
     if (!b->needed[id]) continue;
     ct_node *n = s->graph->nodes[id];
-    const int device = b->fed[id] ? -1 : s->device_of[id];
+    const int remote = !b->fed[id] && !b->runs_here[id];
+    const int device = b->fed[id] ? -1 : remote ? ct_plan_receiving_device(s) : s->device_of[id];
     b->slot_base[id] = ct_plan_add_slots(p, n->n_outputs, device);
     if (b->slot_base[id] < 0) return out_of_memory(status);
     if (b->fed[id]) continue;
@@ -187,6 +205,7 @@ static int add_node_steps(plan_builder *b, ct_status *status) {
                     n->name, ct_dtype_name(n->dtypes[0]));
       return 1;
     }
+    if (remote) continue; /* another task runs it */
     ct_plan_step *step = ct_plan_add_step(p);
     if (step == NULL) return out_of_memory(status);
     b->step_of[id] = p->n_steps - 1;
@@ -218,11 +237,14 @@ static int link_steps(plan_builder *b) {
     for (int o = 0; o < p->steps[i].n_outputs; ++o) b->producer_of[p->steps[i].first_slot + o] = i;
   for (int i = 0; i < p->n_steps; ++i) {
     ct_plan_step *step = &p->steps[i];
-    const int n_control = step->node ? step->node->n_control : 0;
+    /* a control edge's send waits for its producer as a node for its
+     * control inputs */
+    const int signal = step->transfer == CT_TRANSFER_SEND && step->n_inputs == 0;
+    const int n_control = step->node ? step->node->n_control : signal;
     for (int j = 0; j < step->n_inputs + n_control; ++j) {
-      const int producer = j < step->n_inputs
-                               ? b->producer_of[step->input_slots[j]]
-                               : b->step_of[step->node->control[j - step->n_inputs]->id];
+      const int producer = j < step->n_inputs ? b->producer_of[step->input_slots[j]]
+                           : step->node ? b->step_of[step->node->control[j - step->n_inputs]->id]
+                                        : step->after;
       if (producer < 0) continue; /* fed */
       const int before = p->steps[producer].n_consumers;
       if (add_consumer(&p->steps[producer], i)) return 1;
@@ -240,7 +262,8 @@ static int prepare_runs(plan_builder *b, ct_status *status) {
   int steps_on[CT_MAX_DEVICES][CT_LANE_COUNT] = {{0}};
   for (int i = 0; i < p->n_steps; ++i) {
     p->uses_device[p->steps[i].device] = 1;
-    ++steps_on[p->steps[i].device][p->steps[i].lane];
+    /* sends and receives run on the executor's thread */
+    if (p->steps[i].transfer == CT_TRANSFER_NONE) ++steps_on[p->steps[i].device][p->steps[i].lane];
   }
   for (int slot = 0; slot < p->n_slots; ++slot)
     if (p->slot_device[slot] >= 0) p->uses_device[p->slot_device[slot]] = 1;
@@ -293,14 +316,18 @@ static ct_plan *plan_build(const ct_session *s, const ct_feed *feeds, int n_feed
                     plan_new(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets),
                     calloc(n_nodes, 1),
                     calloc(n_nodes, 1),
+                    calloc(n_nodes, 1),
                     calloc(n_nodes, sizeof(int)),
                     calloc(n_nodes, sizeof(int)),
                     NULL};
   ct_plan *p = b.plan;
-  int failed = (!p || !b.needed || !b.fed || !b.slot_base || !b.step_of) && out_of_memory(status);
+  int failed = (!p || !b.needed || !b.fed || !b.runs_here || !b.slot_base || !b.step_of) &&
+               out_of_memory(status);
   for (int i = 0; !failed && i < n_feeds; ++i) b.fed[feeds[i].output.node->id] = 1;
-  failed = failed || (mark_needed(&b, p) && out_of_memory(status)) || add_node_steps(&b, status) ||
-           ct_plan_partition(p, b.slot_base, status);
+  failed = failed || (mark_needed(&b, p) && out_of_memory(status)) ||
+           ct_plan_find_edges(p, s, b.needed, b.fed, b.runs_here, status) ||
+           add_node_steps(&b, status) || ct_plan_partition(p, b.slot_base, status) ||
+           ct_plan_add_transfers(p, s, b.slot_base, b.step_of, status);
   for (int i = 0; !failed && i < n_feeds; ++i)
     p->feed_slots[i] = b.slot_base[feeds[i].output.node->id] + feeds[i].output.index;
   for (int i = 0; !failed && i < n_fetches; ++i) {
@@ -309,7 +336,7 @@ static ct_plan *plan_build(const ct_session *s, const ct_feed *feeds, int n_feed
   }
   failed = failed || (link_steps(&b) && out_of_memory(status)) ||
            ct_plan_mark_copies_to_host(p, b.producer_of, status) || prepare_runs(&b, status);
-  free(b.needed), free(b.fed), free(b.slot_base), free(b.step_of), free(b.producer_of);
+  free(b.needed), free(b.fed), free(b.runs_here), free(b.slot_base), free(b.step_of), free(b.producer_of);
   if (failed) {
     ct_plan_free(p);
     return NULL;

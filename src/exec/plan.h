@@ -10,10 +10,21 @@
 #include "exec/exec_internal.h"
 #include "kernels/kernel.h"
 
-/* One step: a node's kernel on its device, or a copy between devices. */
+/* What a step without a node does: a copy between devices, or one end of
+ * an edge between tasks (transfer.c). */
+typedef enum ct_transfer_kind { CT_TRANSFER_NONE, CT_TRANSFER_SEND, CT_TRANSFER_RECV } ct_transfer_kind;
+
+/* One step: a node's kernel on its device, a copy between devices, or a
+ * value (or a control edge's signal) sent to or received from another
+ * task. */
 typedef struct ct_plan_step {
-  ct_node *node;   /* NULL for a copy between devices */
-  char *copy_name; /* copies: "_Copy/<source node>" */
+  ct_node *node;   /* NULL for a copy, a send or a receive */
+  char *copy_name; /* "_Copy/<source node>", "_Send/<node>:<output>", "_Recv/..." */
+  ct_transfer_kind transfer;
+  int peer;        /* a send or receive: the other task's rank */
+  int edge;        /* its index in the job's list of edges between tasks (the tag) */
+  int after;       /* the send of a control edge: the step it signals the end of */
+  int transfer_index; /* a send or receive: its index in the plan's transfer_steps */
   ct_kernel_fn kernel;
   int device;
   ct_device_lane lane; /* which of the device's workers runs it */
@@ -58,6 +69,15 @@ struct ct_plan {
   ct_buffer *buffers;    /* one per slot at most */
   atomic_int *remaining; /* per slot: consumers still to run */
   atomic_int *pending;   /* per step: producers still to run */
+  /* edges between tasks (transfer.c): how many the job's plan has, this
+   * process's sends and receives (their steps), their state in a run, and
+   * the runs so far (a message's tag names its run, modulo 4) */
+  struct ct_plan_edge *edges; /* the job's, sorted */
+  int n_edges;
+  int n_transfers;
+  int *transfer_steps;
+  struct ct_transfer_state *transfer_state;
+  uint64_t runs;
   /* traced runs: a mark per device where the run began on it (GPUs), and
    * the run's clock then */
   void *device_marks[CT_MAX_DEVICES];
@@ -89,6 +109,10 @@ int ct_plan_grow(void **array, int *cap, int need, size_t item);
 int ct_plan_add_slots(ct_plan *plan, int count, int device);
 ct_plan_step *ct_plan_add_step(ct_plan *plan);
 
+/* A copy step of `slot` onto `device`, named after its source node; the
+ * copy's slot, or -1 when out of memory. */
+int ct_plan_add_copy(ct_plan *plan, int slot, int device, const char *source_name);
+
 /* Pass 3: each node step's input slots, with a copy step on the reading
  * device where a value lives on another device that the reader cannot
  * read in place (slot_base[node id]: the slot of the node's output 0).
@@ -100,5 +124,58 @@ int ct_plan_partition(ct_plan *plan, const int *slot_base, ct_status *status);
  * alone (producer_of[slot]: the step that writes the slot, or -1). Returns
  * 0 or fills status. */
 int ct_plan_mark_copies_to_host(ct_plan *plan, const int *producer_of, ct_status *status);
+
+/* ---- edges between tasks (transfer.c) ---------------------------------------
+ * Under mpirun a node whose device scope names a task (pinned) runs in that
+ * task's process; any other runs in every process that needs it. This
+ * process's plan gets a send step for each value (or control edge) that
+ * one of its nodes gives another task, and a receive step for each value
+ * it needs from one, which lands on its first host device. The job's list
+ * of such edges is the same on every rank (every rank builds the same
+ * graph and places it alike), sorted by producer, output and destination;
+ * an edge's index and the run's number make its messages' tags. */
+
+/* The device receives land on: this process's first host device. */
+int ct_plan_receiving_device(const ct_session *session);
+
+/* Pass 1b: which needed nodes run in this process (runs_here[id]; all of
+ * them, unfed, in a session that names no other task's device) and the
+ * job's edges between tasks, kept in the plan. Every rank checks that the
+ * others found the same edges (an all-gather), so that ranks that built
+ * different graphs fail here, named, instead of waiting for each other.
+ * Returns 0 or fills status. */
+int ct_plan_find_edges(ct_plan *plan, const ct_session *session, const unsigned char *needed,
+                       const unsigned char *fed, unsigned char *runs_here, ct_status *status);
+
+/* Pass 3b, after partition: the send and receive steps of this process
+ * (slot_base: per node, its output 0's slot; step_of: per node, its step,
+ * and for a node of another task whose control edge this process
+ * receives, that receive). Returns 0 or fills status. */
+int ct_plan_add_transfers(ct_plan *plan, const ct_session *session, const int *slot_base,
+                          int *step_of, ct_status *status);
+
+/* A run's sends and receives, driven by the executor's thread: */
+/* Readies them for a run and posts every receive's first message (the
+ * value's dtype and shape, or the sender's failure). Returns 0 or fills
+ * status. */
+int ct_plan_transfers_begin(ct_plan *plan, ct_status *status);
+/* Starts transfer t, a send: its input's value, or, when `failure` is not
+ * NULL, that failure (the peer's run then fails naming it, instead of
+ * waiting for a value that will not come). Returns 0 or fills status. */
+int ct_plan_transfer_send(ct_plan *plan, int t, const ct_status *failure, ct_status *status);
+typedef enum ct_transfer_event {
+  CT_TRANSFER_PENDING,     /* nothing new */
+  CT_TRANSFER_SHAPED,      /* a receive's header came: its value's dtype and shape are set;
+                              bind its buffer, then ct_plan_transfer_receive */
+  CT_TRANSFER_DONE,        /* the step is done */
+  CT_TRANSFER_PEER_FAILED, /* the sender's run failed: status says how */
+  CT_TRANSFER_ERROR        /* MPI failed: status says how */
+} ct_transfer_event;
+/* Advances transfer t without waiting. */
+ct_transfer_event ct_plan_transfer_poll(ct_plan *plan, int t, ct_status *status);
+/* Receives transfer t's value into its bound buffer; with `discard`, into a
+ * scratch buffer that is dropped (its buffer could not be bound, and the
+ * message must still be taken). Returns 0 or fills status. */
+int ct_plan_transfer_receive(ct_plan *plan, int t, int discard, ct_status *status);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/cluster.h"
 #include "exec/executor.h"
 #include "exec/placer.h"
 
@@ -15,23 +16,56 @@ static FILE *log_stream(const ct_session *s) {
 int ct_session_place_new_nodes(ct_session *s, ct_status *status) {
   const ct_graph *g = s->graph;
   if (s->n_placed == g->n_nodes) return 0;
-  int *device_of = realloc(s->device_of, (size_t)g->n_nodes * sizeof *device_of);
-  if (device_of == NULL) {
+  const size_t n = (size_t)g->n_nodes;
+  int *device_of = realloc(s->device_of, n * sizeof *device_of);
+  if (device_of) s->device_of = device_of;
+  unsigned char *reason_of = realloc(s->placement_reason, n);
+  if (reason_of) s->placement_reason = reason_of;
+  int *home = realloc(s->node_home, n * sizeof *home);
+  if (home) s->node_home = home;
+  unsigned char *pinned = malloc(n);
+  if (device_of == NULL || reason_of == NULL || home == NULL || pinned == NULL) {
+    free(pinned);
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory placing nodes");
     return 1;
   }
-  s->device_of = device_of;
-  unsigned char *reason_of = realloc(s->placement_reason, (size_t)g->n_nodes);
-  if (reason_of == NULL) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory placing nodes");
-    return 1;
-  }
-  s->placement_reason = reason_of;
   for (int i = s->n_placed; i < g->n_nodes; ++i) device_of[i] = -1, reason_of[i] = 0;
-  if (ct_place_nodes(g, s->n_placed, s->devices, s->n_devices, s->options.allow_soft_placement,
-                     log_stream(s), device_of, reason_of, status))
-    return 1;
+  int failed = ct_place_nodes(g, s->n_placed, s->devices, s->n_devices + s->n_remote,
+                              s->options.allow_soft_placement, log_stream(s), device_of,
+                              reason_of, pinned, status);
+  for (int i = s->n_placed; !failed && i < g->n_nodes; ++i) {
+    const ct_device *d = s->devices[device_of[i]];
+    home[i] = !pinned[i] ? -1 : d->remote ? d->rank : ct_cluster_rank();
+  }
+  free(pinned);
+  if (failed) return 1;
   s->n_placed = g->n_nodes;
+  return 0;
+}
+
+/* Under mpirun, the devices of every other task, named as this process
+ * names its own (the ranks of a job start with the same options), so that
+ * a device scope may name a device of any task; a plan carries the values
+ * between tasks (transfer.c). None for a session whose options name
+ * another task than this rank's. */
+static int add_remote_devices(ct_session *s, ct_status *status) {
+  const int size = ct_cluster_size(), rank = ct_cluster_rank(), local = s->n_devices;
+  if (size < 2 || strcmp(s->options.job, ct_cluster_job()) != 0 ||
+      s->options.task != ct_cluster_task())
+    return 0;
+  ct_device **all = realloc(s->devices, (size_t)local * (size_t)size * sizeof *all);
+  if (all == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory naming the job's devices");
+    return 1;
+  }
+  s->devices = all;
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; r != rank && i < local; ++i) {
+      ct_device *d = ct_device_new_remote(all[i], r, ct_cluster_job_of(r), ct_cluster_task_of(r),
+                                          status);
+      if (d == NULL) return 1;
+      all[local + s->n_remote++] = d;
+    }
   return 0;
 }
 
@@ -65,7 +99,8 @@ ct_session *ct_session_new(ct_graph *graph, const ct_session_options *options, c
     ct_session_free(s);
     return NULL;
   }
-  if (ct_devices_create(o, &s->devices, &s->n_devices, status)) {
+  if (ct_devices_create(o, &s->devices, &s->n_devices, status) ||
+      add_remote_devices(s, status)) {
     ct_session_free(s);
     return NULL;
   }
@@ -88,9 +123,11 @@ void ct_session_free(ct_session *s) {
   }
   free(s->variables);
   free(s->variable_device);
+  for (int i = 0; i < s->n_remote; ++i) ct_device_free(s->devices[s->n_devices + i]);
   ct_devices_free(s->devices, s->n_devices);
   free(s->device_of);
   free(s->placement_reason);
+  free(s->node_home);
   pthread_mutex_destroy(&s->run_mutex);
   free(s);
 }
@@ -122,6 +159,8 @@ static int init_variables(ct_session *s, ct_status *status) {
   for (int i = 0; i < g->n_variables; ++i) {
     if (s->variables[i]) continue;
     ct_device *device = s->devices[ct_session_variable_device(s, i)];
+    s->variable_device[i] = device;
+    if (device->remote) continue; /* its task holds it */
     size_t nbytes = (size_t)ct_shape_elements(&g->variables[i].shape) * sizeof(float);
     void *data = ct_allocator_alloc(device->allocator, nbytes, status);
     if (data == NULL) return 1;
@@ -153,7 +192,16 @@ static int variable_ready(ct_session *s, int index, ct_status *status) {
     ct_status_set(status, CT_INVALID_ARGUMENT, "the graph has no variable %d", index);
     return 1;
   }
-  return init_variables(s, status);
+  if (init_variables(s, status)) return 1;
+  if (s->variables[index] == NULL) {
+    ct_status_set(status, CT_FAILED_PRECONDITION,
+                  "variable '%s' lives on %s, a device of another task (rank %d): its value is "
+                  "there; read or assign it on that rank, or fetch it in a run",
+                  s->graph->variables[index].name, s->variable_device[index]->name,
+                  s->variable_device[index]->rank);
+    return 1;
+  }
+  return 0;
 }
 
 ct_tensor *ct_session_variable(ct_session *s, int index, ct_status *status) {

@@ -64,7 +64,7 @@ for bound in 0 2 -1; do
   if [ $rc -eq 0 ] && [ -n "$seen" ] && { [ "$bound" -lt 0 ] || [ "$seen" -le "$bound" ]; } &&
      awk -v a="${accuracy:-0}" 'BEGIN { exit !(a >= 0.6) }'; then
     pass "async, max_staleness $bound: staleness at most $seen, test accuracy $accuracy: $(grep '^cluster: 1 ps' async.out)"
-  else fail "async, max_staleness $bound: rc $rc, staleness '$seen', accuracy '$accuracy': $(tail -3 async.out async.err)"; fi
+  else fail "async, max_staleness $bound: rc $rc, staleness '$seen', accuracy '$accuracy': $(tail -n 3 async.out async.err)"; fi
 done
 
 # each rank's placement log names its job and task (in its own files:

@@ -67,6 +67,13 @@ void ct_cluster_abort(int code);
  * ("bucket 3", "evaluation", "checkpoint"). The stall inspector reports it. */
 void ct_cluster_progress(int64_t step, int bucket, const char *what);
 
+/* Marks this rank as waiting for other ranks outside a collective (a run
+ * that sends and receives values between tasks), named `op` with the last
+ * ct_cluster_progress, so that the stall inspector names what it waits
+ * for; ct_cluster_leave_wait ends it. Nothing in a process on its own. */
+void ct_cluster_enter_wait(const char *op);
+void ct_cluster_leave_wait(void);
+
 /* Starts a thread that exchanges heartbeats (each rank's last progress)
  * with every other rank. When a rank has sent nothing for timeout_s
  * seconds (stopped, or stuck in a long step) or has been stuck in the same

@@ -179,6 +179,14 @@ static void leave_collective(void) {
   pthread_mutex_unlock(&g.lock);
 }
 
+void ct_cluster_enter_wait(const char *op) {
+  if (g.mpi) enter_collective(op);
+}
+
+void ct_cluster_leave_wait(void) {
+  if (g.mpi) leave_collective();
+}
+
 /* In-place sum of count elements of `type` (elem bytes each), chunk by chunk. */
 static int allreduce(void *data, int64_t count, MPI_Datatype type, size_t elem, const char *call,
                      ct_status *status) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cluster/cluster.h"
 #include "exec/executor.h"
 #include "graph/op_def.h"
 
@@ -428,6 +429,10 @@ static int advance_transfer(run_state *run, int t, unsigned char *active) {
  * never waits for another task. */
 static void run_transfers(run_state *run, int receives_posted, unsigned char *active) {
   ct_plan *p = run->plan;
+  /* a task that stops leaves the others waiting here: the stall inspector
+   * names it (with the session's step) */
+  ct_cluster_progress((int64_t)run->session->step, -1, "edges between tasks");
+  ct_cluster_enter_wait("run");
   for (int t = 0; t < p->n_transfers; ++t)
     if (p->steps[p->transfer_steps[t]].transfer == CT_TRANSFER_RECV) {
       if (receives_posted)
@@ -450,6 +455,7 @@ static void run_transfers(run_state *run, int receives_posted, unsigned char *ac
       pthread_cond_timedwait(&run->done, &run->mutex, &until);
     pthread_mutex_unlock(&run->mutex);
   }
+  ct_cluster_leave_wait();
 }
 
 /* Returns every buffer a failed or finished run still holds: each slot that

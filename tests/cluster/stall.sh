@@ -3,7 +3,8 @@
 # `timeout 60` (a hang fails the test instead of blocking CI), the job of
 # 3 ranks must end non-zero within 15 s, and stderr must name rank 1 and
 # the all-reduce the others wait in; and the same when the others end the
-# job instead (ct_cluster_finalize waits for every rank).
+# job instead (ct_cluster_finalize waits for every rank), and when they
+# wait in a run for a value that task 1 sends.
 set -uo pipefail
 mpiexec=${1:?usage: stall.sh MPIEXEC STALL_PROGRAM}
 program=${2:?usage: stall.sh MPIEXEC STALL_PROGRAM}
@@ -30,3 +31,4 @@ stall() {
 }
 stall "" "rank 1 has not reached all-reduce bucket 3 of step 12"
 stall finalize "rank 1 has not reached barrier for the end of the job"
+stall edges "rank 1 has not reached run for edges between tasks of step 7"

@@ -141,13 +141,15 @@ typedef enum ct_timeline_kind {
 } ct_timeline_kind;
 
 typedef struct ct_timeline_event {
-  const char *node;     /* node name; copies between devices are "_Copy/<source>" */
-  const char *op;       /* "Conv2D", "_Copy" */
+  const char *node;     /* node name; copies between devices are "_Copy/<source>", values
+                           sent to or received from another task "_Send/<source>:<output>",
+                           "_Recv/..." */
+  const char *op;       /* "Conv2D", "_Copy", "_Send", "_Recv" */
   int device;           /* index: ct_session_device_name */
   ct_timeline_kind kind;
   double start_us;      /* microseconds since the run started */
   double end_us;
-  long long bytes;      /* of its outputs */
+  long long bytes;      /* of its outputs (a send: of the value it sends) */
   int bucket;           /* the all-reduce bucket of gradients it works on, or -1 */
   const char *shapes;   /* "[128,784] [784,10] -> [128,10]": inputs -> outputs */
 } ct_timeline_event;

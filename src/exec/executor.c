@@ -5,6 +5,7 @@
  * inputs) and queues every consumer whose last input this was. Devices
  * thus run concurrently, each node as soon as its inputs are ready. */
 #include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,7 +255,8 @@ static void record_event(ct_plan *p, ct_run_metadata *metadata, const ct_plan_st
       const ct_tensor *t =
           &p->values[output < 0 ? step->input_slots[j] : step->first_slot + output];
       ct_shape_str(&t->shape, one, sizeof one);
-      if (output >= 0) bytes += (long long)ct_tensor_nbytes(t);
+      /* a send's bytes are those it sends */
+      if (output >= 0 || step->transfer == CT_TRANSFER_SEND) bytes += (long long)ct_tensor_nbytes(t);
     }
     used += (size_t)snprintf(shapes + used, sizeof shapes - used, "%s%s", j ? " " : "", one);
   }
@@ -440,12 +442,21 @@ static void run_transfers(run_state *run, int receives_posted, unsigned char *ac
       else
         transfer_finished(run, t);
     }
+  double last_progress = micros_since(&run->start);
   while (atomic_load(&run->steps_left) > 0) {
     int progressed = start_ready_sends(run, active);
     for (int t = 0; t < p->n_transfers; ++t)
       if (active[t]) progressed += advance_transfer(run, t, active);
-    if (progressed) continue;
-    /* nothing moved: sleep until a send is ready, or 100 microseconds */
+    const double now = micros_since(&run->start);
+    if (progressed) last_progress = now;
+    /* MPI moves a message only while it is called: shortly after a message
+     * moved the next part usually follows (a value after its header), so
+     * poll at once, yielding the core; then sleep until a send is ready,
+     * or 100 microseconds */
+    if (now - last_progress < 300) {
+      sched_yield();
+      continue;
+    }
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_nsec += 100000;

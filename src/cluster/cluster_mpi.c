@@ -512,7 +512,10 @@ static void report_stall(const inspector *in, double now) {
       aborter = r;
       break;
     }
-  if (aborter != g.rank) sleep(5);
+  /* the aborter too waits a moment: the launcher forwards the report
+   * above before MPI_Abort's signals end the ranks (on a loaded machine it
+   * was lost otherwise) */
+  sleep(aborter != g.rank ? 5 : 1);
   ct_cluster_abort(1);
 }
 

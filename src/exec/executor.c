@@ -431,10 +431,6 @@ static int advance_transfer(run_state *run, int t, unsigned char *active) {
  * never waits for another task. */
 static void run_transfers(run_state *run, int receives_posted, unsigned char *active) {
   ct_plan *p = run->plan;
-  /* a task that stops leaves the others waiting here: the stall inspector
-   * names it (with the session's step) */
-  ct_cluster_progress((int64_t)run->session->step, -1, "edges between tasks");
-  ct_cluster_enter_wait("run");
   for (int t = 0; t < p->n_transfers; ++t)
     if (p->steps[p->transfer_steps[t]].transfer == CT_TRANSFER_RECV) {
       if (receives_posted)
@@ -466,7 +462,6 @@ static void run_transfers(run_state *run, int receives_posted, unsigned char *ac
       pthread_cond_timedwait(&run->done, &run->mutex, &until);
     pthread_mutex_unlock(&run->mutex);
   }
-  ct_cluster_leave_wait();
 }
 
 /* Returns every buffer a failed or finished run still holds: each slot that
@@ -530,10 +525,18 @@ static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
   for (int i = 0; i < p->n_steps; ++i) atomic_store(&p->pending[i], p->steps[i].n_deps);
   for (int i = 0; i < p->n_steps; ++i)
     if (p->steps[i].n_deps == 0 && p->steps[i].transfer != CT_TRANSFER_RECV) schedule(&run, i);
+  /* a run with edges between tasks waits for the other tasks (every rank
+   * makes it, with or without messages of its own): a task that stops
+   * leaves the others waiting here, and the stall inspector names it */
+  if (p->n_edges > 0) {
+    ct_cluster_progress((int64_t)s->step, -1, "edges between tasks");
+    ct_cluster_enter_wait("run");
+  }
   if (p->n_transfers > 0) run_transfers(&run, receives_posted, active);
   pthread_mutex_lock(&run.mutex);
   while (atomic_load(&run.steps_left) > 0) pthread_cond_wait(&run.done, &run.mutex);
   pthread_mutex_unlock(&run.mutex);
+  if (p->n_edges > 0) ct_cluster_leave_wait();
   pthread_mutex_destroy(&run.mutex);
   pthread_cond_destroy(&run.done);
   free(run.ready_sends), free(run.transfer_start_us), free(active);

@@ -122,5 +122,5 @@ stop_rank 3 0 job.yaml train.epochs=100000 train.checkpoint=model.safetensors \
   cluster.stall_timeout_s=3
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qE "stalled for 3 s: rank 0 has (sent nothing|not reached)" stall.out; then
   pass "a stopped ps task is named and the job ends (rc $rc after $seconds s): $(grep -i "error: stall" stall.out | head -1)"
-else fail "stopped ps task: rc $rc: $(tail -5 stall.out)"; fi
+else fail "stopped ps task: rc $rc: $(tail -n 20 stall.out)"; fi
 finish

@@ -72,8 +72,6 @@ static void measure(int64_t n, int runs) {
   ct_session_options_defaults(&o);
   o.device_count_cpu = 1;
   o.intra_op_parallelism_threads = 1;
-  snprintf(o.job, sizeof o.job, "worker");
-  o.task = ct_cluster_rank();
   ct_session *s = ct_session_new(g, &o, &st);
   check(s == NULL, &st);
   ct_shape shape = ct_shape_of(1, n);

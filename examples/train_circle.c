@@ -2,6 +2,14 @@
  * a 2-16-16-2 network learns whether a point lies inside a circle.
  *
  *   build/train_circle
+ *   mpirun -np 2 build/train_circle    # its layers on the tasks' devices
+ *
+ * Under mpirun the layers are spread over the processes (model
+ * parallelism across tasks): fc1 on /job:worker/task:0/cpu:0, fc2 on task
+ * 1, the logits on the last task; every rank builds the same graph and
+ * makes the same runs, and the activations and gradients that cross tasks
+ * are sent between the processes. The printed figures are those of one
+ * process, bit for bit.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +30,13 @@ static void make_batch(uint64_t *rng, float *points, int32_t *labels) {
   }
 }
 
+/* A layer on task `task`'s CPU (under mpirun; a process on its own has
+ * only its own). */
 static ct_output dense(ct_graph *g, ct_output x, int64_t in, int64_t out, const char *name,
-                       int relu) {
+                       int relu, int task) {
+  char device[64] = "";
+  if (ct_cluster_size() > 1) snprintf(device, sizeof device, "/job:worker/task:%d/cpu:0", task);
+  ct_graph_push_device(g, device);
   ct_graph_push_name_scope(g, name);
   ct_graph_push_variable_scope(g, name);
   ct_initializer glorot = {CT_INIT_GLOROT_UNIFORM, 0.0f}, zeros = {CT_INIT_ZEROS, 0.0f};
@@ -33,17 +46,24 @@ static ct_output dense(ct_graph *g, ct_output x, int64_t in, int64_t out, const 
   if (relu) y = ct_relu(g, y);
   ct_graph_pop_variable_scope(g);
   ct_graph_pop_name_scope(g);
+  ct_graph_pop_device(g);
   return y;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ct_status status = CT_STATUS_INIT;
+  if (ct_cluster_init(&argc, &argv, &status)) {
+    fprintf(stderr, "%s\n", status.message);
+    return 1;
+  }
+  const int last_task = ct_cluster_size() - 1, printing = ct_cluster_rank() == 0;
   ct_graph *g = ct_graph_new();
   ct_graph_set_seed(g, 7);
   ct_output points = ct_placeholder(g, "points", CT_F32, ct_shape_of(2, (int64_t)-1, (int64_t)2));
   ct_output labels = ct_placeholder(g, "labels", CT_I32, ct_shape_of(1, (int64_t)-1));
-  ct_output h = dense(g, points, 2, 16, "fc1", 1);
-  h = dense(g, h, 16, 16, "fc2", 1);
-  ct_output logits = dense(g, h, 16, 2, "logits", 0);
+  ct_output h = dense(g, points, 2, 16, "fc1", 1, 0);
+  h = dense(g, h, 16, 16, "fc2", 1, last_task > 0 ? 1 : 0);
+  ct_output logits = dense(g, h, 16, 2, "logits", 0, last_task);
   ct_output loss = ct_reduce_mean(g, ct_sparse_softmax_cross_entropy(g, logits, labels), 0, 0);
   ct_output accuracy = ct_accuracy(g, logits, labels);
   ct_optimizer_config adam;
@@ -55,7 +75,6 @@ int main(void) {
     return 1;
   }
 
-  ct_status status = CT_STATUS_INIT;
   ct_session *session = ct_session_new(g, NULL, &status);
   if (session == NULL) {
     fprintf(stderr, "%s\n", status.message);
@@ -80,7 +99,7 @@ int main(void) {
       return 1;
     }
     final_accuracy = ct_tensor_f32(results[1])[0];
-    if (step % 100 == 0)
+    if (step % 100 == 0 && printing)
       printf("step %4d  loss %.4f  accuracy %.3f\n", step, ct_tensor_f32(results[0])[0],
              final_accuracy);
     ct_tensor_free(results[0]);
@@ -88,5 +107,6 @@ int main(void) {
   }
   ct_session_free(session);
   ct_graph_free(g);
+  ct_cluster_finalize();
   return final_accuracy > 0.9 ? 0 : 1;
 }

@@ -38,6 +38,7 @@ PUBLIC_OWNER = {
     "status.h": "core",
     "tensor.h": "core",
     "device_name.h": "device",
+    "cluster.h": "cluster",
     "session_options.h": "device",
     "data.h": "data",
     "graph.h": "graph",

@@ -8,6 +8,7 @@
 #include "ctower/tensor.h"
 #include "ctower/device_name.h"
 #include "ctower/session_options.h"
+#include "ctower/cluster.h"
 #include "ctower/graph.h"
 #include "ctower/ops.h"
 #include "ctower/session.h"

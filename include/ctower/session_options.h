@@ -67,7 +67,8 @@ typedef struct ct_session_options {
   FILE *log;                        /* where the placement log goes; NULL: stderr */
   /* The process the devices belong to, as a TensorFlow task: devices are
    * named /job:JOB/replica:0/task:TASK/device:... */
-  char job[CT_DEVICE_JOB_MAX];      /* "": "localhost", a process on its own */
+  char job[CT_DEVICE_JOB_MAX];      /* "": "localhost", a process on its own; under mpirun the
+                                       defaults name this rank's job and task */
   int task;                         /* this process's index in the job (its MPI rank) */
   /* This process's share of the machine's cores: the cores (those it may
    * run on) are split evenly between the local_processes processes on the

@@ -15,7 +15,8 @@
 
 enum { CPUS = 2 };
 
-/* This rank's options: CPUS devices of one thread each, named as its task. */
+/* This rank's options: CPUS devices of one thread each (the defaults name
+ * them as its task's). */
 static ct_session_options task_options(int soft) {
   ct_session_options o;
   ct_session_options_defaults(&o);
@@ -23,8 +24,6 @@ static ct_session_options task_options(int soft) {
   o.device_count_gpu = 0;
   o.intra_op_parallelism_threads = CPUS;
   o.allow_soft_placement = soft;
-  snprintf(o.job, sizeof o.job, "%s", ct_cluster_job());
-  o.task = ct_cluster_task();
   return o;
 }
 

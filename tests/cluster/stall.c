@@ -27,8 +27,6 @@ static int across_tasks_new(across_tasks *a, ct_status *status) {
   ct_graph_pop_device(a->graph);
   ct_session_options o;
   ct_session_options_defaults(&o);
-  snprintf(o.job, sizeof o.job, "worker");
-  o.task = ct_cluster_rank();
   a->session = ct_session_new(a->graph, &o, status);
   return a->session == NULL;
 }

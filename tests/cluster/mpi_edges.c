@@ -308,8 +308,24 @@ static void test_devices_that_do_not_exist(void **state) {
     expect_message(&st, "/job:worker/replica:0/task:1/device:CPU:1");
     st = (ct_status)CT_STATUS_INIT;
     o = task_options(1);
+    o.log_device_placement = 1;
+    o.log = tmpfile();
+    assert_non_null(o.log);
     ct_session *s = ct_session_new(g, &o, &st);
     assert_status_ok(&st);
+    /* the placement log names every task's devices as it names its own */
+    char log[4096] = "";
+    rewind(o.log);
+    log[fread(log, 1, sizeof log - 1, o.log)] = '\0';
+    fclose(o.log);
+    char line[256];
+    snprintf(line, sizeof line, "requested %s, which does not exist; placed on ",
+             k == 0 ? "/job:worker/task:9/device:CPU:0"
+             : k == 1 ? "/job:ps/task:0/device:CPU:0" : "/job:worker/task:1/device:CPU:7");
+    if (strstr(log, line) == NULL) {
+      print_error("the placement log lacks '%s':\n%s\n", line, log);
+      fail();
+    }
     /* the same type on the same task when it exists (task 1's CPU:0 for
      * its CPU:7), else this process's default */
     char want[96];

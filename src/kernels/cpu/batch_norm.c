@@ -131,8 +131,10 @@ void ct_cpu_batch_norm_inference(ct_kernel_ctx *ctx) {
 static inline __attribute__((always_inline)) void block_param_sums(
     const float *x, const float *dy, const float *mean, const float *inv_std, int64_t r0,
     int64_t r1, int64_t C, int64_t c0, int width, float *pb, float *pg) {
-  float sb[WIDE] = {0}, sg[WIDE] = {0}, m[WIDE] = {0}, is[WIDE] = {0};
-  for (int j = 0; j < width; ++j) m[j] = mean[c0 + j], is[j] = inv_std[c0 + j];
+  /* mean and inv_std read where they are: copied into local arrays too,
+   * the sums no longer stay in registers (2-4x slower) */
+  float sb[WIDE] = {0}, sg[WIDE] = {0};
+  const float *m = mean + c0, *is = inv_std + c0;
   for (int64_t r = r0; r < r1; ++r) {
     const float *dyr = dy + r * C + c0, *xr = x + r * C + c0;
     for (int j = 0; j < width; ++j) {

@@ -1,8 +1,9 @@
 /* What the kernels take from ct_kernel_scratch, predicted from shapes, so
  * that `ctower plan` can add it to a step's memory. It follows the CPU
- * kernels (src/kernels/cpu): keep the two in step. Convolutions and bf16
- * matmuls ask oneDNN, as their kernels do, how their primitive wants its
- * arguments and how much working memory it needs. */
+ * kernels (src/kernels/cpu): keep the two in step. Convolutions and the
+ * matmuls run as primitives (bf16, or B transposed) ask oneDNN, as their
+ * kernels do, how their primitive wants its arguments and how much working
+ * memory it needs. */
 #include <string.h>
 
 #include "device/device.h"

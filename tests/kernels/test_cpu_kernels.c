@@ -588,6 +588,26 @@ static void test_batch_norm_relu(void **state) {
   run_end(&r);
 }
 
+/* AddN of 3 inputs over 3 blocks and a part of the kernel's (4096
+ * elements each): the sums in input order, so exactly the naive loop's. */
+static void test_add_n(void **state) {
+  (void)state;
+  const int64_t n = 3 * 4096 + 123;
+  ct_shape shapes[3] = {ct_shape_of(1, n), ct_shape_of(1, n), ct_shape_of(1, n)};
+  op_run r;
+  run_begin(&r, 3, shapes, 53);
+  ct_output y = ct_add_n(r.g, 3, r.in);
+  ct_tensor *got;
+  run_fetch(&r, 1, &y, &got);
+  float *want = calloc((size_t)n, sizeof *want);
+  for (int64_t i = 0; i < n; ++i) want[i] = input(&r, 0)[i] + input(&r, 1)[i] + input(&r, 2)[i];
+  assert_memory_equal(ct_tensor_f32(got), want, (size_t)n * sizeof *want);
+  printf("  AddN of 3, %lld elements: the naive loop's bits\n", (long long)n);
+  free(want);
+  ct_tensor_free(got);
+  run_end(&r);
+}
+
 /* ---- broadcasting, reductions, shapes ---------------------------------------------- */
 
 static void test_broadcast_and_reduce(void **state) {
@@ -818,6 +838,7 @@ int main(void) {
       cmocka_unit_test(test_batch_norm),
       cmocka_unit_test(test_batch_norm_channel_blocks),
       cmocka_unit_test(test_batch_norm_relu),
+      cmocka_unit_test(test_add_n),
       cmocka_unit_test(test_broadcast_and_reduce),
       cmocka_unit_test(test_concat_split),
       cmocka_unit_test(test_cross_entropy_and_accuracy),

@@ -98,6 +98,12 @@ ct_output ct_lrn(ct_graph *g, ct_output x, int depth_radius, float bias, float a
 ct_output ct_batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output beta,
                         ct_output moving_mean, ct_output moving_var, int training,
                         float momentum, float epsilon);
+/* ct_relu of ct_batch_norm, as one op in training (FusedBatchNorm with its
+ * ReLU: one pass over the activations fewer forward, two backward); in
+ * inference a batch norm then a ReLU. The same values as the two ops. */
+ct_output ct_batch_norm_relu(ct_graph *g, ct_output x, ct_output gamma, ct_output beta,
+                             ct_output moving_mean, ct_output moving_var, int training,
+                             float momentum, float epsilon);
 
 /* Inverted dropout: zeroes each element with probability `rate` and scales
  * the rest by 1/(1-rate). The mask is a pure function of the graph seed, the

@@ -37,7 +37,9 @@ typedef enum ct_precision { CT_PRECISION_FP32 = 0, CT_PRECISION_TF32, CT_PRECISI
  * F(4x4, 3x3) needs 2.25 times fewer multiplications for 3x3 stride-1
  * layers, at a larger rounding error (a few ulps of the result's scale);
  * it is used where oneDNN implements it for the CPU and the layer.
- * AUTO: Winograd wherever it applies, direct elsewhere. */
+ * AUTO: on a CPU device of one thread Winograd wherever it applies, direct
+ * elsewhere; on a device of several threads direct (oneDNN's Winograd
+ * primitives scale poorly over a thread team). */
 typedef enum ct_conv_algorithm {
   CT_CONV_AUTO = 0,
   CT_CONV_DIRECT,

@@ -61,6 +61,8 @@ typedef struct ct_lrn_attrs {
 /* FusedBatchNorm, FusedBatchNormInference and their gradients. */
 typedef struct ct_batch_norm_attrs {
   float epsilon; /* added to the variance */
+  int relu;      /* FusedBatchNorm and its gradient: y = max(0, batch norm of x), in one
+                    pass (ct_batch_norm_relu) */
 } ct_batch_norm_attrs;
 
 /* AssignMovingAvg. */

@@ -1,8 +1,9 @@
 /* What the kernels take from ct_kernel_scratch, predicted from shapes, so
  * that `ctower plan` can add it to a step's memory. It follows the CPU
- * kernels (src/kernels/cpu): keep the two in step. Convolutions and bf16
- * matmuls ask oneDNN, as their kernels do, how their primitive wants its
- * arguments and how much working memory it needs. */
+ * kernels (src/kernels/cpu): keep the two in step. Convolutions and the
+ * matmuls run as primitives (bf16, or B transposed) ask oneDNN, as their
+ * kernels do, how their primitive wants its arguments and how much working
+ * memory it needs. */
 #include <string.h>
 
 #include "device/device.h"
@@ -42,9 +43,7 @@ int ct_kernel_scratch_estimate(const char *op, const ct_device *device, const ct
   }
   if (strcmp(op, "FusedBatchNorm") == 0)
     return bytes[0] = CHUNKS * channels(&in[0]) * sizeof(float), 1;
-  if (strcmp(op, "FusedBatchNormGrad") == 0)
-    return bytes[0] = 2 * CHUNKS * channels(&in[0]) * sizeof(float), 1;
-  if (strcmp(op, "FusedBatchNormInferenceGrad") == 0)
+  if (strcmp(op, "FusedBatchNormGrad") == 0 || strcmp(op, "FusedBatchNormInferenceGrad") == 0)
     return bytes[0] = (2 * CHUNKS + 1) * channels(&in[0]) * sizeof(float), 1;
   /* a bias gradient: partial sums of each chunk of rows */
   if (strcmp(op, "SumLike") == 0 && f32_bytes(&out[0]) < f32_bytes(&in[0]))

@@ -86,6 +86,28 @@ ct_output ct_layer_conv2d(ct_graph *g, ct_output x, int filters, int ksize, int 
                               name);
 }
 
+/* A batch norm layer's variables and op, with relu its ReLU fused in
+ * (ct_batch_norm_relu). */
+static ct_output batch_norm_layer(ct_graph *g, ct_output x, int training, int relu,
+                                  const char *name) {
+  enter(g, name);
+  ct_shape s = ct_output_shape(x);
+  ct_shape c = ct_shape_of(1, s.dims[s.rank - 1]);
+  ct_initializer ones = {CT_INIT_ONES, 0.0f}, zeros = {CT_INIT_ZEROS, 0.0f};
+  ct_output gamma = ct_variable(g, "gamma", c, ones, 1);
+  ct_output beta = ct_variable(g, "beta", c, zeros, 1);
+  ct_output mean = ct_variable(g, "moving_mean", c, zeros, 0);
+  ct_output var = ct_variable(g, "moving_variance", c, ones, 0);
+  ct_output y = (relu ? ct_batch_norm_relu : ct_batch_norm)(g, x, gamma, beta, mean, var,
+                                                            training, 0.99f, 1e-3f);
+  leave(g);
+  return y;
+}
+
+ct_output ct_layer_batch_norm(ct_graph *g, ct_output x, int training, const char *name) {
+  return batch_norm_layer(g, x, training, 0, name);
+}
+
 ct_output ct_layer_conv2d_bn(ct_graph *g, ct_output x, int filters, int ksize, int stride,
                              ct_activation activation, int training, const char *name) {
   enter(g, name);
@@ -96,8 +118,9 @@ ct_output ct_layer_conv2d_bn(ct_graph *g, ct_output x, int filters, int ksize, i
       1);
   ct_output y = ct_conv2d(g, x, w, stride, stride, CT_PADDING_SAME);
   leave(g);
-  y = ct_layer_batch_norm(g, y, training, name); /* "<name>/gamma" ... beside the weights */
-  return activate(g, y, activation);
+  /* "<name>/gamma" ... beside the weights; a ReLU in the batch norm's op */
+  if (activation == CT_ACTIVATION_RELU) return batch_norm_layer(g, y, training, 1, name);
+  return activate(g, batch_norm_layer(g, y, training, 0, name), activation);
 }
 
 ct_output ct_layer_global_avg_pool(ct_graph *g, ct_output x, const char *name) {
@@ -125,20 +148,6 @@ ct_output ct_layer_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_
 ct_output ct_layer_avg_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding,
                             const char *name) {
   return pool(g, x, ksize, stride, padding, name, ct_avg_pool);
-}
-
-ct_output ct_layer_batch_norm(ct_graph *g, ct_output x, int training, const char *name) {
-  enter(g, name);
-  ct_shape s = ct_output_shape(x);
-  ct_shape c = ct_shape_of(1, s.dims[s.rank - 1]);
-  ct_initializer ones = {CT_INIT_ONES, 0.0f}, zeros = {CT_INIT_ZEROS, 0.0f};
-  ct_output gamma = ct_variable(g, "gamma", c, ones, 1);
-  ct_output beta = ct_variable(g, "beta", c, zeros, 1);
-  ct_output mean = ct_variable(g, "moving_mean", c, zeros, 0);
-  ct_output var = ct_variable(g, "moving_variance", c, ones, 0);
-  ct_output y = ct_batch_norm(g, x, gamma, beta, mean, var, training, 0.99f, 1e-3f);
-  leave(g);
-  return y;
 }
 
 ct_output ct_layer_dropout(ct_graph *g, ct_output x, float rate, int training, const char *name) {

@@ -151,7 +151,10 @@ ct_output ct_lrn(ct_graph *g, ct_output x, int depth_radius, float bias, float a
  * BatchNormTraining(x, gamma, beta) -> y, batch mean [C], unbiased batch
  *   variance [C] (for the moving average), inverse std [C] (for the gradient).
  * BatchNormInference(x, gamma, beta, mean, var) -> y.
- * BatchNormGrad(x, gamma, mean, inv_std, dy) -> dx, dgamma, dbeta.
+ * BatchNormGrad(x, gamma, mean, inv_std, dy [, beta]) -> dx, dgamma, dbeta.
+ * With attrs.batch_norm.relu, BatchNormTraining's y is max(0, y) and its
+ * gradient takes beta, from which it recomputes where y > 0: the gradient
+ * of y before the ReLU is dy there, 0 elsewhere.
  * BatchNormInferenceGrad(x, gamma, mean, var, dy) -> dx, dgamma, dbeta. */
 static int check_channel_params(ct_infer_ctx *ctx, int first, int count) {
   if (ctx->in_shapes[0].rank < 1) return ct_infer_fail(ctx, "x must have rank >= 1");
@@ -188,9 +191,10 @@ static int infer_bn_grad(ct_infer_ctx *ctx) {
 
 static void grad_bn_training(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   if (gy[0].node == NULL) return; /* only y carries a gradient */
-  ct_output in[5] = {n->inputs[0], n->inputs[1], ct_out((ct_node *)n, 1),
-                     ct_out((ct_node *)n, 3), gy[0]};
-  ct_node *grad = add_with(g, &ct_op_batch_norm_grad, 5, in, 3, &n->attrs);
+  ct_output in[6] = {n->inputs[0], n->inputs[1], ct_out((ct_node *)n, 1),
+                     ct_out((ct_node *)n, 3), gy[0], n->inputs[2]};
+  ct_node *grad =
+      add_with(g, &ct_op_batch_norm_grad, n->attrs.batch_norm.relu ? 6 : 5, in, 3, &n->attrs);
   for (int k = 0; k < 3; ++k) gx[k] = ct_out(grad, k);
 }
 static void grad_bn_inference(ct_graph *g, const ct_node *n, const ct_output *gy,
@@ -219,13 +223,14 @@ const ct_op_def ct_op_assign_moving_average = {
     "AssignMovingAvg", infer_assign, NULL,
     CT_OP_ALIAS_INPUT0 | CT_OP_MUTATES_INPUT0 | CT_OP_STATEFUL | CT_OP_NO_GRADIENT};
 
-ct_output ct_batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output beta,
-                        ct_output moving_mean, ct_output moving_var, int training,
-                        float momentum, float epsilon) {
-  ct_attrs a = {.batch_norm = {.epsilon = epsilon}};
+static ct_output batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output beta,
+                            ct_output moving_mean, ct_output moving_var, int training,
+                            float momentum, float epsilon, int relu) {
+  ct_attrs a = {.batch_norm = {.epsilon = epsilon, .relu = relu && training}};
   if (!training) {
     ct_output in[5] = {x, gamma, beta, moving_mean, moving_var};
-    return ct_out(add_with(g, &ct_op_batch_norm_inference, 5, in, 1, &a), 0);
+    ct_output y = ct_out(add_with(g, &ct_op_batch_norm_inference, 5, in, 1, &a), 0);
+    return relu ? ct_relu(g, y) : y;
   }
   ct_output in[3] = {x, gamma, beta};
   ct_node *bn = add_with(g, &ct_op_batch_norm_training, 3, in, 4, &a);
@@ -237,6 +242,18 @@ ct_output ct_batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output bet
     ct_graph_add_update_op(g, add_with(g, &ct_op_assign_moving_average, 2, var_in, 1, &m));
   }
   return ct_out(bn, 0);
+}
+
+ct_output ct_batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output beta,
+                        ct_output moving_mean, ct_output moving_var, int training,
+                        float momentum, float epsilon) {
+  return batch_norm(g, x, gamma, beta, moving_mean, moving_var, training, momentum, epsilon, 0);
+}
+
+ct_output ct_batch_norm_relu(ct_graph *g, ct_output x, ct_output gamma, ct_output beta,
+                             ct_output moving_mean, ct_output moving_var, int training,
+                             float momentum, float epsilon) {
+  return batch_norm(g, x, gamma, beta, moving_mean, moving_var, training, momentum, epsilon, 1);
 }
 
 /* ---- dropout ------------------------------------------------------------------------

@@ -503,6 +503,111 @@ static void test_batch_norm(void **state) {
   run_end(&r);
 }
 
+/* FusedBatchNorm (with relu, its ReLU fused) and its gradient over 83
+ * channels (one block of 64, one of 16 and 3 more, each summed its own way:
+ * batch_norm.c) against naive loops: y, and for the loss sum(y * w) dx,
+ * dgamma and dbeta. */
+static void check_batch_norm_blocks(int relu) {
+  const int64_t R = 3 * 5 * 4, C = 64 + 16 + 3;
+  ct_shape shapes[4] = {ct_shape_of(4, (int64_t)3, (int64_t)5, (int64_t)4, C), ct_shape_of(1, C),
+                        ct_shape_of(1, C), ct_shape_of(4, (int64_t)3, (int64_t)5, (int64_t)4, C)};
+  op_run r;
+  run_begin(&r, 4, shapes, 43);
+  ct_initializer zeros = {CT_INIT_ZEROS, 0}, ones = {CT_INIT_ONES, 0};
+  ct_output mean = ct_variable(r.g, "mm", ct_shape_of(1, C), zeros, 0);
+  ct_output var = ct_variable(r.g, "mv", ct_shape_of(1, C), ones, 0);
+  ct_output y = (relu ? ct_batch_norm_relu : ct_batch_norm)(r.g, r.in[0], r.in[1], r.in[2], mean,
+                                                            var, 1, 0.9f, 1e-3f);
+  ct_output xs[3] = {r.in[0], r.in[1], r.in[2]}, grads[3];
+  ct_gradients(r.g, ct_reduce_sum(r.g, ct_mul(r.g, y, r.in[3]), 0, 0), 3, xs, grads);
+  ct_output fetches[4] = {y, grads[0], grads[1], grads[2]};
+  ct_tensor *out[4];
+  run_fetch(&r, 4, fetches, out);
+  const float *X = input(&r, 0), *G = input(&r, 1), *B = input(&r, 2), *DY = input(&r, 3);
+  float *y_ref = calloc((size_t)(R * C), 4), *dx_ref = calloc((size_t)(R * C), 4);
+  float *dg_ref = calloc((size_t)C, 4), *db_ref = calloc((size_t)C, 4);
+  for (int64_t c = 0; c < C; ++c) {
+    double m = 0, v = 0, db = 0, dg = 0;
+    for (int64_t i = 0; i < R; ++i) m += X[i * C + c];
+    m /= (double)R;
+    for (int64_t i = 0; i < R; ++i) v += (X[i * C + c] - m) * (X[i * C + c] - m);
+    const double inv_std = 1.0 / sqrt(v / (double)R + 1e-3);
+    /* the gradient of the batch norm's output: through its ReLU with relu */
+    double *dz = calloc((size_t)R, sizeof *dz);
+    for (int64_t i = 0; i < R; ++i) {
+      const double xhat = (X[i * C + c] - m) * inv_std, z = G[c] * xhat + B[c];
+      y_ref[i * C + c] = (float)(relu && z <= 0 ? 0 : z);
+      dz[i] = relu && z <= 0 ? 0 : DY[i * C + c];
+      db += dz[i];
+      dg += dz[i] * xhat;
+    }
+    for (int64_t i = 0; i < R; ++i) {
+      const double xhat = (X[i * C + c] - m) * inv_std;
+      dx_ref[i * C + c] = (float)(G[c] * inv_std / (double)R * ((double)R * dz[i] - db - xhat * dg));
+    }
+    free(dz);
+    dg_ref[c] = (float)dg, db_ref[c] = (float)db;
+  }
+  printf("  %s\n", relu ? "with its ReLU" : "without a ReLU");
+  expect_close("FusedBatchNorm, 83 channels", out[0], y_ref, R * C, 1e-4);
+  expect_close("FusedBatchNormGrad dx, 83 channels", out[1], dx_ref, R * C, 1e-4);
+  expect_close("FusedBatchNormGrad dgamma, 83 channels", out[2], dg_ref, C, 1e-4);
+  expect_close("FusedBatchNormGrad dbeta, 83 channels", out[3], db_ref, C, 1e-4);
+  free(y_ref), free(dx_ref), free(dg_ref), free(db_ref);
+  free_all(out, 4);
+  run_end(&r);
+}
+
+static void test_batch_norm_channel_blocks(void **state) {
+  (void)state;
+  check_batch_norm_blocks(0);
+}
+
+/* ct_batch_norm_relu: the ReLU in the batch norm's op, forward and backward,
+ * and the same bits as a batch norm followed by a ReLU. */
+static void test_batch_norm_relu(void **state) {
+  (void)state;
+  check_batch_norm_blocks(1);
+  const int64_t C = 19;
+  ct_shape shapes[4] = {ct_shape_of(2, (int64_t)40, C), ct_shape_of(1, C), ct_shape_of(1, C),
+                        ct_shape_of(2, (int64_t)40, C)};
+  op_run r;
+  run_begin(&r, 4, shapes, 47);
+  ct_output none = {NULL, 0}, xs[3] = {r.in[0], r.in[1], r.in[2]}, fused_grads[3], plain_grads[3];
+  ct_output fused = ct_batch_norm_relu(r.g, r.in[0], r.in[1], r.in[2], none, none, 1, 0.9f, 1e-3f);
+  ct_output plain =
+      ct_relu(r.g, ct_batch_norm(r.g, r.in[0], r.in[1], r.in[2], none, none, 1, 0.9f, 1e-3f));
+  ct_gradients(r.g, ct_reduce_sum(r.g, ct_mul(r.g, fused, r.in[3]), 0, 0), 3, xs, fused_grads);
+  ct_gradients(r.g, ct_reduce_sum(r.g, ct_mul(r.g, plain, r.in[3]), 0, 0), 3, xs, plain_grads);
+  ct_output fetches[8] = {fused, fused_grads[0], fused_grads[1], fused_grads[2],
+                          plain, plain_grads[0], plain_grads[1], plain_grads[2]};
+  ct_tensor *out[8];
+  run_fetch(&r, 8, fetches, out);
+  assert_true(same_bits(out, out + 4, 4));
+  free_all(out, 8);
+  run_end(&r);
+}
+
+/* AddN of 3 inputs over 3 blocks and a part of the kernel's (4096
+ * elements each): the sums in input order, so exactly the naive loop's. */
+static void test_add_n(void **state) {
+  (void)state;
+  const int64_t n = 3 * 4096 + 123;
+  ct_shape shapes[3] = {ct_shape_of(1, n), ct_shape_of(1, n), ct_shape_of(1, n)};
+  op_run r;
+  run_begin(&r, 3, shapes, 53);
+  ct_output y = ct_add_n(r.g, 3, r.in);
+  ct_tensor *got;
+  run_fetch(&r, 1, &y, &got);
+  float *want = calloc((size_t)n, sizeof *want);
+  for (int64_t i = 0; i < n; ++i) want[i] = input(&r, 0)[i] + input(&r, 1)[i] + input(&r, 2)[i];
+  assert_memory_equal(ct_tensor_f32(got), want, (size_t)n * sizeof *want);
+  printf("  AddN of 3, %lld elements: the naive loop's bits\n", (long long)n);
+  free(want);
+  ct_tensor_free(got);
+  run_end(&r);
+}
+
 /* ---- broadcasting, reductions, shapes ---------------------------------------------- */
 
 static void test_broadcast_and_reduce(void **state) {
@@ -731,6 +836,9 @@ int main(void) {
       cmocka_unit_test(test_lrn),
       cmocka_unit_test(test_lrn_matches_pytorch),
       cmocka_unit_test(test_batch_norm),
+      cmocka_unit_test(test_batch_norm_channel_blocks),
+      cmocka_unit_test(test_batch_norm_relu),
+      cmocka_unit_test(test_add_n),
       cmocka_unit_test(test_broadcast_and_reduce),
       cmocka_unit_test(test_concat_split),
       cmocka_unit_test(test_cross_entropy_and_accuracy),

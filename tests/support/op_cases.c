@@ -70,6 +70,10 @@ static ct_output b_bn_training(ct_graph *g, const ct_output *x) {
   ct_output none = {NULL, 0};
   return ct_batch_norm(g, x[0], x[1], x[2], none, none, 1, 0.9f, 1e-3f);
 }
+static ct_output b_bn_relu_training(ct_graph *g, const ct_output *x) {
+  ct_output none = {NULL, 0};
+  return ct_batch_norm_relu(g, x[0], x[1], x[2], none, none, 1, 0.9f, 1e-3f);
+}
 static ct_output b_bn_inference(ct_graph *g, const ct_output *x) {
   ct_initializer half = {CT_INIT_CONSTANT, 0.5f}, two = {CT_INIT_CONSTANT, 2.0f};
   ct_output mean = ct_variable(g, "mean", ct_shape_of(1, (int64_t)3), half, 0);
@@ -175,6 +179,8 @@ static void build_table(void) {
   add_case("LRN radius 4, cifar10_cnn", 1, S4(1, 2, 2, 12), none, none, VALUES_UNIFORM,
            b_lrn_cifar10);
   add_case("BatchNorm training", 3, S4(2, 3, 3, 3), S1(3), S1(3), VALUES_UNIFORM, b_bn_training);
+  add_case("BatchNorm+ReLU training", 3, S4(2, 3, 3, 3), S1(3), S1(3), VALUES_UNIFORM,
+           b_bn_relu_training);
   add_case("BatchNorm inference", 3, S2(4, 3), S1(3), S1(3), VALUES_UNIFORM, b_bn_inference);
   add_case("Dropout", 1, S2(6, 8), none, none, VALUES_UNIFORM, b_dropout);
   add_case("Reshape", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_reshape);

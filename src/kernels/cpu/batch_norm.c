@@ -10,6 +10,54 @@
 
 enum { CHUNKS = 16 };
 
+/* Each chunk's per-channel sums run over its rows one at a time, channel
+ * blocks of up to 64 outermost so that a block's sums stay in registers
+ * across the rows (summed through memory row by row, the sums of 16 or 32
+ * channels were bound by the latency of each addition: 3-4 times slower);
+ * each sum is still added in row order. WIDTH is a constant where the
+ * block functions are inlined. */
+enum { WIDE = 64, NARROW = 16 };
+
+/* p[c0 + j], j < width: the sum over rows r0..r1 of a[r, c0 + j], or with
+ * center given of (a[r, c0 + j] - center[c0 + j])^2. */
+static inline __attribute__((always_inline)) void block_sums(const float *a, const float *center,
+                                                             int64_t r0, int64_t r1, int64_t C,
+                                                             int64_t c0, int width, float *p) {
+  float acc[WIDE] = {0}, ctr[WIDE] = {0};
+  if (center != NULL)
+    for (int j = 0; j < width; ++j) ctr[j] = center[c0 + j];
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *ar = a + r * C + c0;
+    if (center == NULL) {
+      for (int j = 0; j < width; ++j) acc[j] += ar[j];
+    } else {
+      for (int j = 0; j < width; ++j) {
+        const float d = ar[j] - ctr[j];
+        acc[j] += d * d;
+      }
+    }
+  }
+  for (int j = 0; j < width; ++j) p[c0 + j] = acc[j];
+}
+
+/* As block_sums for the channels from c0 to C, fewer than NARROW: row by
+ * row, the sums in p. */
+static void rest_sums(const float *a, const float *center, int64_t r0, int64_t r1, int64_t C,
+                      int64_t c0, float *p) {
+  for (int64_t c = c0; c < C; ++c) p[c] = 0.0f;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *ar = a + r * C;
+    if (center == NULL) {
+      for (int64_t c = c0; c < C; ++c) p[c] += ar[c];
+    } else {
+      for (int64_t c = c0; c < C; ++c) {
+        const float d = ar[c] - center[c];
+        p[c] += d * d;
+      }
+    }
+  }
+}
+
 /* sums[c] = the sum over rows of a[r, c], or with center given of
  * (a[r, c] - center[c])^2 (a sum of squared deviations). Partial sums use
  * `partial` (CHUNKS * C floats). */
@@ -19,19 +67,11 @@ static void column_sums(const ct_kernel_ctx *ctx, const float *a, const float *c
 #pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
   for (int k = 0; k < CHUNKS; ++k) {
     float *p = partial + (int64_t)k * C;
-    for (int64_t c = 0; c < C; ++c) p[c] = 0.0f;
-    int64_t r0 = rows * k / CHUNKS, r1 = rows * (k + 1) / CHUNKS;
-    for (int64_t r = r0; r < r1; ++r) {
-      const float *ar = a + r * C;
-      if (center == NULL) {
-        for (int64_t c = 0; c < C; ++c) p[c] += ar[c];
-      } else {
-        for (int64_t c = 0; c < C; ++c) {
-          const float d = ar[c] - center[c];
-          p[c] += d * d;
-        }
-      }
-    }
+    const int64_t r0 = rows * k / CHUNKS, r1 = rows * (k + 1) / CHUNKS;
+    int64_t c0 = 0;
+    for (; c0 + WIDE <= C; c0 += WIDE) block_sums(a, center, r0, r1, C, c0, WIDE, p);
+    for (; c0 + NARROW <= C; c0 += NARROW) block_sums(a, center, r0, r1, C, c0, NARROW, p);
+    if (c0 < C) rest_sums(a, center, r0, r1, C, c0, p);
   }
   for (int64_t c = 0; c < C; ++c) {
     float s = 0.0f;
@@ -40,18 +80,28 @@ static void column_sums(const ct_kernel_ctx *ctx, const float *a, const float *c
   }
 }
 
-/* y = gamma * (x - mean) * inv_std + beta */
+/* The batch norm of x at one element: gamma * (x - mean) * inv_std + beta,
+ * evaluated in that order wherever it is (the gradient with a ReLU
+ * recomputes it to find where y > 0). */
+static inline float normalized(float x, float gamma, float beta, float mean, float inv_std) {
+  return gamma * (x - mean) * inv_std + beta;
+}
+
+/* y = normalized(x), or with relu max(0, normalized(x)) as ReLU takes it */
 static void normalize(const ct_kernel_ctx *ctx, const float *x, const float *gamma,
                       const float *beta, const float *mean, const float *inv_std, int64_t rows,
-                      int64_t C, float *y) {
+                      int64_t C, int relu, float *y) {
   const int threads = ctx->threads;
 #pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < C; ++c)
-      y[r * C + c] = gamma[c] * (x[r * C + c] - mean[c]) * inv_std[c] + beta[c];
+    for (int64_t c = 0; c < C; ++c) {
+      const float z = normalized(x[r * C + c], gamma[c], beta[c], mean[c], inv_std[c]);
+      y[r * C + c] = relu ? (z > 0.0f ? z : 0.0f) : z;
+    }
 }
 
-/* BatchNormTraining(x, gamma, beta) -> y, mean, unbiased var, inv_std. */
+/* BatchNormTraining(x, gamma, beta) -> y, mean, unbiased var, inv_std;
+ * with attrs relu, y = max(0, y). */
 void ct_cpu_batch_norm_training(ct_kernel_ctx *ctx) {
   int64_t rows, C;
   ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
@@ -70,7 +120,7 @@ void ct_cpu_batch_norm_training(ct_kernel_ctx *ctx) {
     var[c] = rows > 1 ? biased * (float)rows / (float)(rows - 1) : biased;
   }
   normalize(ctx, x, ct_in_f32(ctx, 1), ct_in_f32(ctx, 2), mean, inv_std, rows, C,
-            ct_out_f32(ctx, 0));
+            ctx->attrs->batch_norm.relu, ct_out_f32(ctx, 0));
 }
 
 /* BatchNormInference(x, gamma, beta, mean, var) -> y. */
@@ -83,29 +133,89 @@ void ct_cpu_batch_norm_inference(ct_kernel_ctx *ctx) {
   const float eps = ctx->attrs->batch_norm.epsilon;
   for (int64_t c = 0; c < C; ++c) inv_std[c] = 1.0f / sqrtf(var[c] + eps);
   normalize(ctx, ct_in_f32(ctx, 0), ct_in_f32(ctx, 1), ct_in_f32(ctx, 2), ct_in_f32(ctx, 3),
-            inv_std, rows, C, ct_out_f32(ctx, 0));
+            inv_std, rows, C, 0, ct_out_f32(ctx, 0));
+}
+
+/* The statistics of a batch norm's gradient: mean and inv_std, and where
+ * it had a ReLU (beta not NULL) gamma and beta, whose output says where the
+ * gradient passes. */
+typedef struct bn_stats {
+  const float *mean, *inv_std, *gamma, *beta;
+} bn_stats;
+
+/* dy where normalized(x) > 0, else 0: the gradient through the ReLU that
+ * followed the batch norm (a select, not a branch: the test goes either
+ * way about half the time). */
+static inline float passed(float dy, float x, float gamma, float beta, float mean, float inv_std) {
+  return normalized(x, gamma, beta, mean, inv_std) > 0.0f ? dy : 0.0f;
+}
+
+/* pb[c0 + j], pg[c0 + j], j < width: the sums over rows r0..r1 of dy and
+ * of dy * xhat, as block_sums takes them, dy through the ReLU with relu.
+ * The statistics are read where they are: copied into local arrays, the
+ * sums no longer stay in registers (2-4x slower). */
+static inline __attribute__((always_inline)) void block_param_sums(
+    const float *x, const float *dy, const bn_stats *st, int64_t r0, int64_t r1, int64_t C,
+    int64_t c0, int width, int relu, float *pb, float *pg) {
+  float sb[WIDE] = {0}, sg[WIDE] = {0};
+  const float *m = st->mean + c0, *is = st->inv_std + c0;
+  const float *gm = relu ? st->gamma + c0 : NULL, *bt = relu ? st->beta + c0 : NULL;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *dyr = dy + r * C + c0, *xr = x + r * C + c0;
+    for (int j = 0; j < width; ++j) {
+      const float g = relu ? passed(dyr[j], xr[j], gm[j], bt[j], m[j], is[j]) : dyr[j];
+      sb[j] += g;
+      sg[j] += g * (xr[j] - m[j]) * is[j];
+    }
+  }
+  for (int j = 0; j < width; ++j) pb[c0 + j] = sb[j], pg[c0 + j] = sg[j];
+}
+
+/* The sums of one chunk of rows for the channels from c0 to C, fewer than
+ * NARROW: row by row, into pb and pg. */
+static void rest_param_sums(const float *x, const float *dy, const bn_stats *st, int64_t r0,
+                            int64_t r1, int64_t C, int64_t c0, float *pb, float *pg) {
+  const float *m = st->mean, *is = st->inv_std, *gm = st->gamma, *bt = st->beta;
+  for (int64_t c = c0; c < C; ++c) pb[c] = pg[c] = 0.0f;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *dyr = dy + r * C, *xr = x + r * C;
+    for (int64_t c = c0; c < C; ++c) {
+      const float g = bt ? passed(dyr[c], xr[c], gm[c], bt[c], m[c], is[c]) : dyr[c];
+      pb[c] += g;
+      pg[c] += g * (xr[c] - m[c]) * is[c];
+    }
+  }
+}
+
+/* The sums of one chunk of rows, in blocks of channels, relu a constant in
+ * each block's loop. */
+static void chunk_param_sums(const float *x, const float *dy, const bn_stats *st, int64_t r0,
+                             int64_t r1, int64_t C, float *pb, float *pg) {
+  const int relu = st->beta != NULL;
+  int64_t c0 = 0;
+  for (; c0 + WIDE <= C; c0 += WIDE) {
+    if (relu) block_param_sums(x, dy, st, r0, r1, C, c0, WIDE, 1, pb, pg);
+    else block_param_sums(x, dy, st, r0, r1, C, c0, WIDE, 0, pb, pg);
+  }
+  for (; c0 + NARROW <= C; c0 += NARROW) {
+    if (relu) block_param_sums(x, dy, st, r0, r1, C, c0, NARROW, 1, pb, pg);
+    else block_param_sums(x, dy, st, r0, r1, C, c0, NARROW, 0, pb, pg);
+  }
+  if (c0 < C) rest_param_sums(x, dy, st, r0, r1, C, c0, pb, pg);
 }
 
 /* Shared by both gradients: dbeta = sum dy, dgamma = sum dy * xhat, where
  * xhat = (x - mean) * inv_std, both in one pass over dy and x (each sum in
  * the order column_sums adds it). partial holds 2 * CHUNKS * C floats. */
-static void param_grads(ct_kernel_ctx *ctx, const float *x, const float *dy, const float *mean,
-                        const float *inv_std, int64_t rows, int64_t C, float *dgamma,
-                        float *dbeta, float *partial) {
+static void param_grads(ct_kernel_ctx *ctx, const float *x, const float *dy, const bn_stats *st,
+                        int64_t rows, int64_t C, float *dgamma, float *dbeta, float *partial) {
   float *partial_gamma = partial + (int64_t)CHUNKS * C;
   const int threads = ctx->threads;
 #pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
   for (int k = 0; k < CHUNKS; ++k) {
-    float *pb = partial + (int64_t)k * C, *pg = partial_gamma + (int64_t)k * C;
-    for (int64_t c = 0; c < C; ++c) pb[c] = pg[c] = 0.0f;
     const int64_t r0 = rows * k / CHUNKS, r1 = rows * (k + 1) / CHUNKS;
-    for (int64_t r = r0; r < r1; ++r) {
-      const float *dyr = dy + r * C, *xr = x + r * C;
-      for (int64_t c = 0; c < C; ++c) {
-        pb[c] += dyr[c];
-        pg[c] += dyr[c] * (xr[c] - mean[c]) * inv_std[c];
-      }
-    }
+    chunk_param_sums(x, dy, st, r0, r1, C, partial + (int64_t)k * C,
+                     partial_gamma + (int64_t)k * C);
   }
   for (int64_t c = 0; c < C; ++c) {
     float b = 0.0f, g = 0.0f;
@@ -118,25 +228,43 @@ static void param_grads(ct_kernel_ctx *ctx, const float *x, const float *dy, con
   }
 }
 
-/* BatchNormGrad(x, gamma, mean, inv_std, dy) -> dx, dgamma, dbeta:
- * dx = gamma * inv_std / R * (R * dy - dbeta - xhat * dgamma). */
+/* BatchNormGrad(x, gamma, mean, inv_std, dy [, beta]) -> dx, dgamma, dbeta:
+ * dx = gamma * inv_std / R * (R * dy - dbeta - xhat * dgamma), the first
+ * factor taken once per channel (the same bits); with attrs relu, dy is 0
+ * where the forward output was. */
 void ct_cpu_batch_norm_grad(ct_kernel_ctx *ctx) {
   int64_t rows, C;
   ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
   const float *x = ct_in_f32(ctx, 0), *gamma = ct_in_f32(ctx, 1), *mean = ct_in_f32(ctx, 2);
   const float *inv_std = ct_in_f32(ctx, 3), *dy = ct_in_f32(ctx, 4);
+  const bn_stats st = {mean, inv_std, gamma,
+                       ctx->attrs->batch_norm.relu ? ct_in_f32(ctx, 5) : NULL};
   float *dx = ct_out_f32(ctx, 0), *dgamma = ct_out_f32(ctx, 1), *dbeta = ct_out_f32(ctx, 2);
-  float *partial = ct_kernel_scratch(ctx, (size_t)(2 * CHUNKS) * (size_t)C * sizeof(float));
+  float *partial = ct_kernel_scratch(ctx, (size_t)(2 * CHUNKS + 1) * (size_t)C * sizeof(float));
   if (partial == NULL) return;
-  param_grads(ctx, x, dy, mean, inv_std, rows, C, dgamma, dbeta, partial);
+  param_grads(ctx, x, dy, &st, rows, C, dgamma, dbeta, partial);
   const float R = (float)rows;
+  float *scale = partial + (int64_t)(2 * CHUNKS) * C;
+  for (int64_t c = 0; c < C; ++c) scale[c] = gamma[c] * inv_std[c] / R;
+  const float *beta = st.beta;
   const int threads = ctx->threads;
 #pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < C; ++c) {
-      float xhat = (x[r * C + c] - mean[c]) * inv_std[c];
-      dx[r * C + c] = gamma[c] * inv_std[c] / R * (R * dy[r * C + c] - dbeta[c] - xhat * dgamma[c]);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * C, *dyr = dy + r * C;
+    float *dxr = dx + r * C;
+    if (beta != NULL) {
+      for (int64_t c = 0; c < C; ++c) {
+        const float xhat = (xr[c] - mean[c]) * inv_std[c];
+        const float g = passed(dyr[c], xr[c], gamma[c], beta[c], mean[c], inv_std[c]);
+        dxr[c] = scale[c] * (R * g - dbeta[c] - xhat * dgamma[c]);
+      }
+    } else {
+      for (int64_t c = 0; c < C; ++c) {
+        const float xhat = (xr[c] - mean[c]) * inv_std[c];
+        dxr[c] = scale[c] * (R * dyr[c] - dbeta[c] - xhat * dgamma[c]);
+      }
     }
+  }
 }
 
 /* BatchNormInferenceGrad(x, gamma, mean, var, dy) -> dx, dgamma, dbeta:
@@ -152,8 +280,8 @@ void ct_cpu_batch_norm_inference_grad(ct_kernel_ctx *ctx) {
   float *inv_std = partial + (int64_t)(2 * CHUNKS) * C;
   const float eps = ctx->attrs->batch_norm.epsilon;
   for (int64_t c = 0; c < C; ++c) inv_std[c] = 1.0f / sqrtf(var[c] + eps);
-  param_grads(ctx, x, dy, mean, inv_std, rows, C, ct_out_f32(ctx, 1), ct_out_f32(ctx, 2),
-              partial);
+  const bn_stats st = {mean, inv_std, NULL, NULL};
+  param_grads(ctx, x, dy, &st, rows, C, ct_out_f32(ctx, 1), ct_out_f32(ctx, 2), partial);
   const int threads = ctx->threads;
 #pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
   for (int64_t r = 0; r < rows; ++r)

@@ -24,6 +24,23 @@ int64_t chunks_for(int64_t rows) {
   return chunks < 1 ? 1 : chunks > kMaxChunks ? kMaxChunks : chunks;
 }
 
+/* The batch norm of x at one element, gamma * (x - mean) * inv_std + beta,
+ * its products unfused (__fmul_rn): the gradient with a ReLU recomputes it
+ * to find where the output was positive, and must find the same bits. */
+__device__ __forceinline__ float normalized(float x, float gamma, float beta, float mean,
+                                            float inv_std) {
+  return __fmul_rn(__fmul_rn(gamma, x - mean), inv_std) + beta;
+}
+
+/* dy where the output of a batch norm with a ReLU (beta not NULL) was
+ * positive at x, else 0; dy itself without a ReLU. */
+__device__ __forceinline__ float passed(float dy, float x, const float *__restrict__ gamma,
+                                        const float *__restrict__ beta, float mean, float inv_std,
+                                        int64_t c) {
+  if (beta == nullptr) return dy;
+  return normalized(x, gamma[c], beta[c], mean, inv_std) > 0.0f ? dy : 0.0f;
+}
+
 /* What the partial sums add up, per element a[r, c]. */
 enum sum_kind {
   SUM_X,                 /* s1 += a */
@@ -34,7 +51,9 @@ enum sum_kind {
 template <sum_kind kind>
 __global__ void partial_sums_kernel(const float *__restrict__ a, const float *__restrict__ b,
                                     const float *__restrict__ center,
-                                    const float *__restrict__ scale, float *__restrict__ partial1,
+                                    const float *__restrict__ scale,
+                                    const float *__restrict__ gamma,
+                                    const float *__restrict__ beta, float *__restrict__ partial1,
                                     float *__restrict__ partial2, int64_t rows, int64_t channels,
                                     int64_t chunks) {
   __shared__ float s1[kRows][kCols + 1], s2[kRows][kCols + 1];
@@ -51,8 +70,9 @@ __global__ void partial_sums_kernel(const float *__restrict__ a, const float *__
         const float d = v - mu;
         acc1 += d * d;
       } else {
-        acc1 += v;
-        acc2 += v * (b[r * channels + c] - mu) * sc;
+        const float xv = b[r * channels + c], g = passed(v, xv, gamma, beta, mu, sc, c);
+        acc1 += g;
+        acc2 += g * (xv - mu) * sc;
       }
     }
   }
@@ -72,12 +92,12 @@ __global__ void partial_sums_kernel(const float *__restrict__ a, const float *__
 
 template <sum_kind kind>
 void partial_sums(const float *a, const float *b, const float *center, const float *scale,
-                  float *partial1, float *partial2, int64_t rows, int64_t channels,
-                  cudaStream_t stream) {
+                  const float *gamma, const float *beta, float *partial1, float *partial2,
+                  int64_t rows, int64_t channels, cudaStream_t stream) {
   const int64_t chunks = chunks_for(rows);
   const dim3 grid((unsigned)((channels + kCols - 1) / kCols), (unsigned)chunks);
   partial_sums_kernel<kind><<<grid, dim3(kCols, kRows), 0, stream>>>(
-      a, b, center, scale, partial1, partial2, rows, channels, chunks);
+      a, b, center, scale, gamma, beta, partial1, partial2, rows, channels, chunks);
 }
 
 __device__ float chunk_sum(const float *__restrict__ partial, int64_t c, int64_t channels,
@@ -122,22 +142,25 @@ __global__ void inv_std_kernel(const float *__restrict__ var, float *__restrict_
 __global__ void normalize_kernel(const float *__restrict__ x, const float *__restrict__ gamma,
                                  const float *__restrict__ beta, const float *__restrict__ mean,
                                  const float *__restrict__ inv_std, float *__restrict__ y,
-                                 int64_t total, int64_t channels) {
+                                 int64_t total, int64_t channels, int relu) {
   FOR_EACH(i, total) {
     const int64_t c = i % channels;
-    y[i] = gamma[c] * (x[i] - mean[c]) * inv_std[c] + beta[c];
+    const float z = normalized(x[i], gamma[c], beta[c], mean[c], inv_std[c]);
+    y[i] = relu ? (z > 0.0f ? z : 0.0f) : z;
   }
 }
 
 __global__ void grad_x_kernel(const float *__restrict__ x, const float *__restrict__ dy,
-                              const float *__restrict__ gamma, const float *__restrict__ mean,
+                              const float *__restrict__ gamma, const float *__restrict__ beta,
+                              const float *__restrict__ mean,
                               const float *__restrict__ inv_std, const float *__restrict__ dgamma,
                               const float *__restrict__ dbeta, float *__restrict__ dx,
                               int64_t total, int64_t channels, float rows) {
   FOR_EACH(i, total) {
     const int64_t c = i % channels;
     const float xhat = (x[i] - mean[c]) * inv_std[c];
-    dx[i] = gamma[c] * inv_std[c] / rows * (rows * dy[i] - dbeta[c] - xhat * dgamma[c]);
+    const float g = passed(dy[i], x[i], gamma, beta, mean[c], inv_std[c], c);
+    dx[i] = gamma[c] * inv_std[c] / rows * (rows * g - dbeta[c] - xhat * dgamma[c]);
   }
 }
 
@@ -163,10 +186,11 @@ extern "C" cudaError_t ct_launch_bn_stats(const float *x, float *mean, float *va
   const int64_t chunks = chunks_for(rows);
   const unsigned blocks = blocks_for(channels);
   /* two passes: the mean, then the squared deviations from it */
-  partial_sums<SUM_X>(x, nullptr, nullptr, nullptr, scratch, nullptr, rows, channels, stream);
+  partial_sums<SUM_X>(x, nullptr, nullptr, nullptr, nullptr, nullptr, scratch, nullptr, rows,
+                      channels, stream);
   mean_kernel<<<blocks, THREADS, 0, stream>>>(scratch, mean, rows, channels, chunks);
-  partial_sums<SUM_SQUARED_DEVIATION>(x, nullptr, mean, nullptr, scratch, nullptr, rows, channels,
-                                      stream);
+  partial_sums<SUM_SQUARED_DEVIATION>(x, nullptr, mean, nullptr, nullptr, nullptr, scratch,
+                                      nullptr, rows, channels, stream);
   variance_kernel<<<blocks, THREADS, 0, stream>>>(scratch, var, inv_std, rows, channels, chunks,
                                                    epsilon);
   return cudaGetLastError();
@@ -180,32 +204,36 @@ extern "C" cudaError_t ct_launch_bn_inv_std(const float *var, float *inv_std, in
 
 extern "C" cudaError_t ct_launch_bn_normalize(const float *x, const float *gamma, const float *beta,
                                               const float *mean, const float *inv_std, float *y,
-                                              int64_t rows, int64_t channels, cudaStream_t stream) {
+                                              int64_t rows, int64_t channels, int relu,
+                                              cudaStream_t stream) {
   const int64_t total = rows * channels;
   normalize_kernel<<<blocks_for(total), THREADS, 0, stream>>>(x, gamma, beta, mean, inv_std, y,
-                                                               total, channels);
+                                                               total, channels, relu);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t ct_launch_bn_param_grads(const float *x, const float *dy, const float *mean,
-                                                const float *inv_std, float *dgamma, float *dbeta,
+                                                const float *inv_std, const float *gamma,
+                                                const float *beta, float *dgamma, float *dbeta,
                                                 float *scratch, int64_t rows, int64_t channels,
                                                 cudaStream_t stream) {
   const int64_t chunks = chunks_for(rows);
   float *partial1 = scratch, *partial2 = scratch + chunks * channels;
-  partial_sums<SUM_GRADS>(dy, x, mean, inv_std, partial1, partial2, rows, channels, stream);
+  partial_sums<SUM_GRADS>(dy, x, mean, inv_std, gamma, beta, partial1, partial2, rows, channels,
+                          stream);
   param_grads_kernel<<<blocks_for(channels), THREADS, 0, stream>>>(partial1, partial2, dbeta,
                                                                     dgamma, channels, chunks);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t ct_launch_bn_grad_x(const float *x, const float *dy, const float *gamma,
-                                           const float *mean, const float *inv_std,
-                                           const float *dgamma, const float *dbeta, float *dx,
-                                           int64_t rows, int64_t channels, cudaStream_t stream) {
+                                           const float *beta, const float *mean,
+                                           const float *inv_std, const float *dgamma,
+                                           const float *dbeta, float *dx, int64_t rows,
+                                           int64_t channels, cudaStream_t stream) {
   const int64_t total = rows * channels;
   grad_x_kernel<<<blocks_for(total), THREADS, 0, stream>>>(
-      x, dy, gamma, mean, inv_std, dgamma, dbeta, dx, total, channels, (float)rows);
+      x, dy, gamma, beta, mean, inv_std, dgamma, dbeta, dx, total, channels, (float)rows);
   return cudaGetLastError();
 }
 

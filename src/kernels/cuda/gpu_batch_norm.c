@@ -7,7 +7,8 @@
 #include "kernels/cuda/launch_nn.h"
 #include "kernels/cuda/nn_kernels.h"
 
-/* BatchNormTraining(x, gamma, beta) -> y, mean, unbiased var, inv_std. */
+/* BatchNormTraining(x, gamma, beta) -> y, mean, unbiased var, inv_std;
+ * with attrs relu, y = max(0, y). */
 void ct_gpu_batch_norm_training(ct_kernel_ctx *ctx) {
   int64_t rows, C;
   ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
@@ -24,7 +25,8 @@ void ct_gpu_batch_norm_training(ct_kernel_ctx *ctx) {
     return;
   ct_kernel_launch_failed(
       ctx, ct_launch_bn_normalize(x, ct_in_f32(ctx, 1), ct_in_f32(ctx, 2), mean, inv_std,
-                                  ct_out_f32(ctx, 0), rows, C, stream));
+                                  ct_out_f32(ctx, 0), rows, C, ctx->attrs->batch_norm.relu,
+                                  stream));
 }
 
 /* BatchNormInference(x, gamma, beta, mean, var) -> y. */
@@ -40,10 +42,12 @@ void ct_gpu_batch_norm_inference(ct_kernel_ctx *ctx) {
     return;
   ct_kernel_launch_failed(
       ctx, ct_launch_bn_normalize(ct_in_f32(ctx, 0), ct_in_f32(ctx, 1), ct_in_f32(ctx, 2),
-                                  ct_in_f32(ctx, 3), inv_std, ct_out_f32(ctx, 0), rows, C, stream));
+                                  ct_in_f32(ctx, 3), inv_std, ct_out_f32(ctx, 0), rows, C, 0,
+                                  stream));
 }
 
-/* BatchNormGrad(x, gamma, mean, inv_std, dy) -> dx, dgamma, dbeta. */
+/* BatchNormGrad(x, gamma, mean, inv_std, dy [, beta]) -> dx, dgamma, dbeta;
+ * with attrs relu, dy counts only where the forward output was positive. */
 void ct_gpu_batch_norm_grad(ct_kernel_ctx *ctx) {
   int64_t rows, C;
   ct_rows_channels(&ctx->inputs[0].shape, &rows, &C);
@@ -53,13 +57,15 @@ void ct_gpu_batch_norm_grad(ct_kernel_ctx *ctx) {
   cudaStream_t stream = ct_kernel_gpu(ctx)->stream;
   const float *x = ct_in_f32(ctx, 0), *gamma = ct_in_f32(ctx, 1), *mean = ct_in_f32(ctx, 2);
   const float *inv_std = ct_in_f32(ctx, 3), *dy = ct_in_f32(ctx, 4);
+  const float *beta = ctx->attrs->batch_norm.relu ? ct_in_f32(ctx, 5) : NULL;
   float *dgamma = ct_out_f32(ctx, 1), *dbeta = ct_out_f32(ctx, 2);
-  if (ct_kernel_launch_failed(ctx, ct_launch_bn_param_grads(x, dy, mean, inv_std, dgamma, dbeta,
-                                                            scratch, rows, C, stream)) ||
+  if (ct_kernel_launch_failed(ctx, ct_launch_bn_param_grads(x, dy, mean, inv_std, gamma, beta,
+                                                            dgamma, dbeta, scratch, rows, C,
+                                                            stream)) ||
       rows == 0)
     return;
-  ct_kernel_launch_failed(ctx, ct_launch_bn_grad_x(x, dy, gamma, mean, inv_std, dgamma, dbeta,
-                                                   ct_out_f32(ctx, 0), rows, C, stream));
+  ct_kernel_launch_failed(ctx, ct_launch_bn_grad_x(x, dy, gamma, beta, mean, inv_std, dgamma,
+                                                   dbeta, ct_out_f32(ctx, 0), rows, C, stream));
 }
 
 /* BatchNormInferenceGrad(x, gamma, mean, var, dy) -> dx, dgamma, dbeta. */
@@ -78,7 +84,7 @@ void ct_gpu_batch_norm_inference_grad(ct_kernel_ctx *ctx) {
   if (ct_kernel_launch_failed(ctx, ct_launch_bn_inv_std(ct_in_f32(ctx, 3), inv_std, C,
                                                         ctx->attrs->batch_norm.epsilon, stream)) ||
       ct_kernel_launch_failed(
-          ctx, ct_launch_bn_param_grads(x, dy, mean, inv_std, ct_out_f32(ctx, 1),
+          ctx, ct_launch_bn_param_grads(x, dy, mean, inv_std, NULL, NULL, ct_out_f32(ctx, 1),
                                         ct_out_f32(ctx, 2), scratch, rows, C, stream)) ||
       rows == 0)
     return;

@@ -73,20 +73,23 @@ cudaError_t ct_launch_bn_stats(const float *x, float *mean, float *var, float *i
 /* inv_std = 1 / sqrt(var + epsilon) [channels]. */
 cudaError_t ct_launch_bn_inv_std(const float *var, float *inv_std, int64_t channels, float epsilon,
                                  cudaStream_t stream);
-/* y = gamma * (x - mean) * inv_std + beta. */
+/* y = gamma * (x - mean) * inv_std + beta; with relu, max(0, y). */
 cudaError_t ct_launch_bn_normalize(const float *x, const float *gamma, const float *beta,
                                    const float *mean, const float *inv_std, float *y, int64_t rows,
-                                   int64_t channels, cudaStream_t stream);
-/* dbeta = sum dy, dgamma = sum dy * (x - mean) * inv_std [channels]. */
+                                   int64_t channels, int relu, cudaStream_t stream);
+/* dbeta = sum dy, dgamma = sum dy * (x - mean) * inv_std [channels]; where
+ * beta is not NULL the batch norm had a ReLU, and dy counts only where
+ * gamma * (x - mean) * inv_std + beta > 0. */
 cudaError_t ct_launch_bn_param_grads(const float *x, const float *dy, const float *mean,
-                                     const float *inv_std, float *dgamma, float *dbeta,
-                                     float *scratch, int64_t rows, int64_t channels,
-                                     cudaStream_t stream);
-/* Training: dx = gamma * inv_std / rows * (rows * dy - dbeta - xhat * dgamma). */
+                                     const float *inv_std, const float *gamma, const float *beta,
+                                     float *dgamma, float *dbeta, float *scratch, int64_t rows,
+                                     int64_t channels, cudaStream_t stream);
+/* Training: dx = gamma * inv_std / rows * (rows * dy - dbeta - xhat * dgamma),
+ * dy masked as ct_launch_bn_param_grads masks it where beta is not NULL. */
 cudaError_t ct_launch_bn_grad_x(const float *x, const float *dy, const float *gamma,
-                                const float *mean, const float *inv_std, const float *dgamma,
-                                const float *dbeta, float *dx, int64_t rows, int64_t channels,
-                                cudaStream_t stream);
+                                const float *beta, const float *mean, const float *inv_std,
+                                const float *dgamma, const float *dbeta, float *dx, int64_t rows,
+                                int64_t channels, cudaStream_t stream);
 /* Inference (constant statistics): dx = dy * gamma * inv_std. */
 cudaError_t ct_launch_bn_inference_grad_x(const float *dy, const float *gamma, const float *inv_std,
                                           float *dx, int64_t rows, int64_t channels,

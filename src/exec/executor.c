@@ -25,6 +25,7 @@ typedef struct run_state {
   pthread_cond_t done; /* signalled by the last step, and by each send that becomes ready */
   int *ready_sends;    /* sends whose inputs are ready, for the run's thread (under mutex) */
   int n_ready_sends;
+  int *spare_sends;    /* the list the run's thread took last, to be refilled */
   double *transfer_start_us; /* per transfer: when it started (traced runs) */
   ct_status status; /* the first failure */
   ct_run_metadata *metadata;
@@ -374,10 +375,11 @@ static void transfer_finished(run_state *run, int t) {
  * that will not come. Returns how many it started. */
 static int start_ready_sends(run_state *run, unsigned char *active) {
   ct_plan *p = run->plan;
-  pthread_mutex_lock(&run->mutex);
+  pthread_mutex_lock(&run->mutex); /* take the list; the workers fill the spare one */
+  int *ready = run->ready_sends;
   const int n = run->n_ready_sends;
-  int ready[n > 0 ? n : 1];
-  memcpy(ready, run->ready_sends, (size_t)n * sizeof *ready);
+  run->ready_sends = run->spare_sends;
+  run->spare_sends = ready;
   run->n_ready_sends = 0;
   ct_status failure = run->status;
   pthread_mutex_unlock(&run->mutex);
@@ -510,11 +512,12 @@ static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
   int receives_posted = 0;
   if (p->n_transfers > 0) {
     run.ready_sends = malloc((size_t)p->n_transfers * sizeof *run.ready_sends);
+    run.spare_sends = malloc((size_t)p->n_transfers * sizeof *run.spare_sends);
     run.transfer_start_us = calloc((size_t)p->n_transfers, sizeof *run.transfer_start_us);
     active = calloc((size_t)p->n_transfers, 1);
-    if (!run.ready_sends || !run.transfer_start_us || !active) {
+    if (!run.ready_sends || !run.spare_sends || !run.transfer_start_us || !active) {
       ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory starting a run");
-      free(run.ready_sends), free(run.transfer_start_us), free(active);
+      free(run.ready_sends), free(run.spare_sends), free(run.transfer_start_us), free(active);
       return 1;
     }
     /* the receives are posted before any step runs; a failure to post
@@ -539,7 +542,7 @@ static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
   if (p->n_edges > 0) ct_cluster_leave_wait();
   pthread_mutex_destroy(&run.mutex);
   pthread_cond_destroy(&run.done);
-  free(run.ready_sends), free(run.transfer_start_us), free(active);
+  free(run.ready_sends), free(run.spare_sends), free(run.transfer_start_us), free(active);
   ct_status_propagate(status, &run.status);
   return atomic_load(&run.failed);
 }

@@ -16,7 +16,6 @@
 #include "cluster/cluster.h"
 #include "core/hash.h"
 #include "exec/plan.h"
-#include "graph/op_def.h"
 
 enum { CONTROL_OUTPUT = -1, RUN_TAGS = 4, MESSAGE_CHARS = 640 };
 

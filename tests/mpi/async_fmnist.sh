@@ -2,13 +2,14 @@
 # Asynchronous updates still learn the main job: fmnist_cnn on Fashion-MNIST
 # with 1 ps task and 3 workers (mpirun -np 4, oversubscribed), async with
 # unbounded staleness, reaches 0.88 test accuracy after 2 epochs, and the ps
-# reports the staleness it counted. Skipped (exit 77) without the dataset.
+# reports the staleness it counted. The dataset is one of ctower's
+# dependencies (scripts/install-deps.sh): without it the test fails.
 # Usage: async_fmnist.sh CTOWER MPIEXEC COMPARE_CHECKPOINTS
 source "$(dirname "$0")/lib/ranks.sh" async_fmnist "$@"
 DATA=/usr/share/datasets/fashion-mnist
 if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ] && [ ! -r "$DATA/train-images-idx3-ubyte" ]; then
-  echo "SKIP: no Fashion-MNIST at $DATA (apt-get install dataset-fashion-mnist)"
-  exit 77
+  fail "no Fashion-MNIST at $DATA: run scripts/install-deps.sh (apt-get install dataset-fashion-mnist)"
+  finish
 fi
 mpi 4 train "$CT_SOURCE_DIR/examples/fmnist_cnn.yaml" dataset.path="$DATA" train.epochs=2 \
   train.checkpoint= devices.variable_update=parameter_server devices.ps_device=/job:ps/task:0/cpu:0 \

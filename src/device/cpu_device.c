@@ -59,11 +59,18 @@ static void generate_sgemm_code(void) {
   munmap(room, SGEMM_CODE_ROOM);
   float *m = calloc(3 * N * N, sizeof *m);
   if (m == NULL) return;
+  /* on this thread alone: a team started here would stay, and libgomp,
+   * counting more threads than cores, would then make every device's team
+   * sleep between parallel regions instead of spinning (tens of
+   * microseconds to wake, per kernel) */
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
   static const char trans[] = "NT";
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb)
       for (int n = 1; n <= N; n *= N)
         dnnl_sgemm(trans[ta], trans[tb], n, n, n, 1.0f, m, n, m + N * N, n, 0.0f, m + 2 * N * N, n);
+  omp_set_num_threads(threads);
   free(m);
   sgemm_code_generated = 1;
 }

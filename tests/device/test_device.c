@@ -60,6 +60,8 @@ static int process_threads(void) {
   return n;
 }
 
+static void *no_work(void *arg) { return arg; }
+
 /* The first devices of a process prepare oneDNN's matrix-multiply code on
  * the creating thread without starting an OpenMP team there: such a team
  * outlives the devices, and libgomp, then counting more threads than
@@ -67,8 +69,6 @@ static int process_threads(void) {
  * spinning (mlp at 2 threads ran 1.6 times slower). Every thread the
  * devices start ends with them; the caller's thread count is as it was.
  * Runs first: the preparation happens once per process. */
-static void *no_work(void *arg) { return arg; }
-
 static void test_devices_leave_no_team_on_the_creating_thread(void **state) {
   (void)state;
   /* a sanitizer's runtime starts a thread of its own with the first one */

@@ -40,8 +40,10 @@ int ct_cluster_size(void);       /* 1 for a process on its own */
 int ct_cluster_local_rank(void);
 int ct_cluster_local_size(void);
 
-/* Ends every rank of the job now with exit status `code` (MPI_Abort); in a
- * process on its own, exit(code). For a rank that failed: print first. */
+/* Ends every rank of the job now with exit status `code`: this rank exits
+ * at once and the launcher (mpirun ends a job when a rank exits non-zero)
+ * ends the others; in a process on its own, exit(code). For a rank that
+ * failed: print first. */
 void ct_cluster_abort(int code);
 
 /* Starts a thread that exchanges heartbeats (each rank's last progress)

@@ -139,10 +139,9 @@ void ct_cluster_abort(int code) {
   fflush(stdout);
   fflush(stderr);
   if (g.mpi) {
-    /* should MPI_Abort itself hang (a peer stopped, a loaded machine), the
-     * alarm still ends this process, and the launcher the others */
-    alarm(10);
-    MPI_Abort(MPI_COMM_WORLD, code);
+    /* not MPI_Abort: with a rank stopped or under load, Open MPI 4.1's
+     * mpirun could hang or crash in its own finalize after an abort, while
+     * a rank that exits non-zero ends the job cleanly */
     _exit(code);
   }
   exit(code);
@@ -501,10 +500,9 @@ static void report_stall(const inspector *in, double now) {
           "%sctower: error: stalled for %.0f s: %s. Check rank%s %s (stopped, or stuck in a long "
           "step), or raise cluster.stall_timeout_s\n",
           ct_cluster_log_prefix(), in->timeout_s, msg, laggards == 1 ? "" : "s", laggards ? lagging : "every");
-  /* One rank ends the job: the lowest that still answers. Several ranks
-   * calling MPI_Abort at once can leave mpirun hanging after the ranks are
-   * gone; the others wait to be ended, and end the job themselves if that
-   * does not come. */
+  /* One rank ends the job: the lowest that still answers, so that the job
+   * ends the same way whichever ranks saw the stall; the others wait to be
+   * ended, and end the job themselves if that does not come. */
   int aborter = g.rank;
   for (int r = 0; r < g.rank; ++r)
     if (now - in->heard[r] < in->timeout_s &&
@@ -512,9 +510,9 @@ static void report_stall(const inspector *in, double now) {
       aborter = r;
       break;
     }
-  /* the aborter too waits a moment: the launcher forwards the report
-   * above before MPI_Abort's signals end the ranks (on a loaded machine it
-   * was lost otherwise) */
+  /* the aborter too waits a moment: the launcher forwards every rank's
+   * report above before it ends the ranks (on a loaded machine one was
+   * lost otherwise) */
   sleep(aborter != g.rank ? 5 : 1);
   ct_cluster_abort(1);
 }

@@ -119,14 +119,17 @@ static void note_cpu_fallbacks(const ct_session_options *o) {
 }
 
 /* A CPU device of the session with options o, with `threads` workers
- * pinned from first_core (-1: not pinned) and an optional memory limit in
- * bytes (0: none), its worker started. NULL and status on failure. */
+ * pinned from first_core (-1: not pinned), an optional memory limit in
+ * bytes (0: none) and idle_watch (device.h), its worker started. NULL and
+ * status on failure. */
 static ct_device *cpu_device_new(const ct_session_options *o, int index, int threads,
-                                 int first_core, size_t memory_limit, ct_status *status) {
+                                 int first_core, size_t memory_limit, int idle_watch,
+                                 ct_status *status) {
   ct_device *d = ct_device_new_common(&ct_cpu_device_ops, o, index, status);
   if (d == NULL) return NULL;
   d->threads = threads > 0 ? threads : 1;
   d->first_core = first_core;
+  d->idle_watch = idle_watch;
   snprintf(d->mapping, sizeof d->mapping, "name: cpu, cores: %d", d->threads);
   ct_cpu *cpu = calloc(1, sizeof *cpu);
   d->impl = cpu;
@@ -256,7 +259,8 @@ static int cpu_create_devices(const ct_session_options *o, ct_device **devices, 
   for (int i = 0; i < n_cpu; ++i) {
     size_t limit =
         o->cpu_device_memory_limit[i] ? o->cpu_device_memory_limit[i] : o->cpu_memory_limit;
-    devices[*n] = cpu_device_new(o, i, threads[i], pin ? next_core : -1, limit, status);
+    devices[*n] = cpu_device_new(o, i, threads[i], pin ? next_core : -1, limit, sum <= cores,
+                                 status);
     if (devices[*n] == NULL) return 1;
     ++*n;
     next_core += threads[i];

@@ -13,6 +13,7 @@
 #define CTOWER_DEVICE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "ctower/device_name.h"
@@ -88,6 +89,8 @@ typedef struct ct_device_worker {
   pthread_cond_t wake;
   ct_device_task *queue;
   int queue_head, queue_len, queue_cap;
+  atomic_int queued; /* queue_len, read without the lock while the worker watches for tasks */
+  int sleeping;      /* the worker waits on `wake`: a submit must signal it */
   int stopping;
 } ct_device_worker;
 
@@ -105,6 +108,8 @@ struct ct_device {
   int rank;                    /* remote: the MPI rank of its task */
   int threads;                 /* CPU: the worker's OpenMP team size; GPU: its SMs */
   int first_core;              /* pinned to cores [first_core, first_core + threads), or -1 */
+  int idle_watch;              /* its workers watch for tasks a moment before they sleep (the
+                                  process's devices have a core for each of their threads) */
   ct_allocator *allocator;
   void *impl; /* the type's own state (cpu_device.h, cuda/cuda_device.h) */
   ct_device_worker workers[CT_LANE_COUNT]; /* compute; communication, started when needed */

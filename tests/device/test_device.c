@@ -204,6 +204,43 @@ static void test_communication_runs_beside_compute(void **state) {
   ct_devices_free(devices, n);
 }
 
+/* Runs `task` on d's compute worker after a pause of `pause_us`: the
+ * worker is then busy, watching for tasks, or asleep. Returns once it ran. */
+static void submit_after(ct_device *d, ct_device_task task, int pause_us) {
+  const int before = atomic_load(&tasks_run);
+  usleep((useconds_t)pause_us);
+  ct_status st = CT_STATUS_INIT;
+  assert_int_equal(ct_device_submit(d, CT_LANE_COMPUTE, task, &st), 0);
+  for (int spins = 0; atomic_load(&tasks_run) == before && spins < 20000; ++spins) usleep(100);
+  assert_int_equal(atomic_load(&tasks_run), before + 1);
+}
+
+/* A device whose threads have cores of their own watches for tasks a
+ * moment before its worker sleeps; one of devices that share cores does
+ * not. Either way, a task queued at any moment (while the worker runs,
+ * watches or sleeps) runs. */
+static void test_workers_take_tasks_while_watching_or_asleep(void **state) {
+  (void)state;
+  const int pauses_us[] = {0, 0, 50, 150, 280, 320, 600, 2000, 0};
+  for (int shared = 0; shared < 2; ++shared) {
+    ct_session_options o;
+    ct_session_options_defaults(&o);
+    o.device_count_cpu = 1;
+    o.device_count_gpu = 0;
+    o.intra_op_parallelism_threads = shared ? 2 * ct_available_cores() : 1;
+    ct_device **devices = NULL;
+    int n = 0;
+    ct_status st = CT_STATUS_INIT;
+    assert_int_equal(ct_devices_create(&o, &devices, &n, &st), 0);
+    assert_int_equal(devices[0]->idle_watch, !shared);
+    assert_int_equal(ct_device_reserve(devices[0], CT_LANE_COMPUTE, 1, &st), 0);
+    ct_device_task task = {count_task, NULL, 0};
+    for (size_t i = 0; i < sizeof pauses_us / sizeof pauses_us[0]; ++i)
+      submit_after(devices[0], task, pauses_us[i]);
+    ct_devices_free(devices, n);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_devices_leave_no_team_on_the_creating_thread),
@@ -212,6 +249,7 @@ int main(void) {
       cmocka_unit_test(test_threads_are_bounded_by_the_cores),
       cmocka_unit_test(test_communication_runs_beside_compute),
       cmocka_unit_test(test_processes_split_the_cores),
+      cmocka_unit_test(test_workers_take_tasks_while_watching_or_asleep),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

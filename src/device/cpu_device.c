@@ -142,6 +142,7 @@ static ct_device *cpu_device_new(const ct_session_options *o, int index, int thr
     const int winograd = o->conv_algorithm == CT_CONV_WINOGRAD ||
                          (o->conv_algorithm == CT_CONV_AUTO && d->threads == 1);
     cpu->winograd = winograd && cpu_has_isa(dnnl_cpu_isa_avx512_core);
+    cpu->avx2_sgemm = !cpu_has_isa(dnnl_cpu_isa_avx512_core);
   }
   if (cpu == NULL)
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating %s", d->name);

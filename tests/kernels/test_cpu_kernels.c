@@ -282,12 +282,18 @@ static void test_bf16_convolution_and_matmul(void **state) {
 
 /* ---- pooling --------------------------------------------------------------------- */
 
-static void check_pool(int is_max, int64_t k, int64_t stride, int same) {
-  const int64_t N = 2, H = 7, W = 6, C = 3;
+/* Pooling of k x k windows over [2, 7, 6, C] and its gradient against the
+ * naive loop; with `ties`, x takes only a few values (as after a ReLU), so
+ * that windows hold their maximum more than once: MaxPool's gradient goes
+ * to the first in the window. */
+static void check_pool(int is_max, int64_t k, int64_t stride, int same, int64_t C, int ties) {
+  const int64_t N = 2, H = 7, W = 6;
   ct_window wh = ct_window_of(H, k, stride, same), ww = ct_window_of(W, k, stride, same);
   ct_shape shapes[2] = {ct_shape_of(4, N, H, W, C), ct_shape_of(4, N, wh.out, ww.out, C)};
   op_run r;
   run_begin(&r, 2, shapes, 21);
+  for (int64_t i = 0; ties && i < N * H * W * C; ++i)
+    input(&r, 0)[i] = floorf(input(&r, 0)[i] * 1.5f) > 0 ? floorf(input(&r, 0)[i] * 1.5f) : 0;
   ct_padding pad = same ? CT_PADDING_SAME : CT_PADDING_VALID;
   ct_output y = is_max ? ct_max_pool(r.g, r.in[0], (int)k, (int)stride, pad)
                        : ct_avg_pool(r.g, r.in[0], (int)k, (int)stride, pad);
@@ -328,8 +334,9 @@ static void check_pool(int is_max, int64_t k, int64_t stride, int same) {
           }
         }
   char what[64];
-  snprintf(what, sizeof what, "%s %lldx%lld/%lld %s", is_max ? "MaxPool" : "AvgPool",
-           (long long)k, (long long)k, (long long)stride, same ? "SAME" : "VALID");
+  snprintf(what, sizeof what, "%s %lldx%lld/%lld %s, C %lld%s", is_max ? "MaxPool" : "AvgPool",
+           (long long)k, (long long)k, (long long)stride, same ? "SAME" : "VALID", (long long)C,
+           ties ? ", ties" : "");
   expect_close(what, out[0], y_ref, ny, 1e-5);
   strcat(what, " grad");
   expect_close(what, out[1], dx_ref, nx, 1e-5);
@@ -340,10 +347,12 @@ static void check_pool(int is_max, int64_t k, int64_t stride, int same) {
 
 static void test_pooling(void **state) {
   (void)state;
-  check_pool(1, 2, 2, 0);
-  check_pool(1, 3, 2, 1);
-  check_pool(0, 2, 2, 0);
-  check_pool(0, 3, 2, 1);
+  check_pool(1, 2, 2, 0, 3, 0);
+  check_pool(1, 3, 2, 1, 3, 0);
+  check_pool(1, 2, 2, 0, 70, 1);
+  check_pool(1, 3, 2, 1, 70, 1);
+  check_pool(0, 2, 2, 0, 3, 0);
+  check_pool(0, 3, 2, 1, 3, 0);
 }
 
 /* ---- LRN (TensorFlow's definition) ------------------------------------------------- */

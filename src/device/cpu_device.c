@@ -260,7 +260,7 @@ static int cpu_create_devices(const ct_session_options *o, ct_device **devices, 
   for (int i = 0; i < n_cpu; ++i) {
     size_t limit =
         o->cpu_device_memory_limit[i] ? o->cpu_device_memory_limit[i] : o->cpu_memory_limit;
-    devices[*n] = cpu_device_new(o, i, threads[i], pin ? next_core : -1, limit, sum <= cores,
+    devices[*n] = cpu_device_new(o, i, threads[i], pin ? next_core : -1, limit, sum < cores,
                                  status);
     if (devices[*n] == NULL) return 1;
     ++*n;

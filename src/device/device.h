@@ -109,7 +109,8 @@ struct ct_device {
   int threads;                 /* CPU: the worker's OpenMP team size; GPU: its SMs */
   int first_core;              /* pinned to cores [first_core, first_core + threads), or -1 */
   int idle_watch;              /* its workers watch for tasks a moment before they sleep (the
-                                  process's devices have a core for each of their threads) */
+                                  process's CPU devices leave a core of its share free for
+                                  the threads that queue their work) */
   ct_allocator *allocator;
   void *impl; /* the type's own state (cpu_device.h, cuda/cuda_device.h) */
   ct_device_worker workers[CT_LANE_COUNT]; /* compute; communication, started when needed */

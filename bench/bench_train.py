@@ -24,6 +24,10 @@ What it measures
     PyTorch's bf16 is its CPU autocast (torch.autocast("cpu", torch.bfloat16)),
     fp32 weights, as ctower's. The same work: forward, softmax cross-entropy,
     backward, momentum update, on random data (PyTorch: one fixed batch).
+    Each run times --steps steps, or more where those would take less than
+    --min-seconds at the machine's FMA peak (mlp's steps take about a
+    millisecond: a few of them measure the machine's noise more than the
+    step), the same number for ctower and PyTorch.
     The runs are interleaved -- one repeat does every cell, the three variants
     back to back, their order rotating from repeat to repeat -- and repeated
     --repeats times; the table has medians over repeats, and the ratio
@@ -55,6 +59,7 @@ compare only runs taken on an otherwise idle machine.
 import argparse
 import datetime
 import json
+import math
 import os
 import re
 import statistics
@@ -128,8 +133,15 @@ def run_measured(cmd, env):
                 err.read().decode(errors="replace"), usage.ru_maxrss / 1024.0)
 
 
-def ctower_config(model, threads, precision, a, folder):
-    """Writes the YAML `ctower bench` runs for one cell; returns its path."""
+# The synthetic dataset's batches at most: longer runs go round it again,
+# and its memory stays out of the peak RSS compared with PyTorch's (whose
+# script trains on one batch).
+MAX_BATCHES = 64
+
+
+def ctower_config(model, threads, precision, steps, a, folder):
+    """Writes the YAML `ctower bench` runs for one cell of `steps` timed
+    steps; returns its path."""
     h, w, c = IMAGE_SHAPES[model]
     path = os.path.join(folder, "%s_%d_%s.yaml" % (model, threads, precision))
     with open(path, "w") as f:
@@ -144,7 +156,8 @@ train:
   optimizer: {name: momentum, learning_rate: 0.01, momentum: 0.9}
 devices: {n_towers: 1}
 session: {device_count: {CPU: 1}, intra_op_parallelism_threads: %d}
-""" % (model, h, w, c, a.batch * (a.steps + a.warmup + 1), a.batch, a.batch, precision, threads))
+""" % (model, h, w, c, a.batch * min(steps + a.warmup + 1, MAX_BATCHES), a.batch, a.batch,
+       precision, threads))
     return path
 
 
@@ -160,14 +173,21 @@ def step_gflop(ctower, config):
     return sum(float(x) * scale[unit] for x, unit in found)
 
 
-def run_one(variant, model, threads, precision, config, a):
-    """Runs one benchmark subprocess; returns images/sec, step ms and peak RSS."""
+def timed_steps(gflop, peak_gflops, threads, a):
+    """--steps, or enough steps of `gflop` to last --min-seconds at the peak
+    of `threads` cores."""
+    return max(a.steps, int(math.ceil(a.min_seconds * peak_gflops * threads / gflop)))
+
+
+def run_one(variant, model, threads, precision, steps, config, a):
+    """Runs one benchmark subprocess of `steps` timed steps; returns
+    images/sec, step ms and peak RSS."""
     env = dict(os.environ)
     if variant == "ctower":
-        cmd = [a.ctower, "bench", config, "--steps", str(a.steps), "--warmup", str(a.warmup)]
+        cmd = [a.ctower, "bench", config, "--steps", str(steps), "--warmup", str(a.warmup)]
     else:
         cmd = [a.python, TORCH_STEP, "--model", model, "--batch", str(a.batch),
-               "--threads", str(threads), "--steps", str(a.steps), "--warmup", str(a.warmup),
+               "--threads", str(threads), "--steps", str(steps), "--warmup", str(a.warmup),
                "--precision", precision]
         if variant == "torch_best":
             env.update(TORCH_BEST_ENV)
@@ -216,6 +236,8 @@ def main():
     p.add_argument("--precisions", default="fp32,bf16", help="fp32, bf16 or both")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--min-seconds", type=float, default=1.0,
+                   help="time steps enough to last this long at the FMA peak (default 1)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--batch", type=int, default=128)
     a = p.parse_args()
@@ -229,8 +251,8 @@ def main():
         if x not in ("fp32", "bf16"):
             p.error("unknown precision %r (fp32, bf16)" % x)
     if a.repeats < 1 or a.steps < 1 or a.warmup < 0 or a.batch < 1 or not threads \
-            or min(threads) < 1:
-        p.error("repeats, steps, batch and threads must be >= 1, warmup >= 0")
+            or min(threads) < 1 or a.min_seconds < 0:
+        p.error("repeats, steps, batch and threads must be >= 1, warmup and min-seconds >= 0")
     for tool, what in ((a.ctower, "ctower"), (a.fma_peak, "fma_peak")):
         if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
             sys.stderr.write("bench_train: %s not found or not executable: %s\n"
@@ -254,14 +276,15 @@ def main():
     cells = [(m, t, x) for m in models for x in precisions for t in threads]
     results = {cell: {v: [] for v in VARIANTS} for cell in cells}
     with tempfile.TemporaryDirectory() as folder:
-        configs = {cell: ctower_config(*cell, a, folder) for cell in cells}
-        gflop = {m: step_gflop(a.ctower, configs[(m, threads[0], precisions[0])])
+        gflop = {m: step_gflop(a.ctower, ctower_config(m, 1, "fp32", a.steps, a, folder))
                  for m in models}
+        steps = {cell: timed_steps(gflop[cell[0]], peak[cell[2]], cell[1], a) for cell in cells}
+        configs = {cell: ctower_config(*cell, steps[cell], a, folder) for cell in cells}
         for r in range(a.repeats):
             order = VARIANTS[r % 3:] + VARIANTS[:r % 3]
             for cell in cells:
                 for v in order:
-                    res = run_one(v, *cell, configs[cell], a)
+                    res = run_one(v, *cell, steps[cell], configs[cell], a)
                     results[cell][v].append(res)
                     sys.stderr.write("repeat %d/%d  %-11s T=%d %s  %-13s %9.1f img/s  %8.2f ms  "
                                      "peak RSS %.0f MB\n" % (
@@ -269,12 +292,16 @@ def main():
                                          res["images_per_sec"], res["step_ms"], res["rss_mb"]))
 
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    longer = ["%s %dT %s %d" % (m, t, x, steps[(m, t, x)]) for m, t, x in cells
+              if steps[(m, t, x)] > a.steps]
+    more_steps = ("%g s at the peak: " % a.min_seconds + ", ".join(longer)) if longer else \
+        "each %g s or more at the peak" % a.min_seconds
     print("%s, commit %s, %s (%d cores visible), torch %s with %s; per-core peak %.1f GFLOP/s fp32, "
-          "%s bf16 (bench/fma_peak); batch %d, %d steps after %d warm-up, median of %d "
-          "repeats; load average %.2f before, %.2f after" % (
+          "%s bf16 (bench/fma_peak); batch %d, %d timed steps (%s) after %d warm-up, median "
+          "of %d repeats; load average %.2f before, %.2f after" % (
               now, git_commit(), cpu_model(), os.cpu_count() or 0, torch_version(a.python),
               os.path.basename(os.path.dirname(blas or "/unknown/x")), peak["fp32"], "%.1f GFLOP/s" % peak["bf16"] if peak["bf16"] else "no", a.batch,
-              a.steps, a.warmup, a.repeats, load_start, os.getloadavg()[0]))
+              a.steps, more_steps, a.warmup, a.repeats, load_start, os.getloadavg()[0]))
     print()
     print("| model | threads | precision | ctower img/s | torch best img/s | torch as-shipped "
           "img/s | ctower / torch best | ctower GFLOP/s (share of peak) | torch best GFLOP/s "

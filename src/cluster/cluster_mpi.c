@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cluster/cluster.h"
+#include "core/clock.h"
 #include "cluster/launcher.h"
 
 /* The most elements (or bytes) one MPI call moves: MPI counts are ints. */
@@ -57,12 +58,6 @@ static struct {
        .lock = PTHREAD_MUTEX_INITIALIZER,
        .mine = {.step = -1, .bucket = -1},
        .next = {.step = -1, .bucket = -1}};
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* 0 for MPI_SUCCESS; else fills status with MPI's words for err, returns 1. */
 static int mpi_failed(int err, const char *call, ct_status *status) {
@@ -166,7 +161,7 @@ static void enter_collective(const char *op) {
   g.mine.bucket = g.next.bucket;
   snprintf(g.mine.op, sizeof g.mine.op, "%s", op);
   snprintf(g.mine.what, sizeof g.mine.what, "%s", g.next.what);
-  g.entered_at = now_s();
+  g.entered_at = ct_monotonic_seconds();
   pthread_mutex_unlock(&g.lock);
 }
 
@@ -535,7 +530,7 @@ static void note(inspector *in, int r, const heartbeat *h, double now) {
 }
 
 static void inspect_once(inspector *in) {
-  const double now = now_s();
+  const double now = ct_monotonic_seconds();
   const int n = (int)sizeof(heartbeat);
   for (int r = 0; r < g.size; ++r) {
     if (r == g.rank) continue;
@@ -642,7 +637,7 @@ int ct_cluster_start_stall_inspector(double timeout_s, ct_status *status) {
   }
   in->timeout_s = timeout_s;
   atomic_init(&in->stop, 0);
-  const double now = now_s();
+  const double now = ct_monotonic_seconds();
   int err = MPI_SUCCESS;
   for (int r = 0; r < g.size; ++r) {
     in->seen[r].step = -1;

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "device/device.h"
 
 /* How long a worker that runs out of tasks watches its queue before it
@@ -19,18 +19,13 @@
  * machine (mlp at one thread: 20 us of a 1.33 ms step, and 10 more for the
  * thread that wakes it). It yields its core meanwhile to any thread that
  * wants it. */
-enum { IDLE_WATCH_NS = 300000 };
+static const double idle_watch_seconds = 300e-6;
 
-static int64_t monotonic_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-/* Returns once a task is queued, or IDLE_WATCH_NS after it was called. */
+/* Returns once a task is queued, or idle_watch_seconds after it was called. */
 static void watch_for_tasks(ct_device_worker *w) {
-  const int64_t until = monotonic_ns() + IDLE_WATCH_NS;
-  while (atomic_load_explicit(&w->queued, memory_order_relaxed) == 0 && monotonic_ns() < until)
+  const double until = ct_monotonic_seconds() + idle_watch_seconds;
+  while (atomic_load_explicit(&w->queued, memory_order_relaxed) == 0 &&
+         ct_monotonic_seconds() < until)
     sched_yield();
 }
 

@@ -76,7 +76,7 @@ static int time_steps(const ct_trainer_options *o, const ct_tower_options *tower
     double loss, accuracy, t0 = r.times.input_start;
     failed = ct_train_run_step(&r, step, 0.0, &loss, &accuracy, status);
     const int timed = (int)(step - flags->warmup);
-    if (!failed && timed >= 0) times[timed] = ct_trainer_now() - t0;
+    if (!failed && timed >= 0) times[timed] = ct_monotonic_seconds() - t0;
     if (!failed && observer) ct_observer_add_step(observer, &r, step);
     if (!failed && report && timed >= 0 && (timed == 0 || (timed + 1) % DISPLAY_EVERY == 0)) {
       double mean, uncertainty, jitter;

@@ -230,7 +230,7 @@ int ct_cluster_worker_exchange(ct_train_run *r, int64_t step, float rate,
     memcpy(payload(&c->out[c->owner[i]]) + c->offset[i], gradients[i]->data,
            ct_tensor_nbytes(gradients[i]));
   ct_cluster_progress(step, -1, "the ps tasks' answer");
-  const double start = ct_trainer_now();
+  const double start = ct_monotonic_seconds();
   int failed = 0;
   for (int p = 0; p < c->ps && !failed; ++p)
     failed = ct_cluster_irecv(c->in[p].bytes, c->in[p].size, p, TAG_VARIABLES, &c->recvs[p],
@@ -242,7 +242,7 @@ int ct_cluster_worker_exchange(ct_train_run *r, int64_t step, float rate,
   if (failed) return 1;
   c->steps++;
   c->compute_s += r->times.run_end - r->times.run_start;
-  c->exchange_s += ct_trainer_now() - start;
+  c->exchange_s += ct_monotonic_seconds() - start;
   for (int p = 0; p < c->ps; ++p)
     c->bytes_sent += (double)c->out[p].size, c->bytes_received += (double)c->in[p].size;
   r->interrupted = 0;
@@ -261,7 +261,7 @@ int ct_cluster_worker_exchange(ct_train_run *r, int64_t step, float rate,
 /* Applies the gradients at `data` (this task's payload) at `rate`. */
 static int apply(ct_train_run *r, const float *data, double rate, ct_status *status) {
   ct_cluster_run *c = r->cluster;
-  const double start = ct_trainer_now();
+  const double start = ct_monotonic_seconds();
   float lr = (float)rate;
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
   for (int i = 0, k = 0; i < c->n; ++i)
@@ -271,7 +271,7 @@ static int apply(ct_train_run *r, const float *data, double rate, ct_status *sta
                      NULL, status))
     return 1;
   c->applied++;
-  c->apply_s += ct_trainer_now() - start;
+  c->apply_s += ct_monotonic_seconds() - start;
   return 0;
 }
 
@@ -280,7 +280,7 @@ static int apply(ct_train_run *r, const float *data, double rate, ct_status *sta
 static int answer(ct_train_run *r, int w, ct_status *status) {
   ct_cluster_run *c = r->cluster;
   const ct_tower_graph *t = &r->tg.train.towers;
-  const double start = ct_trainer_now();
+  const double start = ct_monotonic_seconds();
   if (ct_cluster_wait(&c->sends[w], NULL, status)) return 1; /* its last answer */
   message *m = &c->out[w];
   header(m)[R_STOP] = c->stop;
@@ -301,7 +301,7 @@ static int answer(ct_train_run *r, int w, ct_status *status) {
   c->read_at[w] = c->applied;
   c->pending[w] = 0;
   c->bytes_sent += (double)m->size;
-  c->apply_s += ct_trainer_now() - start;
+  c->apply_s += ct_monotonic_seconds() - start;
   return ct_cluster_isend(m->bytes, m->size, c->ps + w, TAG_VARIABLES, &c->sends[w], status);
 }
 
@@ -344,9 +344,9 @@ static int sync_step(ct_train_run *r, int64_t step, double *sums, ct_status *sta
   for (int w = 0; w < c->workers && !failed; ++w)
     failed = ct_cluster_irecv(c->in[w].bytes, c->in[w].size, c->ps + w, TAG_GRADIENTS,
                               &c->recvs[w], status);
-  const double start = ct_trainer_now();
+  const double start = ct_monotonic_seconds();
   failed = wait_all(c->recvs, c->workers, failed ? &(ct_status)CT_STATUS_INIT : status) || failed;
-  c->wait_s += ct_trainer_now() - start;
+  c->wait_s += ct_monotonic_seconds() - start;
   c->bytes_received += (double)c->workers * (double)c->in[0].size;
   const int64_t floats = c->floats[c->task];
   for (int w = 0; w < c->workers && !failed; ++w) {
@@ -367,12 +367,12 @@ static int async_step(ct_train_run *r, int64_t step, double *sums, ct_status *st
   for (int k = 0; k < c->workers; ++k) {
     int source = -1;
     ct_cluster_progress(step, -1, "the workers' gradients");
-    const double start = ct_trainer_now();
+    const double start = ct_monotonic_seconds();
     if (ct_cluster_irecv(c->in[0].bytes, c->in[0].size, CT_CLUSTER_ANY_SOURCE, TAG_GRADIENTS,
                          &c->recvs[0], status) ||
         ct_cluster_wait(&c->recvs[0], &source, status))
       return 1;
-    c->wait_s += ct_trainer_now() - start;
+    c->wait_s += ct_monotonic_seconds() - start;
     c->bytes_received += (double)c->in[0].size;
     const int w = source - c->ps;
     if (w < 0 || w >= c->workers) {

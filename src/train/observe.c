@@ -102,7 +102,7 @@ ct_observer *ct_observer_new(const ct_observe_options *options, const ct_train_r
     free(o);
     return NULL;
   }
-  o->origin_us = 1e6 * ct_trainer_now();
+  o->origin_us = 1e6 * ct_monotonic_seconds();
   if (o->trace_path) {
     char process[160];
     snprintf(process, sizeof process, "worker %d: %s", ct_cluster_rank(),
@@ -237,7 +237,7 @@ static void add_report_to_trace(ct_observer *o, const rank_report *mine) {
   ct_text_printf(t,
                  "{\"ph\": \"i\", \"s\": \"p\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, "
                  "\"name\": \"where the time went\", \"cat\": \"report\", \"args\": {",
-                 ct_cluster_rank(), CT_TRACK_HOST, 1e6 * ct_trainer_now() - o->origin_us);
+                 ct_cluster_rank(), CT_TRACK_HOST, 1e6 * ct_monotonic_seconds() - o->origin_us);
   int listed = 0;
   for (int d = 0; d < mine->n_devices && mine->samples > 0 && mine->period_us > 0; ++d) {
     const device_time *dt = &mine->devices[d];

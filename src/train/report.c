@@ -6,12 +6,6 @@
 #include "cluster/cluster.h"
 #include "train/trainer_internal.h"
 
-double ct_trainer_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 const char *ct_trainer_tower_summary(const ct_tower_options *t, char *buf, size_t size) {
   if (ct_cluster_ps_tasks() > 0)
     snprintf(buf, size, "%d ps task%s and %d workers", ct_cluster_ps_tasks(),
@@ -92,7 +86,7 @@ static void format_duration(double seconds, char *buf, size_t size) {
 void ct_progress_update(ct_progress *p, int64_t epoch, int64_t epochs, int64_t batch,
                         int64_t batches, double loss, double accuracy, double images_per_sec,
                         double eta) {
-  double t = ct_trainer_now();
+  double t = ct_monotonic_seconds();
   int every_tenth = batches >= 10 && batch % (batches / 10) == 0;
   if (p->tty ? t - p->last_print < 0.2 : !every_tenth) return;
   p->last_print = t;

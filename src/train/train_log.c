@@ -15,7 +15,7 @@ int ct_train_log_open(ct_train_log *log, const ct_train_options *t, ct_status *s
   log->every = t->log_every_n_steps;
   if (t->log_dir[0] == '\0' || ct_cluster_rank() != 0) return 0;
   log->writer = ct_summary_writer_new(t->log_dir, status);
-  log->last_flush = ct_trainer_now();
+  log->last_flush = ct_monotonic_seconds();
   return log->writer == NULL;
 }
 
@@ -61,14 +61,14 @@ int ct_train_log_start(ct_train_log *log, const ct_train_run *r, int64_t step,
 void ct_train_log_epoch_start(ct_train_log *log) {
   log->loss_sum = log->accuracy_sum = 0;
   log->examples = 0;
-  log->since = ct_trainer_now();
+  log->since = ct_monotonic_seconds();
 }
 
 /* The window's scalars and every device's peak memory into scalars (tags
  * in tags); returns how many. */
 static int train_scalars(ct_train_log *log, const ct_train_run *r, ct_summary_scalar *scalars,
                          char tags[][TAG_SIZE]) {
-  const double examples = (double)log->examples, elapsed = ct_trainer_now() - log->since;
+  const double examples = (double)log->examples, elapsed = ct_monotonic_seconds() - log->since;
   int n = 0;
   scalars[n++] = (ct_summary_scalar){"train/loss", log->loss_sum / examples};
   scalars[n++] = (ct_summary_scalar){"train/accuracy", log->accuracy_sum / examples};
@@ -85,12 +85,12 @@ static int train_scalars(ct_train_log *log, const ct_train_run *r, ct_summary_sc
   }
   log->loss_sum = log->accuracy_sum = 0;
   log->examples = 0;
-  log->since = ct_trainer_now();
+  log->since = ct_monotonic_seconds();
   return n;
 }
 
 static int maybe_flush(ct_train_log *log, ct_status *status) {
-  const double now = ct_trainer_now();
+  const double now = ct_monotonic_seconds();
   if (now - log->last_flush < k_flush_every_s) return 0;
   log->last_flush = now;
   return ct_summary_writer_flush(log->writer, status);
@@ -118,7 +118,7 @@ int ct_train_log_epoch_end(ct_train_log *log, const ct_train_run *r, int64_t ste
   const int count = log->examples > 0 ? train_scalars(log, r, scalars, tags) : 0;
   scalars[count] = (ct_summary_scalar){"test/loss", test->loss};
   scalars[count + 1] = (ct_summary_scalar){"test/accuracy", test->accuracy};
-  log->last_flush = ct_trainer_now();
+  log->last_flush = ct_monotonic_seconds();
   return ct_summary_write_scalars(log->writer, step, scalars, count + 2, status) ||
          ct_summary_writer_flush(log->writer, status);
 }

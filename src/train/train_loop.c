@@ -76,7 +76,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
   const char *checkpoint = o->train.checkpoint;
   ct_progress prog = {isatty(STDOUT_FILENO) && !flags->quiet, 0, ""};
   ct_trainer_print_banner(&r);
-  const double start = ct_trainer_now();
+  const double start = ct_monotonic_seconds();
   ct_train_position at = {0, 0, 0};
   int failed = 0, stop = 0, evaluated = 0, interrupted = 0;
   int64_t stopped_epoch = 0;
@@ -112,7 +112,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
       ct_pipeline_seek(r.pipeline, at.example);
       batch = at.example / o->dataset.batch_size;
     }
-    const double epoch_start = ct_trainer_now();
+    const double epoch_start = ct_monotonic_seconds();
     ct_train_log_epoch_start(&log);
     double loss_sum = 0, accuracy_sum = 0;
     int64_t examples = 0, first_batch = batch, n = 0;
@@ -136,7 +136,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
         failed = 1;
         break;
       }
-      double elapsed = ct_trainer_now() - epoch_start;
+      double elapsed = ct_monotonic_seconds() - epoch_start;
       double rate = (double)examples / (elapsed > 0 ? elapsed : 1e-9);
       double eta = elapsed / (double)(batch - first_batch) * (double)(batches - batch);
       if (r.towers.n_towers > 1) /* the shard sizes of this step */
@@ -169,7 +169,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
       if (prog.tty) printf("\r\033[K");
       break;
     }
-    double epoch_time = ct_trainer_now() - epoch_start;
+    double epoch_time = ct_monotonic_seconds() - epoch_start;
     failed = ct_trainer_evaluate(r.session, &r.tg, o, r.test_set, &test, status);
     if (!failed && !isfinite(test.loss)) { /* the last step's update made the weights so */
       ct_status_set(status, CT_FAILED_PRECONDITION,
@@ -215,7 +215,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
     failed = ct_trainer_evaluate(r.session, &r.tg, o, r.test_set, &test, status);
   if (!failed) {
     printf("done: %lld steps in %.1f s; test accuracy %.4f", (long long)global_step,
-           ct_trainer_now() - start, test.accuracy);
+           ct_monotonic_seconds() - start, test.accuracy);
     if (checkpoint[0]) printf("; checkpoint %s", checkpoint);
     printf("\n");
     failed = ct_cluster_report(&r, status) || ct_observer_finish(observer, &r, status);

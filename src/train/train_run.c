@@ -296,10 +296,10 @@ static void update_speeds(ct_train_run *r) {
 
 int64_t ct_train_run_next_batch(ct_train_run *r, ct_status *status) {
   /* input_start .. input_end: how long training waits for its batch */
-  r->times.input_start = ct_trainer_now();
+  r->times.input_start = ct_monotonic_seconds();
   ct_pipeline_batch batch;
   const int64_t n = ct_pipeline_next(r->pipeline, &batch, status);
-  r->times.input_end = ct_trainer_now();
+  r->times.input_end = ct_monotonic_seconds();
   if (n <= 0) return n;
   const int towers = r->job_towers;
   int measured = r->auto_split;
@@ -354,9 +354,9 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
   r->ran = 1;
   if (r->cluster && ct_cluster_is_ps()) { /* the workers' gradients, applied */
-    r->times.run_start = r->times.sync_start = ct_trainer_now();
+    r->times.run_start = r->times.sync_start = ct_monotonic_seconds();
     const int failed = ct_cluster_ps_step(r, global_step, loss, accuracy, status);
-    r->times.run_end = r->times.sync_end = ct_trainer_now();
+    r->times.run_end = r->times.sync_end = ct_monotonic_seconds();
     return failed || check_loss(r, *loss, global_step, status);
   }
   const int n_feeds = ct_train_run_feeds(r, &lr_tensor);
@@ -375,14 +375,14 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
     return 1;
   }
   ct_session_set_step(r->session, (uint64_t)global_step);
-  r->times.run_start = ct_trainer_now();
+  r->times.run_start = ct_monotonic_seconds();
   ct_run_metadata *timeline = r->auto_split || r->record_timeline ? r->timeline : NULL;
   if (ct_session_run_traced(r->session, r->feeds->feeds, n_feeds, r->fetches, n_fetches, targets,
                             n_targets, out, timeline, status)) {
     free(out);
     return 1;
   }
-  r->times.run_end = ct_trainer_now();
+  r->times.run_end = ct_monotonic_seconds();
   if (r->auto_split) update_speeds(r);
   /* this process's part of the loss and of the correct count; the job's
    * are their sums over the ranks */
@@ -392,7 +392,7 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   ct_tensor *logits = ct_towers_concat(towers, out + 1, r->sizes, status);
   if (logits) sums[1] = (double)count_correct(logits, ct_tensor_i32(r->buf.labels), r->rows);
   ct_tensor_free(logits);
-  r->times.sync_start = ct_trainer_now();
+  r->times.sync_start = ct_monotonic_seconds();
   int failed = status->code != CT_OK;
   if (!failed && r->cluster)
     failed = ct_cluster_worker_exchange(r, global_step, lr, out + towers + 1, sums, status);
@@ -401,7 +401,7 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   if (failed) return 1;
   ct_cluster_progress(global_step, -1, "the step's loss");
   if (r->towers.across_ranks && ct_cluster_allreduce_f64(sums, 3, status)) return 1;
-  r->times.sync_end = ct_trainer_now();
+  r->times.sync_end = ct_monotonic_seconds();
   if (!r->cluster) r->interrupted = sums[2] > 0;
   *loss = sums[0];
   *accuracy = sums[1] / (double)n;

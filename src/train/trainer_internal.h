@@ -11,11 +11,9 @@
 
 #include "ctower/data.h"
 #include "ctower/trainer.h"
+#include "core/clock.h"
 #include "exec/estimate.h"
 #include "train/training_graph.h"
-
-/* Seconds on a monotonic clock. */
-double ct_trainer_now(void);
 
 /* INVALID_ARGUMENT naming the first option out of range (an unknown model,
  * a batch size, epoch or step count, or learning rate out of range);
@@ -110,7 +108,7 @@ int ct_trainer_restore_checkpoint(ct_session *session, const ct_training_graph *
                                   const char *path, const char *model_name, ct_train_position *at,
                                   ct_status *status);
 
-/* When the host did what for the last batch and step (ct_trainer_now). */
+/* When the host did what for the last batch and step (ct_monotonic_seconds). */
 typedef struct ct_step_times {
   double input_start, input_end; /* reading the batch */
   double run_start, run_end;     /* the session's run of the step */

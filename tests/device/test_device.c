@@ -151,6 +151,12 @@ static void count_task(void *context, int index) {
   atomic_fetch_add(&tasks_run, 1);
 }
 
+/* Waits, 2 s at most, until count_task has run `count` times in all. */
+static void wait_for_tasks_run(int count) {
+  for (int spins = 0; atomic_load(&tasks_run) < count && spins < 20000; ++spins) usleep(100);
+  assert_int_equal(atomic_load(&tasks_run), count);
+}
+
 static void test_queue_takes_only_what_was_reserved(void **state) {
   (void)state;
   int n = 0;
@@ -166,8 +172,7 @@ static void test_queue_takes_only_what_was_reserved(void **state) {
   assert_int_equal(ct_device_reserve(d, CT_LANE_COMPUTE, 8, &ok), 0);
   for (int i = 0; i < 8; ++i) assert_int_equal(ct_device_submit(d, CT_LANE_COMPUTE, task, &ok), 0);
   assert_status_ok(&ok);
-  for (int spins = 0; atomic_load(&tasks_run) < 8 && spins < 10000; ++spins) usleep(100);
-  assert_int_equal(atomic_load(&tasks_run), 8);
+  wait_for_tasks_run(8);
   ct_devices_free(devices, n);
 }
 
@@ -211,8 +216,7 @@ static void submit_after(ct_device *d, ct_device_task task, int pause_us) {
   usleep((useconds_t)pause_us);
   ct_status st = CT_STATUS_INIT;
   assert_int_equal(ct_device_submit(d, CT_LANE_COMPUTE, task, &st), 0);
-  for (int spins = 0; atomic_load(&tasks_run) == before && spins < 20000; ++spins) usleep(100);
-  assert_int_equal(atomic_load(&tasks_run), before + 1);
+  wait_for_tasks_run(before + 1);
 }
 
 /* A device whose threads leave a core free watches for tasks a moment

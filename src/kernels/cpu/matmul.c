@@ -103,13 +103,13 @@ static int uses_primitive(const ct_device *device, const int64_t key[5]) {
   return ct_cpu_of(device)->bf16 || key[4];
 }
 
-/* The row length of the copy of B that sgemm takes (key as above), or 0
- * to take B as it is: on an AVX2 sgemm, rows that lie a multiple of 2 KiB
- * apart are lengthened by 16 floats. */
+/* The row length of the copy of B that sgemm takes (key as above: B not
+ * transposed, see uses_primitive), or 0 to take B as it is: on an AVX2
+ * sgemm, rows that lie a multiple of 2 KiB apart are lengthened by 16
+ * floats. */
 static int64_t padded_b_row(const ct_device *device, const int64_t key[5]) {
   const int64_t n = key[1];
-  const int transposed = (int)key[4];
-  return ct_cpu_of(device)->avx2_sgemm && !transposed && n % 512 == 0 ? n + 16 : 0;
+  return ct_cpu_of(device)->avx2_sgemm && n % 512 == 0 ? n + 16 : 0;
 }
 
 int ct_cpu_matmul_scratch(const ct_device *device, const ct_shape *a, const ct_shape *b,

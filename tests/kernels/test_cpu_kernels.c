@@ -217,6 +217,10 @@ static void test_conv2d(void **state) {
   check_conv(0, 1);
   check_conv(1, 2);
   check_conv(0, 2);
+  /* 16 output channels at stride 1, forward run transposed (conv.c), an
+   * even kernel padded unevenly (SAME) and evenly (VALID) */
+  check_conv_geometry(geometry(2, 7, 6, 5, 4, 2, 16, 1, 1), 1, 1e-4, NULL);
+  check_conv_geometry(geometry(2, 7, 6, 5, 4, 2, 16, 1, 0), 0, 1e-4, NULL);
 }
 
 /* ---- the arithmetic a session chooses: Winograd, bfloat16 --------------------- */

@@ -76,12 +76,12 @@ CT_CPU_KERNEL(ct_cpu_apply_momentum);
 CT_CPU_KERNEL(ct_cpu_apply_adam);
 CT_CPU_KERNEL(ct_cpu_assign);
 
-/* The scratch blocks (at most 2, into bytes[]) a CPU convolution of `kind`
- * or a MatMul takes from ct_kernel_scratch on device, found as the kernel
- * makes its primitive (conv.c, matmul.c). Returns how many. */
+/* The scratch blocks (at most 3 for a CPU convolution of `kind`, 2 for a
+ * MatMul, into bytes[]) each takes from ct_kernel_scratch on device, found
+ * as the kernel makes its primitive (conv.c, matmul.c). Returns how many. */
 int ct_cpu_conv_scratch(const struct ct_device *device, conv_kind kind, const ct_shape *x,
                         const ct_shape *filter, const ct_shape *y, const ct_conv2d_attrs *attrs,
-                        size_t bytes[2]);
+                        size_t bytes[3]);
 int ct_cpu_matmul_scratch(const struct ct_device *device, const ct_shape *a, const ct_shape *b,
                           const ct_matmul_attrs *attrs, size_t bytes[2]);
 

@@ -42,7 +42,7 @@ int ct_kernel_scratch_estimate(const char *op, const ct_device *device, const ct
     return 2;
   }
   if (strcmp(op, "FusedBatchNorm") == 0)
-    return bytes[0] = CHUNKS * channels(&in[0]) * sizeof(float), 1;
+    return bytes[0] = 2 * CHUNKS * channels(&in[0]) * sizeof(float), 1;
   if (strcmp(op, "FusedBatchNormGrad") == 0 || strcmp(op, "FusedBatchNormInferenceGrad") == 0)
     return bytes[0] = (2 * CHUNKS + 1) * channels(&in[0]) * sizeof(float), 1;
   /* a bias gradient: partial sums of each chunk of rows */

@@ -489,8 +489,10 @@ static void test_lrn_matches_pytorch(void **state) {
 
 /* ---- batch norm ---------------------------------------------------------------------- */
 
-static void test_batch_norm(void **state) {
-  (void)state;
+/* FusedBatchNorm against a naive loop in double, on x drawn from [-1, 1]
+ * plus `offset`, its first row (which the kernel's sums are shifted by)
+ * `outlier` more. */
+static void check_batch_norm(float offset, float outlier) {
   const int64_t R = 6 * 5, C = 4;
   ct_shape shapes[3] = {ct_shape_of(4, (int64_t)6, (int64_t)5, (int64_t)1, C), ct_shape_of(1, C),
                         ct_shape_of(1, C)};
@@ -503,6 +505,8 @@ static void test_batch_norm(void **state) {
   assert_int_equal(ct_graph_update_op_count(r.g), 2);
   ct_output fetches[1] = {y};
   ct_tensor *out[1];
+  float *x = ct_tensor_f32(r.value[0]);
+  for (int64_t i = 0; i < R * C; ++i) x[i] += offset + (i < C ? outlier : 0.0f);
   run_fetch(&r, 1, fetches, out);
   const float *X = input(&r, 0), *G = input(&r, 1), *B = input(&r, 2);
   float *ref = calloc((size_t)(R * C), 4);
@@ -515,10 +519,17 @@ static void test_batch_norm(void **state) {
     for (int64_t i = 0; i < R; ++i)
       ref[i * C + c] = (float)(G[c] * (X[i * C + c] - m) / sqrt(v + 1e-3) + B[c]);
   }
+  printf("  x in [-1, 1] + %g, its first row %g more\n", offset, outlier);
   expect_close("FusedBatchNorm training", out[0], ref, R * C, 1e-4);
   free(ref);
   ct_tensor_free(out[0]);
   run_end(&r);
+}
+
+static void test_batch_norm(void **state) {
+  (void)state;
+  check_batch_norm(0.0f, 0.0f);
+  check_batch_norm(100.0f, 5.0f);
 }
 
 /* FusedBatchNorm (with relu, its ReLU fused) and its gradient over 83

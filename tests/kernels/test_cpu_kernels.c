@@ -40,6 +40,7 @@ static void run_begin(op_run *r, int n, const ct_shape *shapes, uint64_t seed) {
  * train.conv_algorithm); the tests that change it set it back. */
 static ct_precision g_precision = CT_PRECISION_FP32;
 static ct_conv_algorithm g_conv_algorithm = CT_CONV_DIRECT;
+static int g_threads = 2; /* the CPU device's */
 
 /* The CPU alone, whatever GPUs the machine has: these are the CPU kernels. */
 static ct_session *cpu_session(ct_graph *g, int threads, ct_status *st) {
@@ -56,7 +57,7 @@ static ct_session *cpu_session(ct_graph *g, int threads, ct_status *st) {
 static void run_fetch(op_run *r, int n_fetches, const ct_output *fetches, ct_tensor **results) {
   ct_status st = CT_STATUS_INIT;
   assert_status_ok(ct_graph_status(r->g));
-  ct_session *s = cpu_session(r->g, 2, &st);
+  ct_session *s = cpu_session(r->g, g_threads, &st);
   assert_status_ok(&st);
   ct_feed feeds[4];
   for (int i = 0; i < r->n; ++i) feeds[i] = (ct_feed){r->in[i], r->value[i]};
@@ -261,6 +262,33 @@ static void test_conv2d_winograd(void **state) {
   assert_int_equal(same_bits(direct, winograd, 3), !has);
   free_all(direct, 3);
   free_all(winograd, 3);
+}
+
+/* conv_algorithm auto on devices of 1 and 2 threads: Winograd for 3x3
+ * stride-1 layers of 32 channels or more in and out where the CPU has it
+ * (bits other than the direct convolution's), the direct convolution's bits
+ * on narrower layers, all within 1e-4 of the naive loop. */
+static void test_conv2d_auto_algorithm(void **state) {
+  (void)state;
+  const int has = cpu_has_isa(dnnl_cpu_isa_avx512_core);
+  const int64_t channels[3][2] = {{16, 16}, {16, 32}, {32, 32}}; /* in, out */
+  for (int i = 0; i < 6; ++i) {
+    g_threads = 1 + i / 3;
+    const int64_t in = channels[i % 3][0], out = channels[i % 3][1];
+    const conv_geom cg = geometry(2, 12, 12, in, 3, 3, out, 1, 1);
+    ct_tensor *direct[3], *chosen[3];
+    check_conv_geometry(cg, 1, 1e-4, direct);
+    g_conv_algorithm = CT_CONV_AUTO;
+    check_conv_geometry(cg, 1, 1e-4, chosen);
+    g_conv_algorithm = CT_CONV_DIRECT;
+    const int winograd = has && in >= 32 && out >= 32;
+    printf("  %lld to %lld channels, %d thread(s): %s\n", (long long)in, (long long)out, g_threads,
+           winograd ? "Winograd" : "direct");
+    assert_int_equal(same_bits(direct, chosen, 3), !winograd);
+    free_all(direct, 3);
+    free_all(chosen, 3);
+  }
+  g_threads = 2;
 }
 
 /* train.precision bf16 rounds the inputs of products to 8 significant bits
@@ -860,6 +888,7 @@ int main(void) {
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_conv2d),
       cmocka_unit_test(test_conv2d_winograd),
+      cmocka_unit_test(test_conv2d_auto_algorithm),
       cmocka_unit_test(test_bf16_convolution_and_matmul),
       cmocka_unit_test(test_pooling),
       cmocka_unit_test(test_lrn),

@@ -150,7 +150,8 @@ static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, con
   const int out = output_arg(kind);
   const int stride_1 = a->strides[0] == 1 && a->strides[1] == 1;
   const int winograd = cpu->winograd && !cpu->bf16 && fs->dims[0] == 3 && fs->dims[1] == 3 &&
-                       stride_1;
+                       stride_1 && fs->dims[2] >= cpu->winograd_min_channels &&
+                       fs->dims[3] >= cpu->winograd_min_channels;
   d->pd = NULL;
   d->transposed = kind == CONV_FORWARD && stride_1 && !winograd && !cpu->bf16 &&
                   fs->dims[3] <= TRANSPOSED_MAX_CHANNELS;

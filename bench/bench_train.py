@@ -44,6 +44,14 @@ What it measures
     Peak RSS is each process's peak resident memory (ru_maxrss of the child,
     whole process: PyTorch's includes its libraries, as a user sees it).
 
+    --isa avx2 holds every run to AVX2, as on a CPU without AVX-512 (a
+    Zen 3, say): oneDNN's kernels (ctower's and PyTorch's) through
+    DNNL_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA, PyTorch's own through
+    ATEN_CPU_CAPABILITY, OpenBLAS's through OPENBLAS_CORETYPE=Haswell. On a
+    Zen 4 the AVX2 peak is the AVX-512 one (the same two 256-bit FMA pipes),
+    so only the kernels differ. bf16 rows are left out (AVX512_BF16 is
+    AVX-512).
+
 How to run (from anywhere; Debian's python3-torch lives under /usr/bin/python3)
     cmake --build build --target ctower fma_peak
     /usr/bin/python3 bench/bench_train.py                       # everything
@@ -77,6 +85,14 @@ TORCH_BEST_ENV = {
     "MALLOC_MMAP_THRESHOLD_": "33554432",
     "MALLOC_TRIM_THRESHOLD_": "4294967296",
     "MALLOC_TOP_PAD_": "268435456",
+}
+
+# --isa avx2: every run's environment
+AVX2_ENV = {
+    "DNNL_MAX_CPU_ISA": "AVX2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "OPENBLAS_CORETYPE": "Haswell",
 }
 
 VARIANTS = ["ctower", "torch_best", "torch_shipped"]
@@ -183,6 +199,8 @@ def run_one(variant, model, threads, precision, steps, config, a):
     """Runs one benchmark subprocess of `steps` timed steps; returns
     images/sec, step ms and peak RSS."""
     env = dict(os.environ)
+    if a.isa == "avx2":
+        env.update(AVX2_ENV)
     if variant == "ctower":
         cmd = [a.ctower, "bench", config, "--steps", str(steps), "--warmup", str(a.warmup)]
     else:
@@ -240,6 +258,8 @@ def main():
                    help="time steps enough to last this long at the FMA peak (default 1)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--isa", choices=("native", "avx2"), default="native",
+                   help="avx2: hold every run to AVX2 (see above)")
     a = p.parse_args()
     models = [m for m in a.models.split(",") if m]
     threads = [int(t) for t in a.threads.split(",") if t]
@@ -265,6 +285,9 @@ def main():
         sys.stderr.write("bench_train: warning: libblas.so.3 is %s, not OpenBLAS: PyTorch's fp32 "
                          "runs far below its best (apt-get install libopenblas0)\n" % blas)
     peak = fma_peak(a.fma_peak)
+    if a.isa == "avx2" and "bf16" in precisions:
+        sys.stderr.write("bench_train: --isa avx2: bf16 rows are left out\n")
+        precisions = [x for x in precisions if x != "bf16"]
     if "bf16" in precisions and peak["bf16"] is None:
         sys.stderr.write("bench_train: this CPU has no AVX512_BF16: bf16 rows are skipped "
                          "(ctower would compute them in fp32)\n")
@@ -296,10 +319,12 @@ def main():
               if steps[(m, t, x)] > a.steps]
     more_steps = ("%g s at the peak: " % a.min_seconds + ", ".join(longer)) if longer else \
         "each %g s or more at the peak" % a.min_seconds
-    print("%s, commit %s, %s (%d cores visible), torch %s with %s; per-core peak %.1f GFLOP/s fp32, "
+    print("%s, commit %s, %s (%d cores visible)%s, torch %s with %s; per-core peak %.1f GFLOP/s fp32, "
           "%s bf16 (bench/fma_peak); batch %d, %d timed steps (%s) after %d warm-up, median "
           "of %d repeats; load average %.2f before, %.2f after" % (
-              now, git_commit(), cpu_model(), os.cpu_count() or 0, torch_version(a.python),
+              now, git_commit(), cpu_model(), os.cpu_count() or 0,
+              " held to AVX2 (%s)" % " ".join("%s=%s" % kv for kv in AVX2_ENV.items())
+              if a.isa == "avx2" else "", torch_version(a.python),
               os.path.basename(os.path.dirname(blas or "/unknown/x")), peak["fp32"], "%.1f GFLOP/s" % peak["bf16"] if peak["bf16"] else "no", a.batch,
               a.steps, more_steps, a.warmup, a.repeats, load_start, os.getloadavg()[0]))
     print()

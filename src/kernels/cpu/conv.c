@@ -128,9 +128,17 @@ static dnnl_status_t transposed_desc_make(const ct_cpu *cpu, const int64_t dims[
   dnnl_memory_desc_t md[N_ARGS] = {d->user_md[ARG_Y], d->user_md[ARG_FILTER], d->user_md[ARG_X]};
   dnnl_dims_t filter_dims = {turned[0], turned[1], R, S};
   dnnl_memory_desc_init_by_tag(&md[ARG_FILTER], 4, filter_dims, dnnl_f32, dnnl_format_tag_any);
+  /* in bf16 the inputs (x and the filter) bf16, the output fp32; the
+   * forward convolution matched, all bf16 */
+  dnnl_memory_desc_t hint[N_ARGS];
+  for (int i = 0; i < N_ARGS; ++i) {
+    if (cpu->bf16 && i != ARG_X) md[i].data_type = dnnl_bf16;
+    hint[i] = md[i];
+    if (cpu->bf16) hint[i].data_type = dnnl_bf16;
+  }
   const ct_window th = {dims[ARG_X][2], R - 1 - wh->pad_before, R - 1 - wh->pad_after};
   const ct_window tw = {dims[ARG_X][3], S - 1 - ww->pad_before, S - 1 - ww->pad_after};
-  return conv_pd_create(&d->pd, CONV_BACKWARD_DATA, dnnl_convolution_direct, md, md, a, &th,
+  return conv_pd_create(&d->pd, CONV_BACKWARD_DATA, dnnl_convolution_direct, md, hint, a, &th,
                         &tw, cpu->engine);
 }
 
@@ -153,7 +161,7 @@ static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, con
                        stride_1 && fs->dims[2] >= cpu->winograd_min_channels &&
                        fs->dims[3] >= cpu->winograd_min_channels;
   d->pd = NULL;
-  d->transposed = kind == CONV_FORWARD && stride_1 && !winograd && !cpu->bf16 &&
+  d->transposed = kind == CONV_FORWARD && stride_1 && !winograd &&
                   fs->dims[3] <= TRANSPOSED_MAX_CHANNELS;
   if (d->transposed) return transposed_desc_make(cpu, dims, a, &wh, &ww, d);
   /* Direct convolutions take activations in NHWC (in bf16, a conversion

@@ -207,10 +207,11 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
       "convolution primitive descriptor");
   s->transposed = d.transposed;
   failed = failed || ct_dnnl_primitive_create(ctx, &s->prim, d.pd, "convolution primitive");
-  for (int i = 0; i < N_ARGS && !failed; ++i)
+  for (int i = 0; i < N_ARGS && !failed; ++i) {
+    const dnnl_query_t query = arg_query(kind, d.transposed, i);
     failed = ct_dnnl_arg_make(ctx, &s->args[i], &d.user_md[i],
-                              dnnl_primitive_desc_query_md(d.pd, arg_query(kind, d.transposed, i), 0),
-                              i == output_arg(kind));
+                              dnnl_primitive_desc_query_md(d.pd, query, 0), i == output_arg(kind));
+  }
   failed = failed || ct_dnnl_scratchpad_make(ctx, &s->scratchpad, d.pd);
   if (d.pd) dnnl_primitive_desc_destroy(d.pd);
   if (failed || ctx->status->code != CT_OK) {

@@ -21,4 +21,8 @@ int ct_broadcast_shapes(ct_infer_ctx *ctx, const ct_shape *a, const ct_shape *b,
 int ct_require_dtype(ct_infer_ctx *ctx, int input, ct_dtype dtype);
 int ct_require_rank(ct_infer_ctx *ctx, int input, int rank);
 
+/* Whether `gradient`, flowing into the ReLU `relu`, is a max pool's
+ * gradient that already passes only where the ReLU would (ops_nn.c). */
+int ct_gradient_masked_for_relu(ct_output gradient, const ct_node *relu);
+
 #endif

@@ -105,6 +105,11 @@ static void grad_neg(ct_graph *g, const ct_node *n, const ct_output *gy, ct_outp
   gx[0] = ct_neg(g, gy[0]);
 }
 static void grad_relu(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  /* a max pool's gradient already masked as this ReLU would (ops_nn.c) */
+  if (ct_gradient_masked_for_relu(gy[0], n)) {
+    gx[0] = gy[0];
+    return;
+  }
   gx[0] = ct_out(add2(g, &ct_op_relu_grad, gy[0], ct_out((ct_node *)n, 0)), 0);
 }
 static void grad_sigmoid(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {

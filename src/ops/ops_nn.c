@@ -99,9 +99,34 @@ static int infer_avg_pool_grad(ct_infer_ctx *ctx) {
   return infer_like_inputs(ctx, like);
 }
 
+static int same_output(ct_output a, ct_output b) { return a.node == b.node && a.index == b.index; }
+
+/* A max pool of a ReLU's output r (every value >= 0) routes dy to each
+ * window's maximum, which the ReLU lets through where it is above 0: where
+ * the pool's output y is. So the pool masks dy on y, ReluGrad(dy, y), a
+ * quarter of r's elements under 2x2 windows, and the ReLU's gradient takes
+ * the pool's as it is (ct_gradient_masked_for_relu) instead of a ReluGrad
+ * over all of r: the same values, bit for bit. */
 static void grad_max_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
-  ct_output in[2] = {n->inputs[0], gy[0]};
+  ct_output dy = gy[0];
+  if (n->inputs[0].node->op == &ct_op_relu) {
+    ct_output masking[2] = {gy[0], ct_out((ct_node *)n, 0)};
+    dy = ct_out(add_with(g, &ct_op_relu_grad, 2, masking, 1, NULL), 0);
+  }
+  ct_output in[2] = {n->inputs[0], dy};
   gx[0] = ct_out(add_with(g, &ct_op_max_pool_grad, 2, in, 1, &n->attrs), 0);
+}
+
+int ct_gradient_masked_for_relu(ct_output gradient, const ct_node *relu) {
+  const ct_output r = ct_out((ct_node *)relu, 0);
+  const ct_node *pool_grad = gradient.node;
+  if (pool_grad == NULL || pool_grad->op != &ct_op_max_pool_grad ||
+      !same_output(pool_grad->inputs[0], r))
+    return 0;
+  const ct_node *mask = pool_grad->inputs[1].node;
+  if (mask->op != &ct_op_relu_grad) return 0;
+  const ct_node *pool = mask->inputs[1].node;
+  return pool->op == &ct_op_max_pool && same_output(pool->inputs[0], r);
 }
 static void grad_avg_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   ct_output in[2] = {gy[0], n->inputs[0]};

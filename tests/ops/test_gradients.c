@@ -81,7 +81,78 @@ static void test_all_gradients(void **state) {
   for (int i = 0; i < n_cases; ++i) check_case(&cases[i]);
 }
 
+/* The gradient of x through MaxPool(Relu(x)), k x k windows at `stride`
+ * on x of [2, 7, 6, 5] holding -1, 0 and 1 (ties and zeros after the ReLU);
+ * with identity_between an Identity between the two, which keeps ops_nn.c's
+ * masking out. *relu_grads: the ReluGrads over as many elements as x. */
+static ct_tensor *relu_pool_gradient(int identity_between, int k, int stride, ct_padding padding,
+                                     int *relu_grads) {
+  ct_status st = CT_STATUS_INIT;
+  ct_graph *g = ct_graph_new();
+  const ct_shape xs = ct_shape_of(4, (int64_t)2, (int64_t)7, (int64_t)6, (int64_t)5);
+  ct_output x = ct_placeholder(g, "x", CT_F32, xs);
+  ct_output r = ct_relu(g, x);
+  if (identity_between) r = ct_identity(g, r);
+  ct_output y = ct_max_pool(g, r, k, stride, padding);
+  const ct_shape ys = ct_output_shape(y);
+  ct_output w = ct_placeholder(g, "w", CT_F32, ys);
+  ct_output dx;
+  assert_int_equal(ct_gradients(g, ct_reduce_sum(g, ct_mul(g, y, w), 0, 0), 1, &x, &dx), 0);
+  assert_status_ok(ct_graph_status(g));
+  *relu_grads = 0;
+  for (int i = 0; i < ct_graph_node_count(g); ++i) {
+    ct_node *n = ct_graph_node(g, i);
+    if (strcmp(ct_node_op(n), "ReluGrad") != 0) continue;
+    const ct_shape shape = ct_output_shape(ct_node_input(n, 0));
+    *relu_grads += ct_shape_elements(&shape) == ct_shape_elements(&xs);
+  }
+  ct_tensor *xv = ct_tensor_new(CT_F32, &xs, &st), *wv = ct_tensor_new(CT_F32, &ys, &st);
+  assert_status_ok(&st);
+  float *xf = ct_tensor_f32(xv);
+  ct_test_fill_uniform(xf, ct_tensor_elements(xv), 3, 0.0f, 3.0f);
+  for (int64_t i = 0; i < ct_tensor_elements(xv); ++i) xf[i] = floorf(xf[i]) - 1.0f;
+  ct_test_fill_uniform(ct_tensor_f32(wv), ct_tensor_elements(wv), 4, -1.0f, 1.0f);
+  ct_feed feeds[2] = {{x, xv}, {w, wv}};
+  ct_session *s = ct_session_new(g, NULL, &st);
+  assert_status_ok(&st);
+  ct_tensor *grad = NULL;
+  ct_session_run(s, feeds, 2, &dx, 1, NULL, 0, &grad, &st);
+  assert_status_ok(&st);
+  ct_session_free(s);
+  ct_tensor_free(xv);
+  ct_tensor_free(wv);
+  ct_graph_free(g);
+  return grad;
+}
+
+/* A max pool of a ReLU masks its gradient on the pool's output instead of
+ * a ReluGrad over all of the ReLU's (ops_nn.c): bit for bit the gradient of
+ * the plain chain, with one large ReluGrad fewer. */
+static void test_max_pool_of_relu(void **state) {
+  (void)state;
+  const struct {
+    int k, stride;
+    ct_padding padding;
+  } pools[2] = {{2, 2, CT_PADDING_VALID}, {3, 2, CT_PADDING_SAME}};
+  for (int i = 0; i < 2; ++i) {
+    int masked_relu_grads, plain_relu_grads;
+    ct_tensor *masked = relu_pool_gradient(0, pools[i].k, pools[i].stride, pools[i].padding,
+                                           &masked_relu_grads);
+    ct_tensor *plain = relu_pool_gradient(1, pools[i].k, pools[i].stride, pools[i].padding,
+                                          &plain_relu_grads);
+    printf("  %dx%d windows: ReluGrads over x's size %d masked, %d plain\n", pools[i].k,
+           pools[i].k, masked_relu_grads, plain_relu_grads);
+    assert_int_equal(masked_relu_grads, 0);
+    assert_int_equal(plain_relu_grads, 1);
+    assert_memory_equal(ct_tensor_f32(masked), ct_tensor_f32(plain),
+                        (size_t)ct_tensor_elements(plain) * sizeof(float));
+    ct_tensor_free(masked);
+    ct_tensor_free(plain);
+  }
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_all_gradients)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_all_gradients),
+                                     cmocka_unit_test(test_max_pool_of_relu)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,13 @@ static ct_output b_max_pool(ct_graph *g, const ct_output *x) {
 static ct_output b_max_pool_same(ct_graph *g, const ct_output *x) {
   return ct_max_pool(g, x[0], 3, 2, CT_PADDING_SAME);
 }
+/* a max pool of a ReLU: its gradient masked on the pool's output (ops_nn.c) */
+static ct_output b_relu_max_pool(ct_graph *g, const ct_output *x) {
+  return ct_max_pool(g, ct_relu(g, x[0]), 2, 2, CT_PADDING_VALID);
+}
+static ct_output b_relu_max_pool_same(ct_graph *g, const ct_output *x) {
+  return ct_max_pool(g, ct_relu(g, x[0]), 3, 2, CT_PADDING_SAME);
+}
 static ct_output b_avg_pool(ct_graph *g, const ct_output *x) {
   return ct_avg_pool(g, x[0], 3, 2, CT_PADDING_SAME);
 }
@@ -172,6 +179,10 @@ static void build_table(void) {
            b_conv_valid_s2);
   add_case("MaxPool", 1, S4(2, 4, 4, 3), none, none, VALUES_DISTINCT, b_max_pool);
   add_case("MaxPool SAME 3x3/2", 1, S4(1, 5, 5, 2), none, none, VALUES_DISTINCT, b_max_pool_same);
+  /* an odd count of distinct values: none at ReLU's kink (0) */
+  add_case("Relu, MaxPool", 1, S4(1, 5, 5, 3), none, none, VALUES_DISTINCT, b_relu_max_pool);
+  add_case("Relu, MaxPool SAME 3x3/2", 1, S4(1, 5, 5, 3), none, none, VALUES_DISTINCT,
+           b_relu_max_pool_same);
   add_case("AvgPool SAME 3x3/2", 1, S4(2, 5, 5, 3), none, none, VALUES_UNIFORM, b_avg_pool);
   add_case("LRN", 1, S4(2, 3, 3, 7), none, none, VALUES_UNIFORM, b_lrn);
   add_case("LRN radius 0", 1, S4(1, 2, 2, 5), none, none, VALUES_UNIFORM, b_lrn_radius0);

@@ -128,6 +128,7 @@ int ct_gradient_masked_for_relu(ct_output gradient, const ct_node *relu) {
   const ct_node *pool = mask->inputs[1].node;
   return pool->op == &ct_op_max_pool && same_output(pool->inputs[0], r);
 }
+
 static void grad_avg_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   ct_output in[2] = {gy[0], n->inputs[0]};
   gx[0] = ct_out(add_with(g, &ct_op_avg_pool_grad, 2, in, 1, &n->attrs), 0);

@@ -104,6 +104,16 @@ static int cpu_has_isa(dnnl_cpu_isa_t isa) {
   return ((unsigned)dnnl_get_effective_cpu_isa() & (unsigned)isa) == (unsigned)isa;
 }
 
+/* Whether a Winograd convolution runs here: oneDNN's needs AVX-512,
+ * ctower's own (kernels/cpu/winograd.c) a build for AVX2 and FMA. */
+static int winograd_available(void) {
+#if defined(__AVX2__) && defined(__FMA__)
+  return 1;
+#else
+  return cpu_has_isa(dnnl_cpu_isa_avx512_core);
+#endif
+}
+
 /* What train.precision and train.conv_algorithm ask of the CPU that it
  * cannot do is said once, with what the CPU devices do instead. */
 static void note_cpu_fallbacks(const ct_session_options *o) {
@@ -112,10 +122,11 @@ static void note_cpu_fallbacks(const ct_session_options *o) {
     fprintf(log,
             "note: train.precision is bf16, but this CPU has neither AVX512_BF16 nor AMX: the "
             "CPU devices compute in fp32\n");
-  if (o->conv_algorithm == CT_CONV_WINOGRAD && !cpu_has_isa(dnnl_cpu_isa_avx512_core))
+  if (o->conv_algorithm == CT_CONV_WINOGRAD && !winograd_available())
     fprintf(log,
-            "note: train.conv_algorithm is winograd, but oneDNN has Winograd convolutions only "
-            "for CPUs with AVX-512: the CPU devices compute convolutions directly\n");
+            "note: train.conv_algorithm is winograd, but this CPU has neither AVX-512 (for "
+            "oneDNN's) nor AVX2 with FMA (for ctower's own): the CPU devices compute "
+            "convolutions directly\n");
 }
 
 /* A CPU device of the session with options o, with `threads` workers
@@ -144,8 +155,9 @@ static ct_device *cpu_device_new(const ct_session_options *o, int index, int thr
      * for the 16-channel layers */
     const int winograd =
         o->conv_algorithm == CT_CONV_WINOGRAD || o->conv_algorithm == CT_CONV_AUTO;
-    cpu->winograd = winograd && cpu_has_isa(dnnl_cpu_isa_avx512_core);
+    cpu->winograd = winograd && winograd_available();
     cpu->winograd_min_channels = o->conv_algorithm == CT_CONV_AUTO ? 32 : 0;
+    cpu->own_winograd = !cpu_has_isa(dnnl_cpu_isa_avx512_core);
     cpu->avx2_sgemm = !cpu_has_isa(dnnl_cpu_isa_avx512_core);
   }
   if (cpu == NULL)

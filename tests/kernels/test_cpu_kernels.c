@@ -8,6 +8,7 @@
 
 #include <dnnl.h>
 
+#include "kernels/cpu/winograd.h"
 #include "ops/conv_geometry.h"
 #include "test_support.h"
 
@@ -71,12 +72,17 @@ static void run_end(op_run *r) {
   ct_graph_free(r->g);
 }
 
+static void expect_close_floats(const char *what, const float *got, const float *want, int64_t n,
+                                double tol) {
+  double diff = ct_test_max_rel_diff(got, want, n);
+  printf("  %-34s max difference %.2e\n", what, diff);
+  if (!(diff <= tol)) fail_msg("%s: max difference %g > %g", what, diff, tol);
+}
+
 static void expect_close(const char *what, const ct_tensor *got, const float *want, int64_t n,
                          double tol) {
   assert_int_equal(ct_tensor_elements(got), n);
-  double diff = ct_test_max_rel_diff(ct_tensor_f32(got), want, n);
-  printf("  %-34s max difference %.2e\n", what, diff);
-  if (!(diff <= tol)) fail_msg("%s: max difference %g > %g", what, diff, tol);
+  expect_close_floats(what, ct_tensor_f32(got), want, n, tol);
 }
 
 static float *input(const op_run *r, int i) { return ct_tensor_f32(r->value[i]); }
@@ -244,24 +250,90 @@ static void free_all(ct_tensor **t, int n) {
   for (int i = 0; i < n; ++i) ct_tensor_free(t[i]);
 }
 
-/* Winograd's F(4x4, 3x3) on a 3x3 stride-1 layer oneDNN has it for: within
- * 1e-4 of the naive loop (relative to the result, at least 1), as the direct
- * convolution, on inputs in [-1, 1] with 144 products per output; and not
- * the direct convolution's bits where the CPU has it (Winograd did run),
- * exactly them where it has not (the fallback). */
+/* Whether Winograd convolutions run here: oneDNN's F(4x4, 3x3) with
+ * AVX-512, else ctower's own F(2x2, 3x3) (winograd.c) on layers of
+ * multiples of 16 channels, in a build for AVX2 (as the CPU device decides). */
+static int winograd_here(void) {
+  return cpu_has_isa(dnnl_cpu_isa_avx512_core) || ct_winograd_supports(16, 16);
+}
+
+/* Winograd on a 3x3 stride-1 layer: within 1e-4 of the naive loop
+ * (relative to the result, at least 1), as the direct convolution, on
+ * inputs in [-1, 1] with up to 288 products per output; and not the direct
+ * convolution's bits where the CPU has it (Winograd did run), exactly them
+ * where it has not (the fallback). test_cpu_kernels_avx2 runs ctower's own
+ * here, on a size of an odd number of tiles and unpadded too. */
 static void test_conv2d_winograd(void **state) {
   (void)state;
-  const conv_geom cg = geometry(2, 12, 12, 16, 3, 3, 32, 1, 1);
-  ct_tensor *direct[3], *winograd[3];
-  check_conv_geometry(cg, 1, 1e-4, direct);
-  g_conv_algorithm = CT_CONV_WINOGRAD;
-  check_conv_geometry(cg, 1, 1e-4, winograd);
-  g_conv_algorithm = CT_CONV_DIRECT;
-  const int has = cpu_has_isa(dnnl_cpu_isa_avx512_core);
+  const conv_geom layers[2] = {geometry(2, 12, 12, 16, 3, 3, 32, 1, 1),
+                               geometry(3, 7, 6, 32, 3, 3, 16, 1, 0)};
+  const int has = winograd_here();
   printf("  Winograd %s on this CPU\n", has ? "used" : "not available: direct");
-  assert_int_equal(same_bits(direct, winograd, 3), !has);
-  free_all(direct, 3);
-  free_all(winograd, 3);
+  for (int i = 0; i < 2; ++i) {
+    ct_tensor *direct[3], *winograd[3];
+    check_conv_geometry(layers[i], i == 0, 1e-4, direct);
+    g_conv_algorithm = CT_CONV_WINOGRAD;
+    check_conv_geometry(layers[i], i == 0, 1e-4, winograd);
+    g_conv_algorithm = CT_CONV_DIRECT;
+    assert_int_equal(same_bits(direct, winograd, 3), !has);
+    free_all(direct, 3);
+    free_all(winograd, 3);
+  }
+}
+
+/* ctower's own Winograd (winograd.c) called directly, on every CPU that
+ * runs its build: y, dx and dfilter within 1e-4 of the naive loop on 1 and
+ * 2 threads, SAME and VALID, sizes of odd and even tiles and a single
+ * pixel; and the same bits again from a second run on as many threads. */
+static void test_own_winograd(void **state) {
+  (void)state;
+  if (!ct_winograd_supports(16, 16)) {
+    printf("  not in this build (no AVX2 and FMA): convolutions direct\n");
+    return;
+  }
+  const conv_geom layers[4] = {
+      geometry(2, 7, 9, 16, 3, 3, 32, 1, 1), geometry(3, 8, 5, 32, 3, 3, 16, 1, 0),
+      geometry(2, 6, 6, 48, 3, 3, 64, 1, 1), geometry(2, 1, 1, 16, 3, 3, 16, 1, 1)};
+  for (int i = 0; i < 8; ++i) {
+    const conv_geom g = layers[i % 4];
+    const int threads = 1 + i / 4;
+    const ct_winograd_shape s = {g.N, g.H, g.W, g.C, g.P, g.Q, g.K, g.pad_h, g.pad_w};
+    const int64_t nx = g.N * g.H * g.W * g.C, ny = g.N * g.P * g.Q * g.K, nf = 9 * g.C * g.K;
+    float *X = malloc((size_t)nx * 4), *F = malloc((size_t)nf * 4), *DY = malloc((size_t)ny * 4);
+    ct_test_fill_uniform(X, nx, 1 + (uint64_t)i, -1, 1);
+    ct_test_fill_uniform(F, nf, 2 + (uint64_t)i, -1, 1);
+    ct_test_fill_uniform(DY, ny, 3 + (uint64_t)i, -1, 1);
+    float *ref[3] = {calloc((size_t)ny, 4), calloc((size_t)nx, 4), calloc((size_t)nf, 4)};
+    FOR_EACH_TAP(g, {
+      ref[0][yi] += X[xi] * F[fi];
+      ref[1][xi] += DY[yi] * F[fi];
+      ref[2][fi] += DY[yi] * X[xi];
+    });
+    size_t bytes = ct_winograd_forward_scratch(&s, threads);
+    const size_t data_bytes = ct_winograd_backward_data_scratch(&s, threads);
+    const size_t filter_bytes = ct_winograd_backward_filter_scratch(&s, threads);
+    bytes = bytes > data_bytes ? bytes : data_bytes;
+    bytes = bytes > filter_bytes ? bytes : filter_bytes;
+    void *scratch = malloc(bytes);
+    const int64_t n[3] = {ny, nx, nf};
+    float *got[2][3];
+    for (int run = 0; run < 2; ++run) {
+      for (int k = 0; k < 3; ++k) got[run][k] = malloc((size_t)n[k] * 4);
+      ct_winograd_forward(&s, X, F, got[run][0], scratch, threads);
+      ct_winograd_backward_data(&s, F, DY, got[run][1], scratch, threads);
+      ct_winograd_backward_filter(&s, X, DY, got[run][2], scratch, threads);
+    }
+    static const char *const what[3] = {"y", "dx", "dfilter"};
+    for (int k = 0; k < 3; ++k) {
+      char name[80];
+      snprintf(name, sizeof name, "%s, %lldx%lld, %lld to %lld, %d thread(s)", what[k],
+               (long long)g.H, (long long)g.W, (long long)g.C, (long long)g.K, threads);
+      expect_close_floats(name, got[0][k], ref[k], n[k], 1e-4);
+      assert_memory_equal(got[0][k], got[1][k], (size_t)n[k] * 4);
+      free(got[0][k]), free(got[1][k]), free(ref[k]);
+    }
+    free(scratch), free(X), free(F), free(DY);
+  }
 }
 
 /* conv_algorithm auto on devices of 1 and 2 threads: Winograd for 3x3
@@ -270,7 +342,7 @@ static void test_conv2d_winograd(void **state) {
  * on narrower layers, all within 1e-4 of the naive loop. */
 static void test_conv2d_auto_algorithm(void **state) {
   (void)state;
-  const int has = cpu_has_isa(dnnl_cpu_isa_avx512_core);
+  const int has = winograd_here();
   const int64_t channels[3][2] = {{16, 16}, {16, 32}, {32, 32}}; /* in, out */
   for (int i = 0; i < 6; ++i) {
     g_threads = 1 + i / 3;
@@ -888,6 +960,7 @@ int main(void) {
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_conv2d),
       cmocka_unit_test(test_conv2d_winograd),
+      cmocka_unit_test(test_own_winograd),
       cmocka_unit_test(test_conv2d_auto_algorithm),
       cmocka_unit_test(test_bf16_convolution_and_matmul),
       cmocka_unit_test(test_pooling),

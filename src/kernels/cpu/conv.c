@@ -18,12 +18,18 @@
  * the one whose output gradient is x, under the filter turned half a turn
  * with input and output channels swapped, W'[h][w][o][i] =
  * W[R-1-h][S-1-w][i][o], padded R-1-p where y was padded p. Such forward
- * convolutions run "transposed" so. */
+ * convolutions run "transposed" so.
+ *
+ * Winograd's algorithm, where asked for, is oneDNN's where oneDNN has it
+ * (CPUs with AVX-512: faster than ctower's own there, resnet20 at 253-255
+ * against 258-261 ms a step on a Zen 4), else ctower's own (winograd.c) on
+ * the layers it takes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/cpu_device.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/winograd.h"
 #include "ops/conv_geometry.h"
 #include "kernels/kernel_shapes.h"
 
@@ -39,6 +45,8 @@ typedef struct conv_state {
   ct_dnnl_arg args[N_ARGS];
   ct_dnnl_scratchpad scratchpad;
   int transposed; /* a forward convolution run as a backward-data one (above) */
+  int own_winograd; /* run by winograd.c, not by a primitive */
+  ct_winograd_shape winograd_shape;
 } conv_state;
 
 static void conv_state_free(void *data) {
@@ -142,6 +150,37 @@ static dnnl_status_t transposed_desc_make(const ct_cpu *cpu, const int64_t dims[
                         &tw, cpu->engine);
 }
 
+/* Whether the device computes a layer of filter fs with Winograd's algorithm. */
+static int winograd_wanted(const ct_cpu *cpu, const ct_shape *fs, const ct_conv2d_attrs *a) {
+  return cpu->winograd && !cpu->bf16 && fs->dims[0] == 3 && fs->dims[1] == 3 &&
+         a->strides[0] == 1 && a->strides[1] == 1 && fs->dims[2] >= cpu->winograd_min_channels &&
+         fs->dims[3] >= cpu->winograd_min_channels;
+}
+
+/* Whether ctower's own Winograd (winograd.c) runs the convolution of x by
+ * filter fs into y on device, and if so its shape in *s. */
+static int own_winograd(const ct_device *device, const ct_shape *xs, const ct_shape *fs,
+                        const ct_shape *ys, const ct_conv2d_attrs *a, ct_winograd_shape *s) {
+  const ct_cpu *cpu = ct_cpu_of(device);
+  if (!cpu->own_winograd || !winograd_wanted(cpu, fs, a) ||
+      !ct_winograd_supports(fs->dims[2], fs->dims[3]))
+    return 0;
+  const ct_window wh = ct_window_of(xs->dims[1], 3, 1, a->same_padding);
+  const ct_window ww = ct_window_of(xs->dims[2], 3, 1, a->same_padding);
+  const ct_winograd_shape shape = {xs->dims[0], xs->dims[1], xs->dims[2], xs->dims[3],
+                                   ys->dims[1], ys->dims[2], ys->dims[3], wh.pad_before,
+                                   ww.pad_before};
+  *s = shape;
+  return 1;
+}
+
+/* The scratch bytes ctower's own Winograd takes for a `kind` convolution. */
+static size_t own_winograd_scratch(conv_kind kind, const ct_winograd_shape *s, int threads) {
+  return kind == CONV_FORWARD         ? ct_winograd_forward_scratch(s, threads)
+         : kind == CONV_BACKWARD_DATA ? ct_winograd_backward_data_scratch(s, threads)
+                                      : ct_winograd_backward_filter_scratch(s, threads);
+}
+
 /* Describes a `kind` convolution of x (NHWC), filter (HWIO) and y on
  * device, as its arithmetic (ct_cpu) asks. Returns the oneDNN status. */
 static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, const ct_shape *xs,
@@ -157,9 +196,7 @@ static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, con
   dnnl_memory_desc_t md[N_ARGS];
   const int out = output_arg(kind);
   const int stride_1 = a->strides[0] == 1 && a->strides[1] == 1;
-  const int winograd = cpu->winograd && !cpu->bf16 && fs->dims[0] == 3 && fs->dims[1] == 3 &&
-                       stride_1 && fs->dims[2] >= cpu->winograd_min_channels &&
-                       fs->dims[3] >= cpu->winograd_min_channels;
+  const int winograd = winograd_wanted(cpu, fs, a);
   d->pd = NULL;
   d->transposed = kind == CONV_FORWARD && stride_1 && !winograd &&
                   fs->dims[3] <= TRANSPOSED_MAX_CHANNELS;
@@ -201,6 +238,8 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
     return NULL;
   }
   memcpy(s->key, key, sizeof s->key);
+  s->own_winograd = own_winograd(ctx->device, xs, fs, ys, &ctx->attrs->conv2d, &s->winograd_shape);
+  if (s->own_winograd) return s;
   conv_desc d;
   int failed = ct_dnnl_check(
       ctx, conv_desc_make(ctx->device, kind, xs, fs, ys, &ctx->attrs->conv2d, &d),
@@ -224,6 +263,11 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
 int ct_cpu_conv_scratch(const ct_device *device, conv_kind kind, const ct_shape *x,
                         const ct_shape *filter, const ct_shape *y, const ct_conv2d_attrs *attrs,
                         size_t bytes[3]) {
+  ct_winograd_shape shape;
+  if (own_winograd(device, x, filter, y, attrs, &shape)) {
+    bytes[0] = own_winograd_scratch(kind, &shape, device->threads);
+    return 1;
+  }
   conv_desc d;
   if (conv_desc_make(device, kind, x, filter, y, attrs, &d) != dnnl_success) {
     if (d.pd) dnnl_primitive_desc_destroy(d.pd);
@@ -269,9 +313,26 @@ static void turn_filter(const float *f, const ct_shape *fs, float *t) {
     }
 }
 
+static void own_winograd_run(ct_kernel_ctx *ctx, conv_kind kind, const ct_winograd_shape *s) {
+  void *scratch = ct_kernel_scratch(ctx, own_winograd_scratch(kind, s, ctx->threads));
+  if (scratch == NULL) return;
+  const float *in0 = ctx->inputs[0].data, *in1 = ctx->inputs[1].data;
+  float *out = ctx->outputs[0].data;
+  if (kind == CONV_FORWARD)
+    ct_winograd_forward(s, in0, in1, out, scratch, ctx->threads);
+  else if (kind == CONV_BACKWARD_DATA)
+    ct_winograd_backward_data(s, in0, in1, out, scratch, ctx->threads);
+  else
+    ct_winograd_backward_filter(s, in0, in1, out, scratch, ctx->threads);
+}
+
 static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
   conv_state *s = conv_state_get(ctx, kind);
   if (s == NULL) return;
+  if (s->own_winograd) {
+    own_winograd_run(ctx, kind, &s->winograd_shape);
+    return;
+  }
   void *data[N_ARGS];
   switch (kind) {
     case CONV_FORWARD:

@@ -83,6 +83,12 @@ ct_output ct_sum_like(ct_graph *g, ct_output x, ct_output like);
 ct_output ct_matmul(ct_graph *g, ct_output a, ct_output b, int transpose_a, int transpose_b);
 ct_output ct_conv2d(ct_graph *g, ct_output x, ct_output filter, int stride_h, int stride_w,
                     ct_padding padding);
+/* ct_conv2d plus bias [filters] (a null output for none), then with relu
+ * ct_relu, as one op (TensorFlow's _FusedConv2D): the bias and the ReLU
+ * applied as the convolution's results are written, not in passes of their
+ * own. The same values as the separate ops. */
+ct_output ct_conv2d_bias(ct_graph *g, ct_output x, ct_output filter, ct_output bias, int stride_h,
+                         int stride_w, ct_padding padding, int relu);
 ct_output ct_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding);
 ct_output ct_avg_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding);
 /* Local response normalization across channels, as tf.nn.lrn:

@@ -43,6 +43,7 @@ typedef struct ct_matmul_attrs {
 typedef struct ct_conv2d_attrs {
   int64_t strides[2]; /* along H and W */
   int same_padding;   /* 1 for SAME, 0 for VALID */
+  int relu;           /* Conv2D: its output max(0, y) (ct_conv2d_bias) */
 } ct_conv2d_attrs;
 
 /* MaxPool, AvgPool and their gradients: a square window. */

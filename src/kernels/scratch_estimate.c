@@ -25,13 +25,13 @@ int ct_kernel_scratch_estimate(const char *op, const ct_device *device, const ct
   if (device->ops->kind != CT_DEVICE_KIND_CPU || n_inputs < 1) return 0;
   if (strcmp(op, "Conv2D") == 0 && n_inputs >= 2)
     return ct_cpu_conv_scratch(device, CONV_FORWARD, &in[0], &in[1], &out[0], &attrs->conv2d,
-                               bytes);
+                               n_inputs > 2, bytes);
   if (strcmp(op, "Conv2DBackpropInput") == 0 && n_inputs >= 2)
     return ct_cpu_conv_scratch(device, CONV_BACKWARD_DATA, &out[0], &in[0], &in[1],
-                               &attrs->conv2d, bytes);
+                               &attrs->conv2d, 0, bytes);
   if (strcmp(op, "Conv2DBackpropFilter") == 0 && n_inputs >= 2)
     return ct_cpu_conv_scratch(device, CONV_BACKWARD_FILTER, &in[0], &out[0], &in[1],
-                               &attrs->conv2d, bytes);
+                               &attrs->conv2d, 0, bytes);
   if (strcmp(op, "MatMul") == 0 && n_inputs >= 2)
     return ct_cpu_matmul_scratch(device, &in[0], &in[1], &attrs->matmul, bytes);
   /* the forward output again, and a byte of workspace per output element */

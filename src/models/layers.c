@@ -75,7 +75,10 @@ ct_output ct_layer_conv2d_with(ct_graph *g, ct_output x, int filters, int ksize,
   ct_output w = weights_of(
       g, ct_shape_of(4, (int64_t)ksize, (int64_t)ksize, channels, (int64_t)filters), params);
   ct_output b = biases_of(g, filters, params);
-  ct_output y = activate(g, add_biases(g, ct_conv2d(g, x, w, stride, stride, padding), b), activation);
+  /* the bias and a ReLU done by the convolution's kernel */
+  const int relu = activation == CT_ACTIVATION_RELU;
+  ct_output y = ct_conv2d_bias(g, x, w, b, stride, stride, padding, relu);
+  if (!relu) y = activate(g, y, activation);
   leave(g);
   return y;
 }

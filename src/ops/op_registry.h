@@ -21,8 +21,12 @@ int ct_broadcast_shapes(ct_infer_ctx *ctx, const ct_shape *a, const ct_shape *b,
 int ct_require_dtype(ct_infer_ctx *ctx, int input, ct_dtype dtype);
 int ct_require_rank(ct_infer_ctx *ctx, int input, int rank);
 
-/* Whether `gradient`, flowing into the ReLU `relu`, is a max pool's
- * gradient that already passes only where the ReLU would (ops_nn.c). */
+/* Whether `gradient`, flowing into `relu` (a Relu, or a Conv2D with its
+ * ReLU), is a max pool's gradient that already passes only where the ReLU
+ * would (ops_nn.c). */
 int ct_gradient_masked_for_relu(ct_output gradient, const ct_node *relu);
+/* The gradient of the input of that ReLU given gy, its output's: gy masked
+ * where the output is 0, or gy itself where a max pool masked it (ops_math.c). */
+ct_output ct_relu_input_gradient(ct_graph *g, const ct_node *relu, ct_output gy);
 
 #endif

@@ -104,13 +104,14 @@ static void grad_neg(ct_graph *g, const ct_node *n, const ct_output *gy, ct_outp
   (void)n;
   gx[0] = ct_neg(g, gy[0]);
 }
-static void grad_relu(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+ct_output ct_relu_input_gradient(ct_graph *g, const ct_node *n, ct_output gy) {
   /* a max pool's gradient already masked as this ReLU would (ops_nn.c) */
-  if (ct_gradient_masked_for_relu(gy[0], n)) {
-    gx[0] = gy[0];
-    return;
-  }
-  gx[0] = ct_out(add2(g, &ct_op_relu_grad, gy[0], ct_out((ct_node *)n, 0)), 0);
+  if (ct_gradient_masked_for_relu(gy, n)) return gy;
+  return ct_out(add2(g, &ct_op_relu_grad, gy, ct_out((ct_node *)n, 0)), 0);
+}
+
+static void grad_relu(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  gx[0] = ct_relu_input_gradient(g, n, gy[0]);
 }
 static void grad_sigmoid(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   gx[0] = ct_out(add2(g, &ct_op_sigmoid_grad, ct_out((ct_node *)n, 0), gy[0]), 0);

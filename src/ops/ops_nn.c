@@ -18,13 +18,21 @@ static int infer_like_inputs(ct_infer_ctx *ctx, const int *inputs) {
 }
 
 /* ---- Conv2D ----------------------------------------------------------------
- * x [N, H, W, C], filter [R, S, C, K] -> [N, P, Q, K].
+ * x [N, H, W, C], filter [R, S, C, K] (, bias [K]) -> [N, P, Q, K]; with a
+ * bias, conv + bias, and with attrs.conv2d.relu, max(0, that).
  * attrs.conv2d. */
 static int infer_conv2d(ct_infer_ctx *ctx) {
   if (ct_require_rank(ctx, 0, 4) || ct_require_rank(ctx, 1, 4) ||
       ct_require_dtype(ctx, 0, CT_F32) || ct_require_dtype(ctx, 1, CT_F32))
     return 1;
   const ct_shape *x = &ctx->in_shapes[0], *f = &ctx->in_shapes[1];
+  if (ctx->n_inputs == 3) {
+    if (ct_require_rank(ctx, 2, 1) || ct_require_dtype(ctx, 2, CT_F32)) return 1;
+    const int64_t b = ctx->in_shapes[2].dims[0];
+    if (b >= 0 && f->dims[3] >= 0 && b != f->dims[3])
+      return ct_infer_fail(ctx, "the bias has %lld elements but the filter %lld output channels",
+                           (long long)b, (long long)f->dims[3]);
+  }
   const ct_conv2d_attrs *a = &ctx->attrs->conv2d;
   if (a->strides[0] < 1 || a->strides[1] < 1) return ct_infer_fail(ctx, "strides must be >= 1");
   if (x->dims[3] >= 0 && x->dims[3] != f->dims[2]) {
@@ -54,10 +62,14 @@ static int infer_conv_backprop_filter(ct_infer_ctx *ctx) {
 
 static void grad_conv2d(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   ct_output x = n->inputs[0], f = n->inputs[1];
-  ct_output in_dx[3] = {f, gy[0], x};
-  ct_output in_df[3] = {x, gy[0], f};
-  gx[0] = ct_out(add_with(g, &ct_op_conv2d_backprop_input, 3, in_dx, 1, &n->attrs), 0);
-  gx[1] = ct_out(add_with(g, &ct_op_conv2d_backprop_filter, 3, in_df, 1, &n->attrs), 0);
+  const ct_output dy = n->attrs.conv2d.relu ? ct_relu_input_gradient(g, n, gy[0]) : gy[0];
+  ct_output in_dx[3] = {f, dy, x};
+  ct_output in_df[3] = {x, dy, f};
+  ct_attrs a = n->attrs;
+  a.conv2d.relu = 0;
+  gx[0] = ct_out(add_with(g, &ct_op_conv2d_backprop_input, 3, in_dx, 1, &a), 0);
+  gx[1] = ct_out(add_with(g, &ct_op_conv2d_backprop_filter, 3, in_df, 1, &a), 0);
+  if (n->n_inputs == 3) gx[2] = ct_sum_like(g, dy, n->inputs[2]);
 }
 
 const ct_op_def ct_op_conv2d = {"Conv2D", infer_conv2d, grad_conv2d, 0};
@@ -72,6 +84,15 @@ ct_output ct_conv2d(ct_graph *g, ct_output x, ct_output filter, int stride_h, in
                            .same_padding = padding == CT_PADDING_SAME}};
   ct_output in[2] = {x, filter};
   return ct_out(add_with(g, &ct_op_conv2d, 2, in, 1, &a), 0);
+}
+
+ct_output ct_conv2d_bias(ct_graph *g, ct_output x, ct_output filter, ct_output bias, int stride_h,
+                         int stride_w, ct_padding padding, int relu) {
+  ct_attrs a = {.conv2d = {.strides = {stride_h, stride_w},
+                           .same_padding = padding == CT_PADDING_SAME,
+                           .relu = relu != 0}};
+  ct_output in[3] = {x, filter, bias};
+  return ct_out(add_with(g, &ct_op_conv2d, bias.node ? 3 : 2, in, 1, &a), 0);
 }
 
 /* ---- pooling ------------------------------------------------------------------
@@ -101,6 +122,11 @@ static int infer_avg_pool_grad(ct_infer_ctx *ctx) {
 
 static int same_output(ct_output a, ct_output b) { return a.node == b.node && a.index == b.index; }
 
+/* Whether n's output 0 is a ReLU's: a Relu, or a Conv2D with its ReLU. */
+static int outputs_relu(const ct_node *n) {
+  return n->op == &ct_op_relu || (n->op == &ct_op_conv2d && n->attrs.conv2d.relu);
+}
+
 /* A max pool of a ReLU's output r (every value >= 0) routes dy to each
  * window's maximum, which the ReLU lets through where it is above 0: where
  * the pool's output y is. So the pool masks dy on y, ReluGrad(dy, y), a
@@ -109,7 +135,7 @@ static int same_output(ct_output a, ct_output b) { return a.node == b.node && a.
  * over all of r: the same values, bit for bit. */
 static void grad_max_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   ct_output dy = gy[0];
-  if (n->inputs[0].node->op == &ct_op_relu) {
+  if (outputs_relu(n->inputs[0].node)) {
     ct_output masking[2] = {gy[0], ct_out((ct_node *)n, 0)};
     dy = ct_out(add_with(g, &ct_op_relu_grad, 2, masking, 1, NULL), 0);
   }
@@ -126,7 +152,7 @@ int ct_gradient_masked_for_relu(ct_output gradient, const ct_node *relu) {
   const ct_node *mask = pool_grad->inputs[1].node;
   if (mask->op != &ct_op_relu_grad) return 0;
   const ct_node *pool = mask->inputs[1].node;
-  return pool->op == &ct_op_max_pool && same_output(pool->inputs[0], r);
+  return pool->op == &ct_op_max_pool && same_output(pool->inputs[0], r) && outputs_relu(relu);
 }
 
 static void grad_avg_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {

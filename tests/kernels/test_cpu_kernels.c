@@ -232,6 +232,65 @@ static void test_conv2d(void **state) {
   check_conv_geometry(geometry(2, 7, 6, 5, 4, 2, 16, 1, 0), 0, 1e-4, NULL);
 }
 
+/* Conv2D with its bias and ReLU (ct_conv2d_bias) on geometry cg against the
+ * naive loop: y = max(0, conv + bias), and for L = sum(y * dy) the
+ * gradients of x, the filter and the bias, dy masked where y is 0. */
+static void check_conv_bias_relu(conv_geom cg, int same) {
+  const ct_shape shapes[4] = {ct_shape_of(4, cg.N, cg.H, cg.W, cg.C),
+                              ct_shape_of(4, cg.R, cg.S, cg.C, cg.K), ct_shape_of(1, cg.K),
+                              ct_shape_of(4, cg.N, cg.P, cg.Q, cg.K)};
+  op_run r;
+  run_begin(&r, 4, shapes, 21);
+  const int stride = (int)cg.stride;
+  ct_output fetches[4];
+  fetches[0] = ct_conv2d_bias(r.g, r.in[0], r.in[1], r.in[2], stride, stride,
+                              same ? CT_PADDING_SAME : CT_PADDING_VALID, 1);
+  ct_output loss = ct_reduce_sum(r.g, ct_mul(r.g, fetches[0], r.in[3]), 0, 0);
+  ct_gradients(r.g, loss, 3, r.in, fetches + 1);
+  ct_tensor *out[4];
+  run_fetch(&r, 4, fetches, out);
+  const float *X = input(&r, 0), *F = input(&r, 1), *B = input(&r, 2), *DY = input(&r, 3);
+  const float *Y = ct_tensor_f32(out[0]);
+  const int64_t ny = cg.N * cg.P * cg.Q * cg.K, nx = cg.N * cg.H * cg.W * cg.C;
+  const int64_t nf = cg.R * cg.S * cg.C * cg.K;
+  float *y_ref = calloc((size_t)ny, 4), *dz = calloc((size_t)ny, 4), *dx_ref = calloc((size_t)nx, 4);
+  float *df_ref = calloc((size_t)nf, 4), *db_ref = calloc((size_t)cg.K, 4);
+  FOR_EACH_TAP(cg, y_ref[yi] += X[xi] * F[fi]);
+  for (int64_t i = 0; i < ny; ++i) {
+    y_ref[i] = fmaxf(0.0f, y_ref[i] + B[i % cg.K]);
+    dz[i] = Y[i] > 0.0f ? DY[i] : 0.0f; /* the kernel's mask: y near 0 may round either way */
+    db_ref[i % cg.K] += dz[i];
+  }
+  FOR_EACH_TAP(cg, {
+    dx_ref[xi] += dz[yi] * F[fi];
+    df_ref[fi] += dz[yi] * X[xi];
+  });
+  char what[80];
+  snprintf(what, sizeof what, "Conv2D+bias+ReLU %lldx%lld %lld->%lld /%d", (long long)cg.R,
+           (long long)cg.S, (long long)cg.C, (long long)cg.K, stride);
+  expect_close(what, out[0], y_ref, ny, 1e-4);
+  expect_close("  its dx", out[1], dx_ref, nx, 1e-4);
+  expect_close("  its dfilter", out[2], df_ref, nf, 1e-4);
+  expect_close("  its dbias", out[3], db_ref, cg.K, 1e-4);
+  free(y_ref), free(dz), free(dx_ref), free(df_ref), free(db_ref);
+  for (int i = 0; i < 4; ++i) ct_tensor_free(out[i]);
+  run_end(&r);
+}
+
+/* On every path of a forward convolution (conv.c): run transposed (at most
+ * 16 output channels, stride 1) with the bias and ReLU in a pass after,
+ * a direct primitive doing them itself, Winograd (32 channels, 3x3: oneDNN's
+ * with AVX-512, ctower's own in test_cpu_kernels_avx2), a strided one. */
+static void test_conv2d_bias_relu(void **state) {
+  (void)state;
+  g_conv_algorithm = CT_CONV_AUTO;
+  check_conv_bias_relu(geometry(2, 9, 8, 3, 5, 3, 4, 1, 1), 1);
+  check_conv_bias_relu(geometry(2, 9, 8, 3, 5, 5, 32, 1, 1), 1);
+  check_conv_bias_relu(geometry(2, 12, 12, 32, 3, 3, 32, 1, 1), 1);
+  check_conv_bias_relu(geometry(2, 9, 8, 3, 5, 3, 4, 2, 0), 0);
+  g_conv_algorithm = CT_CONV_DIRECT;
+}
+
 /* ---- the arithmetic a session chooses: Winograd, bfloat16 --------------------- */
 
 /* Whether oneDNN may use `isa` on this CPU (as the CPU device decides). */
@@ -971,6 +1030,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_conv2d),
+      cmocka_unit_test(test_conv2d_bias_relu),
       cmocka_unit_test(test_conv2d_winograd),
       cmocka_unit_test(test_own_winograd),
       cmocka_unit_test(test_conv2d_auto_algorithm),

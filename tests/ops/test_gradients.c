@@ -151,8 +151,101 @@ static void test_max_pool_of_relu(void **state) {
   }
 }
 
+/* A convolution's bias and ReLU, fused into its op or as ops of their own,
+ * and with `pooled` a 2x2 max pool of that: y, and the gradients of
+ * sum(y * w) for x, the filter and the bias. *relu_grads: the ReluGrads
+ * over as many elements as the convolution's output. */
+typedef struct conv_layer {
+  int64_t height, width, in, out, ksize, stride;
+  ct_padding padding;
+} conv_layer;
+
+static void conv_bias_relu_run(const conv_layer *l, int fused, int pooled, ct_tensor **out,
+                               int *relu_grads) {
+  ct_status st = CT_STATUS_INIT;
+  ct_graph *g = ct_graph_new();
+  const ct_shape shapes[3] = {ct_shape_of(4, (int64_t)2, l->height, l->width, l->in),
+                              ct_shape_of(4, l->ksize, l->ksize, l->in, l->out),
+                              ct_shape_of(1, l->out)};
+  ct_output in[3];
+  ct_tensor *values[4];
+  for (int i = 0; i < 3; ++i) {
+    in[i] = ct_placeholder(g, i == 0 ? "x" : i == 1 ? "filter" : "bias", CT_F32, shapes[i]);
+    values[i] = ct_tensor_new(CT_F32, &shapes[i], &st);
+    ct_test_fill_uniform(ct_tensor_f32(values[i]), ct_tensor_elements(values[i]), 7 + (uint64_t)i,
+                         -1.0f, 1.0f);
+  }
+  const int s = (int)l->stride;
+  ct_output y = fused ? ct_conv2d_bias(g, in[0], in[1], in[2], s, s, l->padding, 1)
+                      : ct_relu(g, ct_add(g, ct_conv2d(g, in[0], in[1], s, s, l->padding), in[2]));
+  const ct_shape conv_shape = ct_output_shape(y);
+  if (pooled) y = ct_max_pool(g, y, 2, 2, CT_PADDING_VALID);
+  const ct_shape ys = ct_output_shape(y);
+  ct_output w = ct_placeholder(g, "w", CT_F32, ys);
+  values[3] = ct_tensor_new(CT_F32, &ys, &st);
+  ct_test_fill_uniform(ct_tensor_f32(values[3]), ct_tensor_elements(values[3]), 11, -1.0f, 1.0f);
+  ct_output fetches[4];
+  fetches[0] = y;
+  assert_int_equal(ct_gradients(g, ct_reduce_sum(g, ct_mul(g, y, w), 0, 0), 3, in, fetches + 1), 0);
+  assert_status_ok(ct_graph_status(g));
+  *relu_grads = 0;
+  for (int i = 0; i < ct_graph_node_count(g); ++i) {
+    ct_node *n = ct_graph_node(g, i);
+    if (strcmp(ct_node_op(n), "ReluGrad") != 0) continue;
+    const ct_shape shape = ct_output_shape(ct_node_input(n, 0));
+    *relu_grads += ct_shape_elements(&shape) == ct_shape_elements(&conv_shape);
+  }
+  ct_feed feeds[4] = {{in[0], values[0]}, {in[1], values[1]}, {in[2], values[2]}, {w, values[3]}};
+  ct_session *session = ct_session_new(g, NULL, &st);
+  assert_status_ok(&st);
+  ct_session_run(session, feeds, 4, fetches, 4, NULL, 0, out, &st);
+  assert_status_ok(&st);
+  ct_session_free(session);
+  for (int i = 0; i < 4; ++i) ct_tensor_free(values[i]);
+  ct_graph_free(g);
+}
+
+/* ct_conv2d_bias with its ReLU gives the bits of the separate Conv2D, Add
+ * and Relu, forward and backward, on each path of the CPU convolution: a
+ * direct primitive doing the bias and ReLU itself, a forward convolution
+ * run transposed (16 output channels or fewer) and one by Winograd (32
+ * channels, 3x3) followed by a pass of their own, a strided one; and so
+ * under a max pool, whose gradient is then masked for the fused ReLU as
+ * for a Relu (no ReluGrad over the convolution's output). */
+static void test_conv_bias_relu_fused(void **state) {
+  (void)state;
+  const conv_layer layers[4] = {{9, 8, 3, 32, 5, 1, CT_PADDING_SAME},
+                                {7, 6, 5, 8, 3, 1, CT_PADDING_SAME},
+                                {8, 8, 32, 32, 3, 1, CT_PADDING_SAME},
+                                {9, 9, 4, 24, 3, 2, CT_PADDING_VALID}};
+  static const char *const what[4] = {"y", "dx", "dfilter", "dbias"};
+  for (int i = 0; i < 8; ++i) {
+    ct_tensor *fused[4], *separate[4];
+    const int pooled = i >= 4;
+    int fused_relu_grads, separate_relu_grads;
+    conv_bias_relu_run(&layers[i % 4], 1, pooled, fused, &fused_relu_grads);
+    conv_bias_relu_run(&layers[i % 4], 0, pooled, separate, &separate_relu_grads);
+    assert_int_equal(fused_relu_grads, !pooled);
+    assert_int_equal(separate_relu_grads, !pooled);
+    for (int k = 0; k < 4; ++k) {
+      const size_t bytes = (size_t)ct_tensor_elements(separate[k]) * sizeof(float);
+      assert_int_equal(ct_tensor_elements(fused[k]), ct_tensor_elements(separate[k]));
+      if (memcmp(ct_tensor_f32(fused[k]), ct_tensor_f32(separate[k]), bytes) != 0)
+        fail_msg("layer %d%s: %s differs between the fused and the separate ops", i % 4,
+                 pooled ? " pooled" : "", what[k]);
+      ct_tensor_free(fused[k]);
+      ct_tensor_free(separate[k]);
+    }
+    const conv_layer *l = &layers[i % 4];
+    printf("  %lld to %lld channels, %lldx%lld /%lld%s: the same bits\n", (long long)l->in,
+           (long long)l->out, (long long)l->ksize, (long long)l->ksize, (long long)l->stride,
+           pooled ? ", max pooled" : "");
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_all_gradients),
-                                     cmocka_unit_test(test_max_pool_of_relu)};
+                                     cmocka_unit_test(test_max_pool_of_relu),
+                                     cmocka_unit_test(test_conv_bias_relu_fused)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,13 @@ static ct_output b_conv_same(ct_graph *g, const ct_output *x) {
 static ct_output b_conv_valid_s2(ct_graph *g, const ct_output *x) {
   return ct_conv2d(g, x[0], x[1], 2, 2, CT_PADDING_VALID);
 }
+/* the bias and ReLU in the convolution's op (ct_conv2d_bias) */
+static ct_output b_conv_bias(ct_graph *g, const ct_output *x) {
+  return ct_conv2d_bias(g, x[0], x[1], x[2], 1, 1, CT_PADDING_SAME, 0);
+}
+static ct_output b_conv_bias_relu(ct_graph *g, const ct_output *x) {
+  return ct_conv2d_bias(g, x[0], x[1], x[2], 2, 2, CT_PADDING_VALID, 1);
+}
 static ct_output b_max_pool(ct_graph *g, const ct_output *x) {
   return ct_max_pool(g, x[0], 2, 2, CT_PADDING_VALID);
 }
@@ -177,6 +184,10 @@ static void build_table(void) {
   add_case("Conv2D SAME", 2, S4(2, 5, 5, 3), S4(3, 3, 3, 4), none, VALUES_UNIFORM, b_conv_same);
   add_case("Conv2D VALID s2", 2, S4(2, 7, 6, 2), S4(3, 2, 2, 3), none, VALUES_UNIFORM,
            b_conv_valid_s2);
+  add_case("Conv2D+bias SAME", 3, S4(2, 5, 5, 3), S4(3, 3, 3, 4), S1(4), VALUES_UNIFORM,
+           b_conv_bias);
+  add_case("Conv2D+bias+ReLU VALID s2", 3, S4(2, 7, 6, 2), S4(3, 2, 2, 3), S1(3), VALUES_UNIFORM,
+           b_conv_bias_relu);
   add_case("MaxPool", 1, S4(2, 4, 4, 3), none, none, VALUES_DISTINCT, b_max_pool);
   add_case("MaxPool SAME 3x3/2", 1, S4(1, 5, 5, 2), none, none, VALUES_DISTINCT, b_max_pool_same);
   /* an odd count of distinct values: none at ReLU's kink (0) */

@@ -20,6 +20,11 @@
  * W[R-1-h][S-1-w][i][o], padded R-1-p where y was padded p. Such forward
  * convolutions run "transposed" so.
  *
+ * A forward convolution with a bias (a third input) and a ReLU
+ * (attrs.relu: ct_conv2d_bias) adds them as its primitive writes y (oneDNN's
+ * bias and post-op) where the primitive takes them, else in one pass over y
+ * after it (transposed, ctower's own Winograd).
+ *
  * Winograd's algorithm, where asked for, is oneDNN's where oneDNN has it
  * (CPUs with AVX-512: faster than ctower's own there, resnet20 at 253-255
  * against 258-261 ms a step on a Zen 4), else ctower's own (winograd.c) on
@@ -47,12 +52,15 @@ typedef struct conv_state {
   int transposed; /* a forward convolution run as a backward-data one (above) */
   int own_winograd; /* run by winograd.c, not by a primitive */
   ct_winograd_shape winograd_shape;
+  int fused;          /* the primitive adds the bias and applies the ReLU itself */
+  dnnl_memory_t bias; /* its bias argument, when fused with a bias */
 } conv_state;
 
 static void conv_state_free(void *data) {
   conv_state *s = data;
   if (s == NULL) return;
   if (s->prim) dnnl_primitive_destroy(s->prim);
+  if (s->bias) dnnl_memory_destroy(s->bias);
   for (int i = 0; i < N_ARGS; ++i) ct_dnnl_arg_free(&s->args[i]);
   ct_dnnl_scratchpad_free(&s->scratchpad);
   free(s);
@@ -76,25 +84,53 @@ static dnnl_query_t arg_query(conv_kind kind, int transposed, int arg) {
   return kind == CONV_FORWARD ? dnnl_query_dst_md : dnnl_query_diff_dst_md;
 }
 
+/* What a forward convolution adds to y as it writes it: a bias, a ReLU. */
+typedef struct conv_epilogue {
+  int bias, relu;
+} conv_epilogue;
+
+static int epilogue_any(const conv_epilogue *e) { return e && (e->bias || e->relu); }
+
+/* Attributes asking for a user scratchpad and, for epilogue e, a ReLU post-op. */
+static dnnl_primitive_attr_t conv_attr(const conv_epilogue *e) {
+  dnnl_primitive_attr_t attr = ct_dnnl_user_scratchpad();
+  if (attr == NULL || e == NULL || !e->relu) return attr;
+  dnnl_post_ops_t ops = NULL;
+  if (dnnl_post_ops_create(&ops) != dnnl_success ||
+      dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) != dnnl_success ||
+      dnnl_primitive_attr_set_post_ops(attr, ops) != dnnl_success) {
+    dnnl_primitive_attr_destroy(attr);
+    attr = NULL;
+  }
+  if (ops) dnnl_post_ops_destroy(ops);
+  return attr;
+}
+
 /* Creates the primitive descriptor of a `kind` convolution computed with
  * `alg`; md[i] are the layouts the primitive is asked to take, hint[i] those
- * of the forward convolution a gradient's primitive is made to match.
+ * of the forward convolution a gradient's primitive is made to match; a
+ * forward convolution adds epilogue e (NULL: none) itself.
  * Returns the oneDNN status: dnnl_unimplemented when no implementation fits. */
 static dnnl_status_t conv_pd_create(dnnl_primitive_desc_t *pd, conv_kind kind,
                                     dnnl_alg_kind_t alg, const dnnl_memory_desc_t *md,
                                     const dnnl_memory_desc_t *hint,
                                     const ct_conv2d_attrs *a, const ct_window *wh,
-                                    const ct_window *ww, dnnl_engine_t engine) {
+                                    const ct_window *ww, dnnl_engine_t engine,
+                                    const conv_epilogue *e) {
   dnnl_dims_t strides = {a->strides[0], a->strides[1]};
   dnnl_dims_t pad_l = {wh->pad_before, ww->pad_before}, pad_r = {wh->pad_after, ww->pad_after};
   dnnl_convolution_desc_t fwd_desc, bwd_desc;
   dnnl_primitive_desc_t fwd_pd = NULL;
   *pd = NULL;
-  dnnl_primitive_attr_t attr = ct_dnnl_user_scratchpad();
+  if (kind != CONV_FORWARD) e = NULL;
+  dnnl_primitive_attr_t attr = conv_attr(e);
   if (attr == NULL) return dnnl_out_of_memory;
+  dnnl_memory_desc_t bias_md;
+  dnnl_dims_t bias_dims = {hint[ARG_Y].dims[1]};
+  dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a);
   dnnl_status_t st = dnnl_convolution_forward_desc_init(
-      &fwd_desc, dnnl_forward_training, alg, &hint[ARG_X], &hint[ARG_FILTER], NULL, &hint[ARG_Y],
-      strides, pad_l, pad_r);
+      &fwd_desc, dnnl_forward_training, alg, &hint[ARG_X], &hint[ARG_FILTER],
+      e && e->bias ? &bias_md : NULL, &hint[ARG_Y], strides, pad_l, pad_r);
   if (st == dnnl_success) st = dnnl_primitive_desc_create(&fwd_pd, &fwd_desc, attr, engine, NULL);
   if (st != dnnl_success || kind == CONV_FORWARD) {
     dnnl_primitive_attr_destroy(attr);
@@ -119,6 +155,7 @@ typedef struct conv_desc {
   dnnl_primitive_desc_t pd;
   dnnl_memory_desc_t user_md[N_ARGS];
   int transposed; /* a forward convolution run as a backward-data one */
+  int fused;      /* the primitive adds the epilogue asked for */
 } conv_desc;
 
 /* The descriptor of the forward convolution of x by a filter of R x S
@@ -147,7 +184,7 @@ static dnnl_status_t transposed_desc_make(const ct_cpu *cpu, const int64_t dims[
   const ct_window th = {dims[ARG_X][2], R - 1 - wh->pad_before, R - 1 - wh->pad_after};
   const ct_window tw = {dims[ARG_X][3], S - 1 - ww->pad_before, S - 1 - ww->pad_after};
   return conv_pd_create(&d->pd, CONV_BACKWARD_DATA, dnnl_convolution_direct, md, hint, a, &th,
-                        &tw, cpu->engine);
+                        &tw, cpu->engine, NULL);
 }
 
 /* Whether the device computes a layer of filter fs with Winograd's algorithm. */
@@ -181,11 +218,29 @@ static size_t own_winograd_scratch(conv_kind kind, const ct_winograd_shape *s, i
                                       : ct_winograd_backward_filter_scratch(s, threads);
 }
 
+/* conv_pd_create into d, with epilogue e where the primitive takes it
+ * (d->fused), else without. */
+static dnnl_status_t conv_pd_try(conv_desc *d, conv_kind kind, dnnl_alg_kind_t alg,
+                                 const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *hint,
+                                 const ct_conv2d_attrs *a, const ct_window *wh,
+                                 const ct_window *ww, dnnl_engine_t engine,
+                                 const conv_epilogue *e) {
+  if (kind == CONV_FORWARD && epilogue_any(e)) {
+    const dnnl_status_t st = conv_pd_create(&d->pd, kind, alg, md, hint, a, wh, ww, engine, e);
+    d->fused = st == dnnl_success;
+    if (st != dnnl_unimplemented) return st;
+  }
+  return conv_pd_create(&d->pd, kind, alg, md, hint, a, wh, ww, engine, NULL);
+}
+
 /* Describes a `kind` convolution of x (NHWC), filter (HWIO) and y on
- * device, as its arithmetic (ct_cpu) asks. Returns the oneDNN status. */
+ * device, as its arithmetic (ct_cpu) asks, a forward one with epilogue e
+ * (NULL: none) in its primitive where it can (d->fused). Returns the
+ * oneDNN status. */
 static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, const ct_shape *xs,
                                     const ct_shape *fs, const ct_shape *ys,
-                                    const ct_conv2d_attrs *a, conv_desc *d) {
+                                    const ct_conv2d_attrs *a, const conv_epilogue *e,
+                                    conv_desc *d) {
   const ct_cpu *cpu = ct_cpu_of(device);
   ct_window wh = ct_window_of(xs->dims[1], fs->dims[0], a->strides[0], a->same_padding);
   ct_window ww = ct_window_of(xs->dims[2], fs->dims[1], a->strides[1], a->same_padding);
@@ -198,6 +253,7 @@ static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, con
   const int stride_1 = a->strides[0] == 1 && a->strides[1] == 1;
   const int winograd = winograd_wanted(cpu, fs, a);
   d->pd = NULL;
+  d->fused = 0;
   d->transposed = kind == CONV_FORWARD && stride_1 && !winograd &&
                   fs->dims[3] <= TRANSPOSED_MAX_CHANNELS;
   if (d->transposed) return transposed_desc_make(cpu, dims, a, &wh, &ww, d);
@@ -221,12 +277,32 @@ static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, con
   dnnl_status_t st = dnnl_unimplemented;
   /* Winograd where oneDNN implements it for this layer, else direct */
   if (winograd)
-    st = conv_pd_create(&d->pd, kind, dnnl_convolution_winograd, md, hint, a, &wh, &ww,
-                        cpu->engine);
+    st = conv_pd_try(d, kind, dnnl_convolution_winograd, md, hint, a, &wh, &ww, cpu->engine, e);
   if (st == dnnl_unimplemented)
-    st = conv_pd_create(&d->pd, kind, dnnl_convolution_direct, md, hint, a, &wh, &ww,
-                        cpu->engine);
+    st = conv_pd_try(d, kind, dnnl_convolution_direct, md, hint, a, &wh, &ww, cpu->engine, e);
   return st;
+}
+
+/* The epilogue a `kind` convolution node asks for. */
+static conv_epilogue epilogue_of(const ct_kernel_ctx *ctx, conv_kind kind) {
+  const conv_epilogue e = {kind == CONV_FORWARD && ctx->n_inputs > 2,
+                           kind == CONV_FORWARD && ctx->attrs->conv2d.relu};
+  return e;
+}
+
+/* y[r][c] += bias[c] (when not NULL), then max(0, y) with relu, over rows
+ * of `channels`: the epilogue of a forward convolution its primitive did
+ * not do, in one pass (the Add and Relu kernels' arithmetic). */
+static void apply_epilogue(float *y, const float *bias, int relu, int64_t rows,
+                           int64_t channels, int threads) {
+#pragma omp parallel for num_threads(threads) if (rows * channels > CT_PARALLEL_GRAIN)
+  for (int64_t r = 0; r < rows; ++r) {
+    float *yr = y + r * channels;
+    if (bias)
+      for (int64_t c = 0; c < channels; ++c) yr[c] += bias[c];
+    if (relu)
+      for (int64_t c = 0; c < channels; ++c) yr[c] = yr[c] > 0.0f ? yr[c] : 0.0f;
+  }
 }
 
 static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int64_t *key) {
@@ -241,10 +317,17 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
   s->own_winograd = own_winograd(ctx->device, xs, fs, ys, &ctx->attrs->conv2d, &s->winograd_shape);
   if (s->own_winograd) return s;
   conv_desc d;
+  const conv_epilogue e = epilogue_of(ctx, kind);
   int failed = ct_dnnl_check(
-      ctx, conv_desc_make(ctx->device, kind, xs, fs, ys, &ctx->attrs->conv2d, &d),
+      ctx, conv_desc_make(ctx->device, kind, xs, fs, ys, &ctx->attrs->conv2d, &e, &d),
       "convolution primitive descriptor");
   s->transposed = d.transposed;
+  s->fused = d.fused;
+  if (!failed && s->fused && e.bias) {
+    dnnl_memory_desc_t bias_md = ct_dnnl_md(1, &fs->dims[3], dnnl_a);
+    s->bias = ct_dnnl_memory(ctx, &bias_md, DNNL_MEMORY_NONE);
+    failed = s->bias == NULL;
+  }
   failed = failed || ct_dnnl_primitive_create(ctx, &s->prim, d.pd, "convolution primitive");
   for (int i = 0; i < N_ARGS && !failed; ++i) {
     const dnnl_query_t query = arg_query(kind, d.transposed, i);
@@ -262,14 +345,15 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
 
 int ct_cpu_conv_scratch(const ct_device *device, conv_kind kind, const ct_shape *x,
                         const ct_shape *filter, const ct_shape *y, const ct_conv2d_attrs *attrs,
-                        size_t bytes[3]) {
+                        int with_bias, size_t bytes[3]) {
   ct_winograd_shape shape;
   if (own_winograd(device, x, filter, y, attrs, &shape)) {
     bytes[0] = own_winograd_scratch(kind, &shape, device->threads);
     return 1;
   }
   conv_desc d;
-  if (conv_desc_make(device, kind, x, filter, y, attrs, &d) != dnnl_success) {
+  const conv_epilogue e = {kind == CONV_FORWARD && with_bias, kind == CONV_FORWARD && attrs->relu};
+  if (conv_desc_make(device, kind, x, filter, y, attrs, &e, &d) != dnnl_success) {
     if (d.pd) dnnl_primitive_desc_destroy(d.pd);
     return 0;
   }
@@ -326,13 +410,8 @@ static void own_winograd_run(ct_kernel_ctx *ctx, conv_kind kind, const ct_winogr
     ct_winograd_backward_filter(s, in0, in1, out, scratch, ctx->threads);
 }
 
-static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
-  conv_state *s = conv_state_get(ctx, kind);
-  if (s == NULL) return;
-  if (s->own_winograd) {
-    own_winograd_run(ctx, kind, &s->winograd_shape);
-    return;
-  }
+/* Runs the convolution's primitive (state s). */
+static void primitive_run(ct_kernel_ctx *ctx, conv_kind kind, conv_state *s) {
   void *data[N_ARGS];
   switch (kind) {
     case CONV_FORWARD:
@@ -361,13 +440,33 @@ static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
   const int filter_arg = kind == CONV_BACKWARD_FILTER ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
   int y_arg = kind == CONV_FORWARD ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
   if (s->transposed) x_arg = DNNL_ARG_DIFF_DST, y_arg = DNNL_ARG_DIFF_SRC;
-  dnnl_exec_arg_t args[N_ARGS + 1] = {
+  dnnl_exec_arg_t args[N_ARGS + 2] = {
       {x_arg, mems[ARG_X]}, {filter_arg, mems[ARG_FILTER]}, {y_arg, mems[ARG_Y]}};
   int n_args = N_ARGS;
+  if (s->bias) {
+    if (ct_dnnl_check(ctx, dnnl_memory_set_data_handle(s->bias, ctx->inputs[2].data),
+                      "dnnl_memory_set_data_handle"))
+      return;
+    args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, s->bias};
+  }
   if (ct_dnnl_scratchpad_bind(ctx, &s->scratchpad, args, &n_args) ||
       ct_dnnl_execute(ctx, s->prim, n_args, args))
     return;
   ct_dnnl_args_finish(ctx, s->args, N_ARGS);
+}
+
+static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
+  conv_state *s = conv_state_get(ctx, kind);
+  if (s == NULL) return;
+  if (s->own_winograd)
+    own_winograd_run(ctx, kind, &s->winograd_shape);
+  else
+    primitive_run(ctx, kind, s);
+  const conv_epilogue e = epilogue_of(ctx, kind);
+  if (s->fused || !epilogue_any(&e) || ctx->status->code != CT_OK) return;
+  const ct_shape *ys = &ctx->outputs[0].shape;
+  apply_epilogue(ctx->outputs[0].data, e.bias ? ctx->inputs[2].data : NULL, e.relu,
+                 ct_shape_elements(ys) / ys->dims[3], ys->dims[3], ctx->threads);
 }
 
 void ct_cpu_conv2d(ct_kernel_ctx *ctx) { conv_run(ctx, CONV_FORWARD); }

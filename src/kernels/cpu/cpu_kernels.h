@@ -81,7 +81,7 @@ CT_CPU_KERNEL(ct_cpu_assign);
  * as the kernel makes its primitive (conv.c, matmul.c). Returns how many. */
 int ct_cpu_conv_scratch(const struct ct_device *device, conv_kind kind, const ct_shape *x,
                         const ct_shape *filter, const ct_shape *y, const ct_conv2d_attrs *attrs,
-                        size_t bytes[3]);
+                        int with_bias, size_t bytes[3]);
 int ct_cpu_matmul_scratch(const struct ct_device *device, const ct_shape *a, const ct_shape *b,
                           const ct_matmul_attrs *attrs, size_t bytes[2]);
 

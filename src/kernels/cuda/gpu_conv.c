@@ -8,13 +8,16 @@
  * before, x gets that row of zeros explicitly in scratch (dx gets it and
  * drops it afterwards) and cuDNN pads by the smaller amount. The descriptors
  * and the algorithm (the first deterministic one in cuDNN's heuristic order
- * whose workspace fits) stay in the node's state until the shapes change. */
+ * whose workspace fits) stay in the node's state until the shapes change.
+ * A forward convolution's bias and ReLU (ct_conv2d_bias) follow it on the
+ * stream as the Add and Relu kernels' launches. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/launch_basic.h"
 #include "kernels/cuda/launch_nn.h"
 #include "kernels/cuda/nn_kernels.h"
 #include "ops/conv_geometry.h"
@@ -287,11 +290,21 @@ static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
           return;
         x = padded;
       }
-      ct_cudnn_check(
-          cudnnConvolutionForward(gpu->cudnn, &one, s->x_desc, x, s->w_desc, filter, s->conv_desc,
-                                  s->fwd_algo, workspace, s->workspace_bytes, &zero, s->y_desc,
-                                  ct_out_f32(ctx, 0)),
-          what, ctx->status);
+      float *y = ct_out_f32(ctx, 0);
+      if (ct_cudnn_check(
+              cudnnConvolutionForward(gpu->cudnn, &one, s->x_desc, x, s->w_desc, filter,
+                                      s->conv_desc, s->fwd_algo, workspace, s->workspace_bytes,
+                                      &zero, s->y_desc, y),
+              what, ctx->status))
+        return;
+      const ct_binary_layout per_channel = {.kind = CT_OPERANDS_REPEAT_B, .block = k};
+      if (ctx->n_inputs > 2 &&
+          ct_kernel_launch_failed(ctx, ct_launch_binary(CT_BINARY_ADD, y, ct_in_f32(ctx, 2), y,
+                                                        out_elements, &per_channel, stream)))
+        return;
+      if (ctx->attrs->conv2d.relu)
+        ct_kernel_launch_failed(
+            ctx, ct_launch_unary(CT_UNARY_RELU, y, y, out_elements, stream));
       break;
     }
     case CONV_BACKWARD_DATA: {

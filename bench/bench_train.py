@@ -16,7 +16,9 @@ What it measures
                            MALLOC_TRIM_THRESHOLD_=4294967296
                            MALLOC_TOP_PAD_=268435456
       torch as-shipped   bench/torch_step.py --threads T (environment untouched;
-                           only torch.set_num_threads(T) inside the script)
+                           only torch.set_num_threads(T) inside the script,
+                           which does not bind OpenBLAS: at T = 1 mlp's
+                           matmuls still take every core, 133% CPU on two)
     PyTorch's fp32 convolutions and matmuls partly go through the system's
     BLAS: at its best that is OpenBLAS (Debian's libopenblas0), not the
     reference BLAS that python3-torch may pull in alone; the script says

@@ -122,6 +122,17 @@ static void test_shapes_that_do_not_fit_name_the_node(void **state) {
   assert_null(ct_conv2d(g, img, f, 1, 1, CT_PADDING_SAME).node);
   assert_non_null(strstr(ct_graph_status(g)->message, "has 3 channels but filter"));
   ct_graph_free(g);
+
+  /* a fused convolution's bias of the wrong length */
+  g = ct_graph_new();
+  img = ct_placeholder(g, "img", CT_F32,
+                       ct_shape_of(4, (int64_t)-1, (int64_t)28, (int64_t)28, (int64_t)1));
+  f = ct_placeholder(g, "f", CT_F32, ct_shape_of(4, (int64_t)5, (int64_t)5, (int64_t)1, (int64_t)8));
+  ct_output bias = ct_placeholder(g, "bias", CT_F32, ct_shape_of(1, (int64_t)7));
+  assert_null(ct_conv2d_bias(g, img, f, bias, 1, 1, CT_PADDING_SAME, 1).node);
+  assert_non_null(strstr(ct_graph_status(g)->message,
+                         "the bias has 7 elements but the filter 8 output channels"));
+  ct_graph_free(g);
 }
 
 static void test_gradient_through_non_differentiable_op_fails_clearly(void **state) {

@@ -11,7 +11,7 @@ typedef struct ct_cpu {
   dnnl_engine_t engine; /* the oneDNN CPU engine its kernels use */
   dnnl_stream_t stream;
   int bf16;                  /* convolutions and matmuls round their inputs to bfloat16 */
-  int winograd;              /* 3x3 stride-1 convolutions use Winograd where oneDNN has it */
+  int winograd;              /* 3x3 stride-1 convolutions use Winograd where it runs */
   int winograd_min_channels; /* ... those of at least so many input and output channels */
   int own_winograd;          /* ... ctower's own (kernels/cpu/winograd.c): oneDNN has none here */
   int avx2_sgemm;            /* oneDNN's sgemm is its AVX2 one (no AVX-512): see matmul.c */

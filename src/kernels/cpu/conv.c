@@ -283,11 +283,16 @@ static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, con
   return st;
 }
 
+/* The epilogue of a `kind` convolution with attrs a, with or without a bias:
+ * only a forward one has any. */
+static conv_epilogue epilogue_for(conv_kind kind, int with_bias, const ct_conv2d_attrs *a) {
+  const conv_epilogue e = {kind == CONV_FORWARD && with_bias, kind == CONV_FORWARD && a->relu};
+  return e;
+}
+
 /* The epilogue a `kind` convolution node asks for. */
 static conv_epilogue epilogue_of(const ct_kernel_ctx *ctx, conv_kind kind) {
-  const conv_epilogue e = {kind == CONV_FORWARD && ctx->n_inputs > 2,
-                           kind == CONV_FORWARD && ctx->attrs->conv2d.relu};
-  return e;
+  return epilogue_for(kind, ctx->n_inputs > 2, &ctx->attrs->conv2d);
 }
 
 /* y[r][c] += bias[c] (when not NULL), then max(0, y) with relu, over rows
@@ -352,7 +357,7 @@ int ct_cpu_conv_scratch(const ct_device *device, conv_kind kind, const ct_shape 
     return 1;
   }
   conv_desc d;
-  const conv_epilogue e = {kind == CONV_FORWARD && with_bias, kind == CONV_FORWARD && attrs->relu};
+  const conv_epilogue e = epilogue_for(kind, with_bias, attrs);
   if (conv_desc_make(device, kind, x, filter, y, attrs, &e, &d) != dnnl_success) {
     if (d.pd) dnnl_primitive_desc_destroy(d.pd);
     return 0;

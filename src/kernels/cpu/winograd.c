@@ -225,6 +225,7 @@ static void multiply_filter_grad(int64_t n, int64_t rows, int64_t I, int64_t O, 
       for (int64_t o = 0; o < O; o += PANEL_COLUMNS) {
         const float *a = Vp + i, *b = dMp + o;
         float *c = dUp + i * O + o;
+        /* I is a multiple of 16: the last panel has 6, 4 or 2 rows */
         switch (I - i < PANEL_ROWS ? I - i : PANEL_ROWS) {
           case 2: panel_product(2, n, a, 1, I, b, O, c, O, 1); break;
           case 4: panel_product(4, n, a, 1, I, b, O, c, O, 1); break;

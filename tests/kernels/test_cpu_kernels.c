@@ -125,12 +125,13 @@ static void check_matmul_of(int64_t M, int64_t K, int64_t N, double tol, ct_tens
 
 static void check_matmul(double tol, ct_tensor **out) { check_matmul_of(37, 53, 29, tol, out); }
 
-/* Also with B's rows 2 KiB apart, which an AVX2 sgemm takes as a copy of
- * B with longer rows (test_cpu_kernels_avx2 runs these tests so). */
+/* Also with B's rows 2 KiB and 3 KiB apart, which an AVX2 sgemm takes as a
+ * copy of B with longer rows (test_cpu_kernels_avx2 runs these tests so). */
 static void test_matmul(void **state) {
   (void)state;
   check_matmul(1e-4, NULL);
   check_matmul_of(19, 67, 512, 1e-4, NULL);
+  check_matmul_of(19, 67, 768, 1e-4, NULL);
 }
 
 /* ---- convolution -------------------------------------------------------------- */

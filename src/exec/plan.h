@@ -78,6 +78,9 @@ struct ct_plan {
   int *transfer_steps;
   struct ct_transfer_state *transfer_state;
   uint64_t runs;
+  /* how long the last run took (0: none yet), in microseconds: its thread
+   * sleeps until shortly before the next one should end (executor.c) */
+  double last_run_us;
   /* traced runs: a mark per device where the run began on it (GPUs), and
    * the run's clock then */
   void *device_marks[CT_MAX_DEVICES];

@@ -10,6 +10,7 @@
 
 #include "core/hash.h"
 #include "graph/graph_internal.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/winograd.h"
 #include "ops/conv_geometry.h"
 #include "test_support.h"
@@ -444,6 +445,70 @@ static void test_bf16_convolution_and_matmul(void **state) {
   for (int i = 0; i < 7; ++i) assert_int_equal(same_bits(fp32 + i, bf16 + i, 1), !has);
   free_all(fp32, 7);
   free_all(bf16, 7);
+}
+
+/* The bfloat16 nearest x, ties to an even last bit, found by comparing x
+ * with the two bfloat16 numbers around it in double precision (x finite,
+ * normal). */
+static uint16_t nearest_bf16(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  const uint32_t below = bits & 0xffff0000u, above = below + 0x10000u; /* in magnitude */
+  float lo, hi;
+  memcpy(&lo, &below, sizeof lo);
+  memcpy(&hi, &above, sizeof hi); /* past the largest float: infinity */
+  const double to_lo = fabs((double)x - lo), to_hi = isinf(hi) ? ldexp(1.0, 104) : fabs(hi - (double)x);
+  if (to_lo != to_hi) return (uint16_t)((to_lo < to_hi ? below : above) >> 16);
+  return (uint16_t)(((below >> 16) & 1u) ? above >> 16 : below >> 16);
+}
+
+/* ct_round_to_bf16 on ties, the largest float, NaNs, infinities, zeros,
+ * subnormals and random floats of every magnitude, on 1 and 2 threads, in
+ * lengths that leave a remainder to the last thread's loop. */
+static void test_round_to_bf16(void **state) {
+  (void)state;
+  const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0xbf808000u, 0x3f807fffu, 0x7f7fffffu,
+                              0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7f800001u, 0xffc00000u,
+                              0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x00800000u};
+  const int n_special = (int)(sizeof special / sizeof special[0]);
+  const int64_t lengths[] = {31, 1000, 100003}; /* 31: all in the remainder loop */
+  for (int li = 0; li < 3; ++li) {
+    const int64_t n = lengths[li];
+    float *in = malloc((size_t)n * sizeof *in);
+    uint16_t *out = malloc((size_t)n * sizeof *out);
+    uint64_t state64 = 12345;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits = i < n_special ? special[i] : special[i % n_special];
+      if (i >= n_special && i % 3 != 0) { /* random bits: any sign, exponent and mantissa */
+        state64 = state64 * 6364136223846793005ull + 1442695040888963407ull;
+        bits = (uint32_t)(state64 >> 32);
+      }
+      memcpy(&in[i], &bits, sizeof bits);
+    }
+    for (int threads = 1; threads <= 2; ++threads) {
+      memset(out, 0, (size_t)n * sizeof *out);
+      ct_round_to_bf16(in, out, n, threads);
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t bits;
+        memcpy(&bits, &in[i], sizeof bits);
+        const uint32_t sign = bits & 0x80000000u;
+        uint16_t want;
+        if (isnan(in[i]))
+          want = (uint16_t)((bits >> 16) | 0x0040u); /* quiet, payload and sign kept */
+        else if (fpclassify(in[i]) == FP_SUBNORMAL || in[i] == 0.0f)
+          want = (uint16_t)(sign >> 16);
+        else if (isinf(in[i]))
+          want = (uint16_t)(bits >> 16);
+        else
+          want = nearest_bf16(in[i]);
+        if (out[i] != want)
+          fail_msg("n %lld, %d threads: element %lld, float bits 0x%08x: 0x%04x, want 0x%04x",
+                   (long long)n, threads, (long long)i, bits, out[i], want);
+      }
+    }
+    free(in);
+    free(out);
+  }
 }
 
 /* ---- pooling --------------------------------------------------------------------- */
@@ -1036,6 +1101,7 @@ int main(void) {
       cmocka_unit_test(test_own_winograd),
       cmocka_unit_test(test_conv2d_auto_algorithm),
       cmocka_unit_test(test_bf16_convolution_and_matmul),
+      cmocka_unit_test(test_round_to_bf16),
       cmocka_unit_test(test_pooling),
       cmocka_unit_test(test_lrn),
       cmocka_unit_test(test_lrn_matches_pytorch),

@@ -123,6 +123,11 @@ typedef struct ct_dnnl_arg {
   int is_output;
 } ct_dnnl_arg;
 
+/* out = in rounded to bfloat16 on `threads` threads: to nearest even as
+ * oneDNN's reorders round, a NaN stays a (quiet) NaN, and a subnormal
+ * becomes a zero of its sign (as AVX512_BF16's conversion makes it). */
+void ct_round_to_bf16(const float *in, uint16_t *out, int64_t n, int threads);
+
 /* Sets up arg for a primitive that takes the tensor described by user_md
  * as prim_md. Returns nonzero on failure (status set). */
 int ct_dnnl_arg_make(ct_kernel_ctx *ctx, ct_dnnl_arg *arg, const dnnl_memory_desc_t *user_md,

@@ -1,5 +1,5 @@
 /* Sessions: feeds and fetches, errors, buffer reuse across steps,
- * deterministic initialization. */
+ * deterministic initialization, a run's end waited for. */
 #include <string.h>
 
 #include "device/device.h"
@@ -153,12 +153,57 @@ static void test_memory_limit_gives_resource_exhausted(void **state) {
   ct_graph_free(g);
 }
 
+/* A run much longer than the one before: on a device that leaves its
+ * session's thread a core, that thread sleeps until shortly before the end
+ * the last run suggests, then watches for the end for a moment, then sleeps
+ * again; it must still return only once the run is done. x [m, 512] by
+ * half the identity three times: exactly x / 8, for m = 1 (about 100 us)
+ * then 2048 (tens of ms), twice. */
+static void test_run_longer_than_the_last(void **state) {
+  (void)state;
+  enum { N = 512 };
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(2, (int64_t)-1, (int64_t)N));
+  ct_output w = ct_placeholder(g, "w", CT_F32, ct_shape_of(2, (int64_t)N, (int64_t)N));
+  ct_output y = ct_matmul(g, ct_matmul(g, ct_matmul(g, x, w, 0, 0), w, 0, 0), w, 0, 0);
+  ct_session_options options;
+  ct_session_options_defaults(&options);
+  options.intra_op_parallelism_threads = 1;
+  options.device_count_gpu = 0;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &options, &st);
+  assert_non_null(s);
+  ct_shape ws = ct_shape_of(2, (int64_t)N, (int64_t)N);
+  ct_tensor *half = ct_tensor_new(CT_F32, &ws, &st);
+  memset(ct_tensor_f32(half), 0, (size_t)N * N * sizeof(float));
+  for (int i = 0; i < N; ++i) ct_tensor_f32(half)[i * N + i] = 0.5f;
+  for (int round = 0; round < 4; ++round) {
+    const int64_t m = round % 2 ? 2048 : 1;
+    ct_shape xs = ct_shape_of(2, m, (int64_t)N);
+    ct_tensor *in = ct_tensor_new(CT_F32, &xs, &st);
+    for (int64_t i = 0; i < m * N; ++i) ct_tensor_f32(in)[i] = (float)(i % 1000 - 500);
+    ct_feed feeds[2] = {{x, in}, {w, half}};
+    ct_tensor *out = NULL;
+    assert_int_equal(ct_session_run(s, feeds, 2, &y, 1, NULL, 0, &out, &st), 0);
+    for (int64_t i = 0; i < m * N; ++i)
+      if (ct_tensor_f32(out)[i] != ct_tensor_f32(in)[i] / 8)
+        fail_msg("m %lld: element %lld is %g, not %g", (long long)m, (long long)i,
+                 (double)ct_tensor_f32(out)[i], (double)ct_tensor_f32(in)[i] / 8);
+    ct_tensor_free(out);
+    ct_tensor_free(in);
+  }
+  ct_tensor_free(half);
+  ct_session_free(s);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_missing_and_misshaped_feeds),
       cmocka_unit_test(test_buffers_are_reused_between_steps),
       cmocka_unit_test(test_initialization_depends_on_seed_and_name_only),
       cmocka_unit_test(test_memory_limit_gives_resource_exhausted),
+      cmocka_unit_test(test_run_longer_than_the_last),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

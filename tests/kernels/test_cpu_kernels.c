@@ -876,9 +876,11 @@ static void test_broadcast_and_reduce(void **state) {
   ct_output quot = ct_div(r.g, r.in[0], ct_add(r.g, r.in[1], ct_scalar(r.g, 3.0f)));
   ct_output red = ct_reduce_sum(r.g, sum, 0x5, 0); /* over axes 0 and 2 -> [3] */
   ct_output mean = ct_reduce_mean(r.g, sum, 0x2, 1); /* [4, 1, 5] */
-  ct_output fetches[4] = {sum, quot, red, mean};
-  ct_tensor *out[4];
-  run_fetch(&r, 4, fetches, out);
+  /* one operand of the output's shape, the other repeated along its middle axis */
+  ct_output scaled = ct_mul(r.g, sum, mean), centered = ct_sub(r.g, mean, sum);
+  ct_output fetches[6] = {sum, quot, red, mean, scaled, centered};
+  ct_tensor *out[6];
+  run_fetch(&r, 6, fetches, out);
   const float *A = input(&r, 0), *B = input(&r, 1);
   float s_ref[60], q_ref[60], red_ref[3] = {0}, mean_ref[20] = {0};
   for (int i = 0; i < 4; ++i)
@@ -893,7 +895,16 @@ static void test_broadcast_and_reduce(void **state) {
   expect_close("RealDiv broadcast", out[1], q_ref, 60, 1e-6);
   expect_close("Sum over axes 0,2", out[2], red_ref, 3, 1e-5);
   expect_close("Mean over axis 1 keep_dims", out[3], mean_ref, 20, 1e-5);
-  for (int i = 0; i < 4; ++i) ct_tensor_free(out[i]);
+  float scaled_ref[60], centered_ref[60];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 5; ++k) {
+        scaled_ref[(i * 3 + j) * 5 + k] = s_ref[(i * 3 + j) * 5 + k] * mean_ref[i * 5 + k];
+        centered_ref[(i * 3 + j) * 5 + k] = mean_ref[i * 5 + k] - s_ref[(i * 3 + j) * 5 + k];
+      }
+  expect_close("Mul [4,3,5]*[4,1,5]", out[4], scaled_ref, 60, 1e-5);
+  expect_close("Sub [4,1,5]-[4,3,5]", out[5], centered_ref, 60, 1e-5);
+  for (int i = 0; i < 6; ++i) ct_tensor_free(out[i]);
   run_end(&r);
 }
 

@@ -21,6 +21,27 @@ static void offsets_of(int64_t index, const ct_shape *out, const int64_t *sa, co
   *ob = b;
 }
 
+/* Whether `small` is `big` (of the same rank) with one run of adjacent
+ * axes set to 1, as a reduction over those axes keeps it (Mean over the
+ * height and width of NHWC images: [N, 1, 1, C] of [N, H, W, C]); then big
+ * is [*outer, *middle, *inner] with small [*outer, 1, *inner]. */
+static int middle_block(const ct_shape *small, const ct_shape *big, int64_t *outer,
+                        int64_t *middle, int64_t *inner) {
+  if (small->rank != big->rank) return 0;
+  int first = -1, last = -1;
+  for (int d = 0; d < big->rank; ++d) {
+    if (small->dims[d] == big->dims[d]) continue;
+    if (small->dims[d] != 1 || (first >= 0 && last != d - 1)) return 0;
+    if (first < 0) first = d;
+    last = d;
+  }
+  if (first < 0) return 0;
+  *outer = *middle = *inner = 1;
+  for (int d = 0; d < big->rank; ++d)
+    *(d < first ? outer : d <= last ? middle : inner) *= big->dims[d];
+  return 1;
+}
+
 #define BINARY_KERNEL(fn_name, EXPR)                                                     \
   void fn_name(ct_kernel_ctx *ctx) {                                                     \
     const ct_shape *out = &ctx->outputs[0].shape;                                        \
@@ -31,6 +52,7 @@ static void offsets_of(int64_t index, const ct_shape *out, const int64_t *sa, co
     broadcast_kind ka = ct_broadcast_kind_of(&ctx->inputs[0].shape, out, &block_a);                   \
     broadcast_kind kb = ct_broadcast_kind_of(&ctx->inputs[1].shape, out, &block_b);                   \
     const int threads = ctx->threads;                                                    \
+    int64_t outer, middle, inner;                                                        \
     if (ka == SAME && kb == SAME) {                                                      \
       _Pragma("omp parallel for num_threads(threads) if(n > CT_PARALLEL_GRAIN)")         \
       for (int64_t i = 0; i < n; ++i) {                                                  \
@@ -53,6 +75,18 @@ static void offsets_of(int64_t index, const ct_shape *out, const int64_t *sa, co
           float a = A[j], b = B[r * m + j];                                              \
           Y[r * m + j] = (EXPR);                                                         \
         }                                                                                \
+    } else if ((ka == SAME) != (kb == SAME) &&                                           \
+               middle_block(&ctx->inputs[ka == SAME].shape, out, &outer, &middle, &inner)) { \
+      /* one operand repeats along middle dims ([rows, 1] against [rows, m]) */          \
+      const int a_small = kb == SAME;                                                    \
+      _Pragma("omp parallel for num_threads(threads) if(n > CT_PARALLEL_GRAIN)")         \
+      for (int64_t o = 0; o < outer; ++o)                                                \
+        for (int64_t r = 0; r < middle; ++r)                                             \
+          for (int64_t i = 0; i < inner; ++i) {                                          \
+            const int64_t big = (o * middle + r) * inner + i, small = o * inner + i;     \
+            float a = A[a_small ? small : big], b = B[a_small ? big : small];            \
+            Y[big] = (EXPR);                                                             \
+          }                                                                              \
     } else {                                                                             \
       int64_t sa[CT_MAX_RANK], sb[CT_MAX_RANK];                                          \
       ct_broadcast_strides(&ctx->inputs[0].shape, out, sa);                                 \
@@ -121,27 +155,6 @@ void ct_cpu_add_n(ct_kernel_ctx *ctx) {
       for (int64_t i = 0; i < m; ++i) y[i] += aj[i];
     }
   }
-}
-
-/* Whether `small` is `big` (of the same rank) with one run of adjacent
- * axes set to 1, as a reduction over those axes keeps it (Mean over the
- * height and width of NHWC images: [N, 1, 1, C] of [N, H, W, C]); then big
- * is [*outer, *middle, *inner] with small [*outer, 1, *inner]. */
-static int middle_block(const ct_shape *small, const ct_shape *big, int64_t *outer,
-                        int64_t *middle, int64_t *inner) {
-  if (small->rank != big->rank) return 0;
-  int first = -1, last = -1;
-  for (int d = 0; d < big->rank; ++d) {
-    if (small->dims[d] == big->dims[d]) continue;
-    if (small->dims[d] != 1 || (first >= 0 && last != d - 1)) return 0;
-    if (first < 0) first = d;
-    last = d;
-  }
-  if (first < 0) return 0;
-  *outer = *middle = *inner = 1;
-  for (int d = 0; d < big->rank; ++d)
-    *(d < first ? outer : d <= last ? middle : inner) *= big->dims[d];
-  return 1;
 }
 
 void ct_cpu_broadcast_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float *Y,

@@ -576,12 +576,17 @@ static void check_pool(int is_max, int64_t k, int64_t stride, int same, int64_t 
   run_end(&r);
 }
 
+/* Windows that overlap (3x3/2) and windows that do not, with and without
+ * padding, and with rows and columns no window covers (2x2/3). */
 static void test_pooling(void **state) {
   (void)state;
   check_pool(1, 2, 2, 0, 3, 0);
   check_pool(1, 3, 2, 1, 3, 0);
   check_pool(1, 2, 2, 0, 70, 1);
   check_pool(1, 3, 2, 1, 70, 1);
+  check_pool(1, 2, 2, 1, 3, 0);
+  check_pool(1, 2, 3, 0, 70, 1);
+  check_pool(1, 2, 3, 1, 5, 1);
   check_pool(0, 2, 2, 0, 3, 0);
   check_pool(0, 3, 2, 1, 3, 0);
 }

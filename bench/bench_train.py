@@ -49,10 +49,10 @@ What it measures
     --isa avx2 holds every run to AVX2, as on a CPU without AVX-512 (a
     Zen 3, say): oneDNN's kernels (ctower's and PyTorch's) through
     DNNL_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA, PyTorch's own through
-    ATEN_CPU_CAPABILITY, OpenBLAS's through OPENBLAS_CORETYPE=Haswell. On a
-    Zen 4 the AVX2 peak is the AVX-512 one (the same two 256-bit FMA pipes),
-    so only the kernels differ. bf16 rows are left out (AVX512_BF16 is
-    AVX-512).
+    ATEN_CPU_CAPABILITY, OpenBLAS's through OPENBLAS_CORETYPE=Haswell. The share of
+    peak is then against fma_peak --isa avx2: on a Zen 4 that equals the
+    AVX-512 peak (the same two 256-bit FMA pipes), on a Zen 5 it is half of
+    it. bf16 rows are left out (AVX512_BF16 is AVX-512).
 
 How to run (from anywhere; Debian's python3-torch lives under /usr/bin/python3)
     cmake --build build --target ctower fma_peak
@@ -233,9 +233,10 @@ def median(values, digits=0):
     return "%.*f" % (digits, statistics.median(values)) if values else "\u2013"
 
 
-def fma_peak(path):
-    """bench/fma_peak's per-core GFLOP/s: {"fp32": x, "bf16": y or None}."""
-    proc = subprocess.run([path], capture_output=True, text=True)
+def fma_peak(path, isa):
+    """bench/fma_peak's per-core GFLOP/s with the vectors `isa` allows:
+    {"fp32": x, "bf16": y or None}."""
+    proc = subprocess.run([path, "--isa", isa], capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write("bench_train: %s failed: %s" % (path, proc.stderr))
         sys.exit(1)
@@ -282,11 +283,16 @@ def main():
                              % (what, tool, what))
             return 2
 
+    if subprocess.run([a.python, "-c", "import torch"], capture_output=True).returncode != 0:
+        sys.stderr.write("bench_train: %s cannot import torch: install Debian's python3-torch "
+                         "(apt-get install python3-torch libopenblas0) or name another "
+                         "interpreter with --python\n" % a.python)
+        return 2
     blas = system_blas()
     if blas is None or "openblas" not in blas:
         sys.stderr.write("bench_train: warning: libblas.so.3 is %s, not OpenBLAS: PyTorch's fp32 "
                          "runs far below its best (apt-get install libopenblas0)\n" % blas)
-    peak = fma_peak(a.fma_peak)
+    peak = fma_peak(a.fma_peak, a.isa)
     if a.isa == "avx2" and "bf16" in precisions:
         sys.stderr.write("bench_train: --isa avx2: bf16 rows are left out\n")
         precisions = [x for x in precisions if x != "bf16"]
@@ -322,12 +328,13 @@ def main():
     more_steps = ("%g s at the peak: " % a.min_seconds + ", ".join(longer)) if longer else \
         "each %g s or more at the peak" % a.min_seconds
     print("%s, commit %s, %s (%d cores visible)%s, torch %s with %s; per-core peak %.1f GFLOP/s fp32, "
-          "%s bf16 (bench/fma_peak); batch %d, %d timed steps (%s) after %d warm-up, median "
+          "%s bf16 (bench/fma_peak --isa %s); batch %d, %d timed steps (%s) after %d warm-up, median "
           "of %d repeats; load average %.2f before, %.2f after" % (
               now, git_commit(), cpu_model(), os.cpu_count() or 0,
               " held to AVX2 (%s)" % " ".join("%s=%s" % kv for kv in AVX2_ENV.items())
               if a.isa == "avx2" else "", torch_version(a.python),
-              os.path.basename(os.path.dirname(blas or "/unknown/x")), peak["fp32"], "%.1f GFLOP/s" % peak["bf16"] if peak["bf16"] else "no", a.batch,
+              os.path.basename(os.path.dirname(blas or "/unknown/x")), peak["fp32"],
+              "%.1f GFLOP/s" % peak["bf16"] if peak["bf16"] else "no", a.isa, a.batch,
               a.steps, more_steps, a.warmup, a.repeats, load_start, os.getloadavg()[0]))
     print()
     print("| model | threads | precision | ctower img/s | torch best img/s | torch as-shipped "

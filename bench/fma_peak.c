@@ -8,6 +8,11 @@
  *   fma_peak            prints one JSON line:
  *   {"cpu": "...", "isa": "avx512", "fp32_gflops_per_core": 118.2,
  *    "bf16_gflops_per_core": 236.0}      (bf16: null without AVX512_BF16)
+ *   fma_peak --isa avx2 the same with AVX2 vectors only (bf16 null): the peak
+ *                       of code held to AVX2. On a Zen 4 it equals the
+ *                       AVX-512 one (two 256-bit pipes either way); on a
+ *                       Zen 5 or an Intel CPU with two 512-bit FMA units it
+ *                       is half of it.
  *
  * A multiply-add counts 2 FLOPs; a bf16 dot product of pairs 4 per lane. */
 #define _POSIX_C_SOURCE 200809L
@@ -91,9 +96,17 @@ static void cpu_name(char *out, size_t size) {
   fclose(f);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int avx2_only = 0;
+  if (argc == 3 && strcmp(argv[1], "--isa") == 0 && strcmp(argv[2], "avx2") == 0)
+    avx2_only = 1;
+  else if (!(argc == 1 || (argc == 3 && strcmp(argv[1], "--isa") == 0 &&
+                           strcmp(argv[2], "native") == 0))) {
+    fprintf(stderr, "usage: fma_peak [--isa native|avx2]\n");
+    return 2;
+  }
   __builtin_cpu_init();
-  const int avx512 = __builtin_cpu_supports("avx512f");
+  const int avx512 = !avx2_only && __builtin_cpu_supports("avx512f");
   if (!avx512 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
     fprintf(stderr, "fma_peak: this CPU has neither AVX2 with FMA nor AVX-512\n");
     return 1;

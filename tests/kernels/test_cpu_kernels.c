@@ -764,12 +764,12 @@ static void test_batch_norm(void **state) {
   check_batch_norm(100.0f, 5.0f);
 }
 
-/* FusedBatchNorm (with relu, its ReLU fused) and its gradient over 83
- * channels (one block of 64, one of 16 and 3 more, each summed its own way:
+/* FusedBatchNorm (with relu, its ReLU fused) and its gradient over 115
+ * channels (blocks of 64, 32 and 16 and 3 more, each computed its own way:
  * batch_norm.c) against naive loops: y, and for the loss sum(y * w) dx,
  * dgamma and dbeta. */
 static void check_batch_norm_blocks(int relu) {
-  const int64_t R = 3 * 5 * 4, C = 64 + 16 + 3;
+  const int64_t R = 3 * 5 * 4, C = 64 + 32 + 16 + 3;
   ct_shape shapes[4] = {ct_shape_of(4, (int64_t)3, (int64_t)5, (int64_t)4, C), ct_shape_of(1, C),
                         ct_shape_of(1, C), ct_shape_of(4, (int64_t)3, (int64_t)5, (int64_t)4, C)};
   op_run r;
@@ -810,10 +810,10 @@ static void check_batch_norm_blocks(int relu) {
     dg_ref[c] = (float)dg, db_ref[c] = (float)db;
   }
   printf("  %s\n", relu ? "with its ReLU" : "without a ReLU");
-  expect_close("FusedBatchNorm, 83 channels", out[0], y_ref, R * C, 1e-4);
-  expect_close("FusedBatchNormGrad dx, 83 channels", out[1], dx_ref, R * C, 1e-4);
-  expect_close("FusedBatchNormGrad dgamma, 83 channels", out[2], dg_ref, C, 1e-4);
-  expect_close("FusedBatchNormGrad dbeta, 83 channels", out[3], db_ref, C, 1e-4);
+  expect_close("FusedBatchNorm, 115 channels", out[0], y_ref, R * C, 1e-4);
+  expect_close("FusedBatchNormGrad dx, 115 channels", out[1], dx_ref, R * C, 1e-4);
+  expect_close("FusedBatchNormGrad dgamma, 115 channels", out[2], dg_ref, C, 1e-4);
+  expect_close("FusedBatchNormGrad dbeta, 115 channels", out[3], db_ref, C, 1e-4);
   free(y_ref), free(dx_ref), free(dg_ref), free(db_ref);
   free_all(out, 4);
   run_end(&r);

@@ -35,6 +35,8 @@ static void add_chunks(const float *partial, int64_t C, float *sum1, float *sum2
 
 /* 16 floats, in as many vector registers as the CPU needs for them */
 typedef float lanes16 __attribute__((vector_size(64)));
+/* their comparisons: -1 (all bits) where true, 0 where false */
+typedef int32_t ints16 __attribute__((vector_size(64)));
 
 /* The moments a batch norm's statistics come from, in one pass over x:
  * the sums of d and of d^2 over rows, d = x - shift, shift a row of x (a
@@ -107,17 +109,78 @@ static inline float normalized(float x, float gamma, float beta, float mean, flo
   return gamma * (x - mean) * inv_std + beta;
 }
 
-/* y = normalized(x), or with relu max(0, normalized(x)) as ReLU takes it */
-static void normalize(const ct_kernel_ctx *ctx, const float *x, const float *gamma,
-                      const float *beta, const float *mean, const float *inv_std, int64_t rows,
+/* The width of the block of channels that starts at c0 of C: 64, 32 or 16,
+ * the widest that fits, or 0 where fewer than 16 are left (those take the
+ * loops over single channels). Each block's loop over rows keeps the
+ * block's per-channel terms in registers and handles each row's part as
+ * one to four vectors: a loop over the channels inside each row, written
+ * plainly, was vectorized with its pointers' overlap checked anew for every
+ * row, which for 16 or 32 channels took longer than the arithmetic. */
+static int channel_block(int64_t C, int64_t c0) {
+  for (int width = WIDE; width >= NARROW; width /= 2)
+    if (c0 + width <= C) return width;
+  return 0;
+}
+
+/* A batch norm's terms per channel. In a gradient, gamma and beta are only
+ * read where the batch norm had a ReLU (beta not NULL), whose output says
+ * where the gradient passes. */
+typedef struct bn_stats {
+  const float *mean, *inv_std, *gamma, *beta;
+} bn_stats;
+
+/* y[r, c0 + j] = normalized(x[r, c0 + j]) for rows r0..r1, j < width (a
+ * multiple of 16); with relu, +0 where that is not > 0 (as ReLU takes it). */
+static inline __attribute__((always_inline)) void block_normalize(const float *x,
+                                                                  const bn_stats *a, int64_t r0,
+                                                                  int64_t r1, int64_t C,
+                                                                  int64_t c0, int width, int relu,
+                                                                  float *y) {
+  enum { MAX_VECTORS = WIDE / 16 };
+  const int n = width / 16;
+  lanes16 gm[MAX_VECTORS], bt[MAX_VECTORS], m[MAX_VECTORS], is[MAX_VECTORS];
+  const lanes16 zero = {0};
+  for (int v = 0; v < n; ++v) {
+    const int64_t c = c0 + 16 * v;
+    memcpy(&gm[v], a->gamma + c, sizeof gm[v]);
+    memcpy(&bt[v], a->beta + c, sizeof bt[v]);
+    memcpy(&m[v], a->mean + c, sizeof m[v]);
+    memcpy(&is[v], a->inv_std + c, sizeof is[v]);
+  }
+  for (int64_t r = r0; r < r1; ++r)
+    for (int v = 0; v < n; ++v) {
+      lanes16 xv;
+      memcpy(&xv, x + r * C + c0 + 16 * v, sizeof xv);
+      lanes16 z = gm[v] * (xv - m[v]) * is[v] + bt[v]; /* normalized() */
+      if (relu) z = (lanes16)((ints16)z & (z > zero));
+      memcpy(y + r * C + c0 + 16 * v, &z, sizeof z);
+    }
+}
+
+/* y = normalized(x), or with relu max(0, normalized(x)) as ReLU takes it:
+ * over CHUNKS chunks of rows, in blocks of channels. */
+static void normalize(const ct_kernel_ctx *ctx, const float *x, const bn_stats *a, int64_t rows,
                       int64_t C, int relu, float *y) {
   const int threads = ctx->threads;
 #pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < C; ++c) {
-      const float z = normalized(x[r * C + c], gamma[c], beta[c], mean[c], inv_std[c]);
-      y[r * C + c] = relu ? (z > 0.0f ? z : 0.0f) : z;
+  for (int k = 0; k < CHUNKS; ++k) {
+    const int64_t r0 = rows * k / CHUNKS, r1 = rows * (k + 1) / CHUNKS;
+    for (int64_t c0 = 0, width; c0 < C; c0 += width) {
+      switch (width = channel_block(C, c0)) {
+      case WIDE: block_normalize(x, a, r0, r1, C, c0, WIDE, relu, y); break;
+      case WIDE / 2: block_normalize(x, a, r0, r1, C, c0, WIDE / 2, relu, y); break;
+      case NARROW: block_normalize(x, a, r0, r1, C, c0, NARROW, relu, y); break;
+      default:
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t c = c0; c < C; ++c) {
+            const float z = normalized(x[r * C + c], a->gamma[c], a->beta[c], a->mean[c],
+                                       a->inv_std[c]);
+            y[r * C + c] = relu ? (z > 0.0f ? z : 0.0f) : z;
+          }
+        width = C - c0;
+      }
     }
+  }
 }
 
 /* BatchNormTraining(x, gamma, beta) -> y, mean, unbiased var, inv_std;
@@ -142,8 +205,8 @@ void ct_cpu_batch_norm_training(ct_kernel_ctx *ctx) {
     inv_std[c] = 1.0f / sqrtf(biased + eps);
     var[c] = rows > 1 ? biased * (float)rows / (float)(rows - 1) : biased;
   }
-  normalize(ctx, x, ct_in_f32(ctx, 1), ct_in_f32(ctx, 2), mean, inv_std, rows, C,
-            ctx->attrs->batch_norm.relu, ct_out_f32(ctx, 0));
+  const bn_stats st = {mean, inv_std, ct_in_f32(ctx, 1), ct_in_f32(ctx, 2)};
+  normalize(ctx, x, &st, rows, C, ctx->attrs->batch_norm.relu, ct_out_f32(ctx, 0));
 }
 
 /* BatchNormInference(x, gamma, beta, mean, var) -> y. */
@@ -155,16 +218,9 @@ void ct_cpu_batch_norm_inference(ct_kernel_ctx *ctx) {
   const float *var = ct_in_f32(ctx, 4);
   const float eps = ctx->attrs->batch_norm.epsilon;
   for (int64_t c = 0; c < C; ++c) inv_std[c] = 1.0f / sqrtf(var[c] + eps);
-  normalize(ctx, ct_in_f32(ctx, 0), ct_in_f32(ctx, 1), ct_in_f32(ctx, 2), ct_in_f32(ctx, 3),
-            inv_std, rows, C, 0, ct_out_f32(ctx, 0));
+  const bn_stats st = {ct_in_f32(ctx, 3), inv_std, ct_in_f32(ctx, 1), ct_in_f32(ctx, 2)};
+  normalize(ctx, ct_in_f32(ctx, 0), &st, rows, C, 0, ct_out_f32(ctx, 0));
 }
-
-/* The statistics of a batch norm's gradient: mean and inv_std, and where
- * it had a ReLU (beta not NULL) gamma and beta, whose output says where the
- * gradient passes. */
-typedef struct bn_stats {
-  const float *mean, *inv_std, *gamma, *beta;
-} bn_stats;
 
 /* dy where normalized(x) > 0, else 0: the gradient through the ReLU that
  * followed the batch norm (a select, not a branch: the test goes either
@@ -173,25 +229,51 @@ static inline float passed(float dy, float x, float gamma, float beta, float mea
   return normalized(x, gamma, beta, mean, inv_std) > 0.0f ? dy : 0.0f;
 }
 
-/* pb[c0 + j], pg[c0 + j], j < width: the sums over rows r0..r1 of dy and
- * of dy * xhat, as block_moments takes them, dy through the ReLU with relu.
- * The statistics are read where they are: copied into local arrays, the
- * sums no longer stay in registers (2-4x slower). */
+/* passed() on 16 lanes, in place: each of *dy kept, or made +0 (its bits
+ * cleared). (Pointers: a 64-byte vector passed by value has no ABI on CPUs
+ * without AVX-512.) */
+static inline __attribute__((always_inline)) void pass16(lanes16 *dy, const lanes16 *x,
+                                                         const lanes16 *gamma, const lanes16 *beta,
+                                                         const lanes16 *mean,
+                                                         const lanes16 *inv_std) {
+  const lanes16 zero = {0};
+  *dy = (lanes16)((ints16)*dy & (*gamma * (*x - *mean) * *inv_std + *beta > zero));
+}
+
+/* pb[c0 + j], pg[c0 + j], j < width (a multiple of 16): the sums over
+ * rows r0..r1 of dy and of dy * xhat, as block_moments takes them, dy
+ * through the ReLU with relu (as passed() takes it: dy or +0). */
 static inline __attribute__((always_inline)) void block_param_sums(
     const float *x, const float *dy, const bn_stats *st, int64_t r0, int64_t r1, int64_t C,
     int64_t c0, int width, int relu, float *pb, float *pg) {
-  float sb[WIDE] = {0}, sg[WIDE] = {0};
-  const float *m = st->mean + c0, *is = st->inv_std + c0;
-  const float *gm = relu ? st->gamma + c0 : NULL, *bt = relu ? st->beta + c0 : NULL;
-  for (int64_t r = r0; r < r1; ++r) {
-    const float *dyr = dy + r * C + c0, *xr = x + r * C + c0;
-    for (int j = 0; j < width; ++j) {
-      const float g = relu ? passed(dyr[j], xr[j], gm[j], bt[j], m[j], is[j]) : dyr[j];
-      sb[j] += g;
-      sg[j] += g * (xr[j] - m[j]) * is[j];
+  enum { MAX_VECTORS = WIDE / 16 };
+  const int n = width / 16;
+  lanes16 sb[MAX_VECTORS] = {0}, sg[MAX_VECTORS] = {0}, m[MAX_VECTORS], is[MAX_VECTORS],
+          gm[MAX_VECTORS], bt[MAX_VECTORS];
+  for (int v = 0; v < n; ++v) {
+    const int64_t c = c0 + 16 * v;
+    memcpy(&m[v], st->mean + c, sizeof m[v]);
+    memcpy(&is[v], st->inv_std + c, sizeof is[v]);
+    if (relu) {
+      memcpy(&gm[v], st->gamma + c, sizeof gm[v]);
+      memcpy(&bt[v], st->beta + c, sizeof bt[v]);
     }
   }
-  for (int j = 0; j < width; ++j) pb[c0 + j] = sb[j], pg[c0 + j] = sg[j];
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *xr = x + r * C + c0, *dyr = dy + r * C + c0;
+    for (int v = 0; v < n; ++v) {
+      lanes16 xv, g;
+      memcpy(&xv, xr + 16 * v, sizeof xv);
+      memcpy(&g, dyr + 16 * v, sizeof g);
+      if (relu) pass16(&g, &xv, &gm[v], &bt[v], &m[v], &is[v]);
+      sb[v] += g;
+      sg[v] += g * (xv - m[v]) * is[v];
+    }
+  }
+  for (int v = 0; v < n; ++v) {
+    memcpy(pb + c0 + 16 * v, &sb[v], sizeof sb[v]);
+    memcpy(pg + c0 + 16 * v, &sg[v], sizeof sg[v]);
+  }
 }
 
 /* The sums of one chunk of rows for the channels from c0 to C, fewer than
@@ -210,21 +292,20 @@ static void rest_param_sums(const float *x, const float *dy, const bn_stats *st,
   }
 }
 
-/* The sums of one chunk of rows, in blocks of channels, relu a constant in
- * each block's loop. */
+/* The sums of one chunk of rows, in blocks of channels. */
 static void chunk_param_sums(const float *x, const float *dy, const bn_stats *st, int64_t r0,
                              int64_t r1, int64_t C, float *pb, float *pg) {
   const int relu = st->beta != NULL;
-  int64_t c0 = 0;
-  for (; c0 + WIDE <= C; c0 += WIDE) {
-    if (relu) block_param_sums(x, dy, st, r0, r1, C, c0, WIDE, 1, pb, pg);
-    else block_param_sums(x, dy, st, r0, r1, C, c0, WIDE, 0, pb, pg);
+  for (int64_t c0 = 0, width; c0 < C; c0 += width) {
+    switch (width = channel_block(C, c0)) {
+    case WIDE: block_param_sums(x, dy, st, r0, r1, C, c0, WIDE, relu, pb, pg); break;
+    case WIDE / 2: block_param_sums(x, dy, st, r0, r1, C, c0, WIDE / 2, relu, pb, pg); break;
+    case NARROW: block_param_sums(x, dy, st, r0, r1, C, c0, NARROW, relu, pb, pg); break;
+    default:
+      rest_param_sums(x, dy, st, r0, r1, C, c0, pb, pg);
+      width = C - c0;
+    }
   }
-  for (; c0 + NARROW <= C; c0 += NARROW) {
-    if (relu) block_param_sums(x, dy, st, r0, r1, C, c0, NARROW, 1, pb, pg);
-    else block_param_sums(x, dy, st, r0, r1, C, c0, NARROW, 0, pb, pg);
-  }
-  if (c0 < C) rest_param_sums(x, dy, st, r0, r1, C, c0, pb, pg);
 }
 
 /* Shared by both gradients: dbeta = sum dy, dgamma = sum dy * xhat, where
@@ -241,6 +322,86 @@ static void param_grads(ct_kernel_ctx *ctx, const float *x, const float *dy, con
                      partial_gamma + (int64_t)k * C);
   }
   add_chunks(partial, C, dbeta, dgamma);
+}
+
+/* What dx takes besides x and dy, per channel: the statistics, the
+ * parameter gradients and scale = gamma * inv_std / R. */
+typedef struct bn_dx_terms {
+  bn_stats st;
+  const float *scale, *dbeta, *dgamma;
+  float R;
+} bn_dx_terms;
+
+/* dx[r, c0 + j] for rows r0..r1, j < width (a multiple of 16): each
+ * element by the same operations in the same order as in rest_dx. */
+static inline __attribute__((always_inline)) void block_dx(const float *x, const float *dy,
+                                                           const bn_dx_terms *t, int64_t r0,
+                                                           int64_t r1, int64_t C, int64_t c0,
+                                                           int width, int relu, float *dx) {
+  enum { MAX_VECTORS = WIDE / 16 };
+  const int n = width / 16;
+  lanes16 m[MAX_VECTORS], is[MAX_VECTORS], sc[MAX_VECTORS], db[MAX_VECTORS], dg[MAX_VECTORS],
+      gm[MAX_VECTORS], bt[MAX_VECTORS];
+  const lanes16 zero = {0}, R = zero + t->R; /* t->R in every lane */
+  for (int v = 0; v < n; ++v) {
+    const int64_t c = c0 + 16 * v;
+    memcpy(&m[v], t->st.mean + c, sizeof m[v]);
+    memcpy(&is[v], t->st.inv_std + c, sizeof is[v]);
+    memcpy(&sc[v], t->scale + c, sizeof sc[v]);
+    memcpy(&db[v], t->dbeta + c, sizeof db[v]);
+    memcpy(&dg[v], t->dgamma + c, sizeof dg[v]);
+    if (relu) {
+      memcpy(&gm[v], t->st.gamma + c, sizeof gm[v]);
+      memcpy(&bt[v], t->st.beta + c, sizeof bt[v]);
+    }
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *xr = x + r * C + c0, *dyr = dy + r * C + c0;
+    float *dxr = dx + r * C + c0;
+    for (int v = 0; v < n; ++v) {
+      lanes16 xv, g;
+      memcpy(&xv, xr + 16 * v, sizeof xv);
+      memcpy(&g, dyr + 16 * v, sizeof g);
+      const lanes16 xhat = (xv - m[v]) * is[v];
+      if (relu) pass16(&g, &xv, &gm[v], &bt[v], &m[v], &is[v]);
+      const lanes16 d = sc[v] * (R * g - db[v] - xhat * dg[v]);
+      memcpy(dxr + 16 * v, &d, sizeof d);
+    }
+  }
+}
+
+/* As block_dx for the channels from c0 to C, fewer than NARROW. */
+static void rest_dx(const float *x, const float *dy, const bn_dx_terms *t, int64_t r0, int64_t r1,
+                    int64_t C, int64_t c0, float *dx) {
+  const bn_stats *st = &t->st;
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t c = c0; c < C; ++c) {
+      const float xr = x[r * C + c], xhat = (xr - st->mean[c]) * st->inv_std[c];
+      const float g = st->beta ? passed(dy[r * C + c], xr, st->gamma[c], st->beta[c], st->mean[c],
+                                        st->inv_std[c])
+                               : dy[r * C + c];
+      dx[r * C + c] = t->scale[c] * (t->R * g - t->dbeta[c] - xhat * t->dgamma[c]);
+    }
+}
+
+/* dx over the rows of CHUNKS chunks, in blocks of channels. */
+static void batch_norm_dx(const ct_kernel_ctx *ctx, const float *x, const float *dy,
+                          const bn_dx_terms *t, int64_t rows, int64_t C, float *dx) {
+  const int relu = t->st.beta != NULL, threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
+  for (int k = 0; k < CHUNKS; ++k) {
+    const int64_t r0 = rows * k / CHUNKS, r1 = rows * (k + 1) / CHUNKS;
+    for (int64_t c0 = 0, width; c0 < C; c0 += width) {
+      switch (width = channel_block(C, c0)) {
+      case WIDE: block_dx(x, dy, t, r0, r1, C, c0, WIDE, relu, dx); break;
+      case WIDE / 2: block_dx(x, dy, t, r0, r1, C, c0, WIDE / 2, relu, dx); break;
+      case NARROW: block_dx(x, dy, t, r0, r1, C, c0, NARROW, relu, dx); break;
+      default:
+        rest_dx(x, dy, t, r0, r1, C, c0, dx);
+        width = C - c0;
+      }
+    }
+  }
 }
 
 /* BatchNormGrad(x, gamma, mean, inv_std, dy [, beta]) -> dx, dgamma, dbeta:
@@ -261,25 +422,8 @@ void ct_cpu_batch_norm_grad(ct_kernel_ctx *ctx) {
   const float R = (float)rows;
   float *scale = partial + (int64_t)(2 * CHUNKS) * C;
   for (int64_t c = 0; c < C; ++c) scale[c] = gamma[c] * inv_std[c] / R;
-  const float *beta = st.beta;
-  const int threads = ctx->threads;
-#pragma omp parallel for num_threads(threads) if (rows * C > CT_PARALLEL_GRAIN)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * C, *dyr = dy + r * C;
-    float *dxr = dx + r * C;
-    if (beta != NULL) {
-      for (int64_t c = 0; c < C; ++c) {
-        const float xhat = (xr[c] - mean[c]) * inv_std[c];
-        const float g = passed(dyr[c], xr[c], gamma[c], beta[c], mean[c], inv_std[c]);
-        dxr[c] = scale[c] * (R * g - dbeta[c] - xhat * dgamma[c]);
-      }
-    } else {
-      for (int64_t c = 0; c < C; ++c) {
-        const float xhat = (xr[c] - mean[c]) * inv_std[c];
-        dxr[c] = scale[c] * (R * dyr[c] - dbeta[c] - xhat * dgamma[c]);
-      }
-    }
-  }
+  const bn_dx_terms terms = {st, scale, dbeta, dgamma, R};
+  batch_norm_dx(ctx, x, dy, &terms, rows, C, dx);
 }
 
 /* BatchNormInferenceGrad(x, gamma, mean, var, dy) -> dx, dgamma, dbeta:

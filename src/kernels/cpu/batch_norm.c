@@ -33,10 +33,19 @@ static void add_chunks(const float *partial, int64_t C, float *sum1, float *sum2
   }
 }
 
-/* 16 floats, in as many vector registers as the CPU needs for them */
-typedef float lanes16 __attribute__((vector_size(64)));
-/* their comparisons: -1 (all bits) where true, 0 where false */
-typedef int32_t ints16 __attribute__((vector_size(64)));
+/* A vector register of floats as wide as the build's CPU has (wider
+ * vectors, split by the compiler, ran the AVX2 build's batch norms 1.3-2x
+ * slower), and its comparisons: -1 (all bits) where true, 0 where false.
+ * Blocks of channels are multiples of 16 floats, so of LANES. */
+#if defined(__AVX512F__)
+enum { LANES = 16 };
+#elif defined(__AVX__)
+enum { LANES = 8 };
+#else
+enum { LANES = 4 };
+#endif
+typedef float lanes __attribute__((vector_size(LANES * sizeof(float))));
+typedef int32_t lane_ints __attribute__((vector_size(LANES * sizeof(int32_t))));
 
 /* The moments a batch norm's statistics come from, in one pass over x:
  * the sums of d and of d^2 over rows, d = x - shift, shift a row of x (a
@@ -49,23 +58,23 @@ static inline __attribute__((always_inline)) void block_moments(const float *x, 
                                                                 int64_t r0, int64_t r1, int64_t C,
                                                                 int64_t c0, int width, float *p1,
                                                                 float *p2) {
-  enum { MAX_VECTORS = WIDE / 16 };
-  const int n = width / 16;
-  lanes16 s1[MAX_VECTORS] = {0}, s2[MAX_VECTORS] = {0}, sh[MAX_VECTORS];
-  for (int v = 0; v < n; ++v) memcpy(&sh[v], shift + c0 + 16 * v, sizeof sh[v]);
+  enum { MAX_VECTORS = WIDE / LANES };
+  const int n = width / LANES;
+  lanes s1[MAX_VECTORS] = {0}, s2[MAX_VECTORS] = {0}, sh[MAX_VECTORS];
+  for (int v = 0; v < n; ++v) memcpy(&sh[v], shift + c0 + LANES * v, sizeof sh[v]);
   for (int64_t r = r0; r < r1; ++r) {
     const float *xr = x + r * C + c0;
     for (int v = 0; v < n; ++v) {
-      lanes16 d;
-      memcpy(&d, xr + 16 * v, sizeof d);
+      lanes d;
+      memcpy(&d, xr + LANES * v, sizeof d);
       d -= sh[v];
       s1[v] += d;
       s2[v] += d * d;
     }
   }
   for (int v = 0; v < n; ++v) {
-    memcpy(p1 + c0 + 16 * v, &s1[v], sizeof s1[v]);
-    memcpy(p2 + c0 + 16 * v, &s2[v], sizeof s2[v]);
+    memcpy(p1 + c0 + LANES * v, &s1[v], sizeof s1[v]);
+    memcpy(p2 + c0 + LANES * v, &s2[v], sizeof s2[v]);
   }
 }
 
@@ -136,12 +145,12 @@ static inline __attribute__((always_inline)) void block_normalize(const float *x
                                                                   int64_t r1, int64_t C,
                                                                   int64_t c0, int width, int relu,
                                                                   float *y) {
-  enum { MAX_VECTORS = WIDE / 16 };
-  const int n = width / 16;
-  lanes16 gm[MAX_VECTORS], bt[MAX_VECTORS], m[MAX_VECTORS], is[MAX_VECTORS];
-  const lanes16 zero = {0};
+  enum { MAX_VECTORS = WIDE / LANES };
+  const int n = width / LANES;
+  lanes gm[MAX_VECTORS], bt[MAX_VECTORS], m[MAX_VECTORS], is[MAX_VECTORS];
+  const lanes zero = {0};
   for (int v = 0; v < n; ++v) {
-    const int64_t c = c0 + 16 * v;
+    const int64_t c = c0 + LANES * v;
     memcpy(&gm[v], a->gamma + c, sizeof gm[v]);
     memcpy(&bt[v], a->beta + c, sizeof bt[v]);
     memcpy(&m[v], a->mean + c, sizeof m[v]);
@@ -149,11 +158,11 @@ static inline __attribute__((always_inline)) void block_normalize(const float *x
   }
   for (int64_t r = r0; r < r1; ++r)
     for (int v = 0; v < n; ++v) {
-      lanes16 xv;
-      memcpy(&xv, x + r * C + c0 + 16 * v, sizeof xv);
-      lanes16 z = gm[v] * (xv - m[v]) * is[v] + bt[v]; /* normalized() */
-      if (relu) z = (lanes16)((ints16)z & (z > zero));
-      memcpy(y + r * C + c0 + 16 * v, &z, sizeof z);
+      lanes xv;
+      memcpy(&xv, x + r * C + c0 + LANES * v, sizeof xv);
+      lanes z = gm[v] * (xv - m[v]) * is[v] + bt[v]; /* normalized() */
+      if (relu) z = (lanes)((lane_ints)z & (z > zero));
+      memcpy(y + r * C + c0 + LANES * v, &z, sizeof z);
     }
 }
 
@@ -229,15 +238,15 @@ static inline float passed(float dy, float x, float gamma, float beta, float mea
   return normalized(x, gamma, beta, mean, inv_std) > 0.0f ? dy : 0.0f;
 }
 
-/* passed() on 16 lanes, in place: each of *dy kept, or made +0 (its bits
+/* passed() on LANES lanes, in place: each of *dy kept, or made +0 (its bits
  * cleared). (Pointers: a 64-byte vector passed by value has no ABI on CPUs
  * without AVX-512.) */
-static inline __attribute__((always_inline)) void pass16(lanes16 *dy, const lanes16 *x,
-                                                         const lanes16 *gamma, const lanes16 *beta,
-                                                         const lanes16 *mean,
-                                                         const lanes16 *inv_std) {
-  const lanes16 zero = {0};
-  *dy = (lanes16)((ints16)*dy & (*gamma * (*x - *mean) * *inv_std + *beta > zero));
+static inline __attribute__((always_inline)) void pass_lanes(lanes *dy, const lanes *x,
+                                                         const lanes *gamma, const lanes *beta,
+                                                         const lanes *mean,
+                                                         const lanes *inv_std) {
+  const lanes zero = {0};
+  *dy = (lanes)((lane_ints)*dy & (*gamma * (*x - *mean) * *inv_std + *beta > zero));
 }
 
 /* pb[c0 + j], pg[c0 + j], j < width (a multiple of 16): the sums over
@@ -246,12 +255,12 @@ static inline __attribute__((always_inline)) void pass16(lanes16 *dy, const lane
 static inline __attribute__((always_inline)) void block_param_sums(
     const float *x, const float *dy, const bn_stats *st, int64_t r0, int64_t r1, int64_t C,
     int64_t c0, int width, int relu, float *pb, float *pg) {
-  enum { MAX_VECTORS = WIDE / 16 };
-  const int n = width / 16;
-  lanes16 sb[MAX_VECTORS] = {0}, sg[MAX_VECTORS] = {0}, m[MAX_VECTORS], is[MAX_VECTORS],
+  enum { MAX_VECTORS = WIDE / LANES };
+  const int n = width / LANES;
+  lanes sb[MAX_VECTORS] = {0}, sg[MAX_VECTORS] = {0}, m[MAX_VECTORS], is[MAX_VECTORS],
           gm[MAX_VECTORS], bt[MAX_VECTORS];
   for (int v = 0; v < n; ++v) {
-    const int64_t c = c0 + 16 * v;
+    const int64_t c = c0 + LANES * v;
     memcpy(&m[v], st->mean + c, sizeof m[v]);
     memcpy(&is[v], st->inv_std + c, sizeof is[v]);
     if (relu) {
@@ -262,17 +271,17 @@ static inline __attribute__((always_inline)) void block_param_sums(
   for (int64_t r = r0; r < r1; ++r) {
     const float *xr = x + r * C + c0, *dyr = dy + r * C + c0;
     for (int v = 0; v < n; ++v) {
-      lanes16 xv, g;
-      memcpy(&xv, xr + 16 * v, sizeof xv);
-      memcpy(&g, dyr + 16 * v, sizeof g);
-      if (relu) pass16(&g, &xv, &gm[v], &bt[v], &m[v], &is[v]);
+      lanes xv, g;
+      memcpy(&xv, xr + LANES * v, sizeof xv);
+      memcpy(&g, dyr + LANES * v, sizeof g);
+      if (relu) pass_lanes(&g, &xv, &gm[v], &bt[v], &m[v], &is[v]);
       sb[v] += g;
       sg[v] += g * (xv - m[v]) * is[v];
     }
   }
   for (int v = 0; v < n; ++v) {
-    memcpy(pb + c0 + 16 * v, &sb[v], sizeof sb[v]);
-    memcpy(pg + c0 + 16 * v, &sg[v], sizeof sg[v]);
+    memcpy(pb + c0 + LANES * v, &sb[v], sizeof sb[v]);
+    memcpy(pg + c0 + LANES * v, &sg[v], sizeof sg[v]);
   }
 }
 
@@ -338,13 +347,13 @@ static inline __attribute__((always_inline)) void block_dx(const float *x, const
                                                            const bn_dx_terms *t, int64_t r0,
                                                            int64_t r1, int64_t C, int64_t c0,
                                                            int width, int relu, float *dx) {
-  enum { MAX_VECTORS = WIDE / 16 };
-  const int n = width / 16;
-  lanes16 m[MAX_VECTORS], is[MAX_VECTORS], sc[MAX_VECTORS], db[MAX_VECTORS], dg[MAX_VECTORS],
+  enum { MAX_VECTORS = WIDE / LANES };
+  const int n = width / LANES;
+  lanes m[MAX_VECTORS], is[MAX_VECTORS], sc[MAX_VECTORS], db[MAX_VECTORS], dg[MAX_VECTORS],
       gm[MAX_VECTORS], bt[MAX_VECTORS];
-  const lanes16 zero = {0}, R = zero + t->R; /* t->R in every lane */
+  const lanes zero = {0}, R = zero + t->R; /* t->R in every lane */
   for (int v = 0; v < n; ++v) {
-    const int64_t c = c0 + 16 * v;
+    const int64_t c = c0 + LANES * v;
     memcpy(&m[v], t->st.mean + c, sizeof m[v]);
     memcpy(&is[v], t->st.inv_std + c, sizeof is[v]);
     memcpy(&sc[v], t->scale + c, sizeof sc[v]);
@@ -359,13 +368,13 @@ static inline __attribute__((always_inline)) void block_dx(const float *x, const
     const float *xr = x + r * C + c0, *dyr = dy + r * C + c0;
     float *dxr = dx + r * C + c0;
     for (int v = 0; v < n; ++v) {
-      lanes16 xv, g;
-      memcpy(&xv, xr + 16 * v, sizeof xv);
-      memcpy(&g, dyr + 16 * v, sizeof g);
-      const lanes16 xhat = (xv - m[v]) * is[v];
-      if (relu) pass16(&g, &xv, &gm[v], &bt[v], &m[v], &is[v]);
-      const lanes16 d = sc[v] * (R * g - db[v] - xhat * dg[v]);
-      memcpy(dxr + 16 * v, &d, sizeof d);
+      lanes xv, g;
+      memcpy(&xv, xr + LANES * v, sizeof xv);
+      memcpy(&g, dyr + LANES * v, sizeof g);
+      const lanes xhat = (xv - m[v]) * is[v];
+      if (relu) pass_lanes(&g, &xv, &gm[v], &bt[v], &m[v], &is[v]);
+      const lanes d = sc[v] * (R * g - db[v] - xhat * dg[v]);
+      memcpy(dxr + LANES * v, &d, sizeof d);
     }
   }
 }

@@ -34,9 +34,9 @@ static void add_chunks(const float *partial, int64_t C, float *sum1, float *sum2
 }
 
 /* A vector register of floats as wide as the build's CPU has (wider
- * vectors, split by the compiler, ran the AVX2 build's batch norms 1.3-2x
- * slower), and its comparisons: -1 (all bits) where true, 0 where false.
- * Blocks of channels are multiples of 16 floats, so of LANES. */
+ * vectors, split by the compiler, ran the AVX2 build's batch norms about
+ * three times slower), and its comparisons: -1 (all bits) where true, 0
+ * where false. Blocks of channels are multiples of 16 floats, so of LANES. */
 #if defined(__AVX512F__)
 enum { LANES = 16 };
 #elif defined(__AVX__)
@@ -46,6 +46,19 @@ enum { LANES = 4 };
 #endif
 typedef float lanes __attribute__((vector_size(LANES * sizeof(float))));
 typedef int32_t lane_ints __attribute__((vector_size(LANES * sizeof(int32_t))));
+
+/* The width of the block of channels that starts at c0 of C: 64, 32 or 16,
+ * the widest that fits, or 0 where fewer than 16 are left (those take the
+ * loops over single channels). Each block's loop over rows keeps the
+ * block's per-channel terms in registers and handles each row's part as
+ * one to four vectors: a loop over the channels inside each row, written
+ * plainly, was vectorized with its pointers' overlap checked anew for every
+ * row, which for 16 or 32 channels took longer than the arithmetic. */
+static int channel_block(int64_t C, int64_t c0) {
+  for (int width = WIDE; width >= NARROW; width /= 2)
+    if (c0 + width <= C) return width;
+  return 0;
+}
 
 /* The moments a batch norm's statistics come from, in one pass over x:
  * the sums of d and of d^2 over rows, d = x - shift, shift a row of x (a
@@ -103,10 +116,16 @@ static void column_moments(const ct_kernel_ctx *ctx, const float *x, const float
   for (int k = 0; k < CHUNKS; ++k) {
     float *p1 = partial + (int64_t)k * C, *p2 = partial2 + (int64_t)k * C;
     const int64_t r0 = rows * k / CHUNKS, r1 = rows * (k + 1) / CHUNKS;
-    int64_t c0 = 0;
-    for (; c0 + WIDE <= C; c0 += WIDE) block_moments(x, shift, r0, r1, C, c0, WIDE, p1, p2);
-    for (; c0 + NARROW <= C; c0 += NARROW) block_moments(x, shift, r0, r1, C, c0, NARROW, p1, p2);
-    if (c0 < C) rest_moments(x, shift, r0, r1, C, c0, p1, p2);
+    for (int64_t c0 = 0, width; c0 < C; c0 += width) {
+      switch (width = channel_block(C, c0)) {
+      case WIDE: block_moments(x, shift, r0, r1, C, c0, WIDE, p1, p2); break;
+      case WIDE / 2: block_moments(x, shift, r0, r1, C, c0, WIDE / 2, p1, p2); break;
+      case NARROW: block_moments(x, shift, r0, r1, C, c0, NARROW, p1, p2); break;
+      default:
+        rest_moments(x, shift, r0, r1, C, c0, p1, p2);
+        width = C - c0;
+      }
+    }
   }
   add_chunks(partial, C, sum1, sum2);
 }
@@ -116,19 +135,6 @@ static void column_moments(const ct_kernel_ctx *ctx, const float *x, const float
  * recomputes it to find where y > 0). */
 static inline float normalized(float x, float gamma, float beta, float mean, float inv_std) {
   return gamma * (x - mean) * inv_std + beta;
-}
-
-/* The width of the block of channels that starts at c0 of C: 64, 32 or 16,
- * the widest that fits, or 0 where fewer than 16 are left (those take the
- * loops over single channels). Each block's loop over rows keeps the
- * block's per-channel terms in registers and handles each row's part as
- * one to four vectors: a loop over the channels inside each row, written
- * plainly, was vectorized with its pointers' overlap checked anew for every
- * row, which for 16 or 32 channels took longer than the arithmetic. */
-static int channel_block(int64_t C, int64_t c0) {
-  for (int width = WIDE; width >= NARROW; width /= 2)
-    if (c0 + width <= C) return width;
-  return 0;
 }
 
 /* A batch norm's terms per channel. In a gradient, gamma and beta are only

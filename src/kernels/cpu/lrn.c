@@ -10,7 +10,9 @@
  * of 0 and is wrong for a radius of 3 with more than 16 channels. The GPU
  * kernels (kernels/cuda/lrn.cu) compute the same sums in the same order.
  * Each row's window sums are taken for all its channels at once, so that
- * they vectorize. */
+ * they vectorize. The row pointers are restrict (LRN's output never takes
+ * its input's buffer): without it every row's loops checked their
+ * pointers' overlap first, a fifth of cifar10_cnn's LRN time. */
 #include <math.h>
 #include <omp.h>
 
@@ -48,7 +50,8 @@ static inline float lrn_power(float norm, float beta) {
  * (v zero outside [0, channels)), added in ascending order as over the
  * clipped window (the zeros change nothing), for every c at once: the
  * loop over c vectorizes. padded holds channels + 2 radius floats. */
-static void window_sums(const float *v, const lrn_params *p, float *padded, float *out) {
+static void window_sums(const float *restrict v, const lrn_params *p, float *restrict padded,
+                        float *restrict out) {
   const int64_t r = p->radius, n = p->channels;
   for (int64_t j = 0; j < r; ++j) padded[j] = padded[r + n + j] = 0.0f;
   for (int64_t c = 0; c < n; ++c) padded[r + c] = v[c];
@@ -82,12 +85,13 @@ void ct_cpu_lrn(ct_kernel_ctx *ctx) {
 #pragma omp parallel num_threads(threads) if (shared.rows * shared.channels > CT_PARALLEL_GRAIN)
   {
     const lrn_params p = shared; /* see lrn_params */
-    float *padded = rows + (int64_t)omp_get_thread_num() * thread_stride(&p);
-    float *squares = padded + p.channels + 2 * p.radius, *sums = squares + p.channels;
+    float *restrict padded = rows + (int64_t)omp_get_thread_num() * thread_stride(&p);
+    float *restrict squares = padded + p.channels + 2 * p.radius;
+    float *restrict sums = squares + p.channels;
 #pragma omp for
     for (int64_t r = 0; r < p.rows; ++r) {
-      const float *x = X + r * p.channels;
-      float *y = Y + r * p.channels;
+      const float *restrict x = X + r * p.channels;
+      float *restrict y = Y + r * p.channels;
       for (int64_t c = 0; c < p.channels; ++c) squares[c] = x[c] * x[c];
       window_sums(squares, &p, padded, sums);
       for (int64_t c = 0; c < p.channels; ++c)
@@ -107,13 +111,14 @@ void ct_cpu_lrn_grad(ct_kernel_ctx *ctx) {
 #pragma omp parallel num_threads(threads) if (shared.rows * shared.channels > CT_PARALLEL_GRAIN)
   {
     const lrn_params p = shared; /* see lrn_params */
-    float *padded = rows + (int64_t)omp_get_thread_num() * thread_stride(&p);
-    float *work = padded + p.channels + 2 * p.radius, *sums = work + p.channels;
+    float *restrict padded = rows + (int64_t)omp_get_thread_num() * thread_stride(&p);
+    float *restrict work = padded + p.channels + 2 * p.radius;
+    float *restrict sums = work + p.channels;
 #pragma omp for
     for (int64_t r = 0; r < p.rows; ++r) {
       const int64_t base = r * p.channels;
-      const float *x = X + base, *dy = DY + base;
-      float *dx = DX + base;
+      const float *restrict x = X + base, *restrict dy = DY + base;
+      float *restrict dx = DX + base;
       for (int64_t c = 0; c < p.channels; ++c) work[c] = x[c] * x[c];
       window_sums(work, &p, padded, sums);
       /* dx holds norm^-beta meanwhile; work, dy x norm^(-beta - 1) */

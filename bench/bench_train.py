@@ -49,10 +49,10 @@ What it measures
     --isa avx2 holds every run to AVX2, as on a CPU without AVX-512 (a
     Zen 3, say): oneDNN's kernels (ctower's and PyTorch's) through
     DNNL_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA, PyTorch's own through
-    ATEN_CPU_CAPABILITY, OpenBLAS's through OPENBLAS_CORETYPE=Haswell. The share of
-    peak is then against fma_peak --isa avx2: on a Zen 4 that equals the
-    AVX-512 peak (the same two 256-bit FMA pipes), on a Zen 5 it is half of
-    it. bf16 rows are left out (AVX512_BF16 is AVX-512).
+    ATEN_CPU_CAPABILITY, OpenBLAS's through OPENBLAS_CORETYPE=Haswell.
+    The share of peak is then against fma_peak --isa avx2: on a Zen 4 that
+    equals the AVX-512 peak (the same two 256-bit FMA pipes), on a Zen 5 it
+    is half of it. bf16 rows are left out (AVX512_BF16 is AVX-512).
 
 How to run (from anywhere; Debian's python3-torch lives under /usr/bin/python3)
     cmake --build build --target ctower fma_peak

@@ -5,20 +5,10 @@
 #include <stdlib.h>
 
 #include "cluster/cluster.h"
+#include "core/median.h"
 #include "train/trainer_internal.h"
 
 enum { DISPLAY_EVERY = 10 };
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* The median of values[0..n) (sorted in place). */
-static double median(double *values, int n) {
-  qsort(values, (size_t)n, sizeof *values, compare_doubles);
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 /* tf_cnn_benchmarks' figures for the first n step times: images/sec from
  * the mean time, the standard error of the per-step rates, and their
@@ -37,9 +27,9 @@ static void perf_timing(int64_t batch, const double *times, int n, double *mean,
   *uncertainty = sqrt(variance > 0 ? variance : 0) / sqrt((double)n);
   *jitter = 0;
   if (speeds) {
-    const double middle = median(speeds, n);
+    const double middle = ct_median(speeds, n);
     for (int i = 0; i < n; ++i) speeds[n + i] = fabs(speeds[i] - middle);
-    *jitter = 1.4826 * median(speeds + n, n);
+    *jitter = 1.4826 * ct_median(speeds + n, n);
   }
   free(speeds);
 }
@@ -120,7 +110,7 @@ int ct_bench_main(const ct_trainer_options *o, const ct_tower_options *towers,
   char summary[128];
   int global_towers = 1;
   int failed = time_steps(o, towers, flags, 1, times, &global_towers, status);
-  const double step_time = failed ? 0 : median(times, flags->steps);
+  const double step_time = failed ? 0 : ct_median(times, flags->steps);
   if (!failed)
     printf(
         "%s, batch %lld, %s: %.1f images/sec, %.2f ms/step (median of %d steps after %d "
@@ -139,7 +129,7 @@ int ct_bench_main(const ct_trainer_options *o, const ct_tower_options *towers,
     ct_cluster_progress(-1, -1, "rank 0 timing one tower");
     failed = failed || ct_cluster_barrier(status);
     if (!failed && ct_cluster_rank() == 0) {
-      const double single = median(times, flags->steps);
+      const double single = ct_median(times, flags->steps);
       printf(
           "scaling: %d towers make %.2fx the images/sec of 1 tower (%.1f), an efficiency of "
           "%.0f%%\n",

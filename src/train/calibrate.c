@@ -13,13 +13,9 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "core/median.h"
 #include "train/cost_model.h"
 #include "train/trainer_internal.h"
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* The median time of running `target` (after one untimed run): at least 3
  * runs, more while under 0.2 s in all, at most 25. */
@@ -33,8 +29,7 @@ static int time_target(ct_session *s, ct_node *target, double *seconds, ct_statu
     times[n] = ct_monotonic_seconds() - t0;
     total += times[n];
   }
-  qsort(times, (size_t)n, sizeof *times, compare_doubles);
-  *seconds = times[n / 2];
+  *seconds = ct_median(times, n);
   return 0;
 }
 
@@ -177,8 +172,7 @@ static int time_mpi(int64_t n, double *seconds, ct_status *status) {
   }
   free(data);
   if (failed) return 1;
-  qsort(times, 9, sizeof *times, compare_doubles);
-  double median[1] = {times[4]};
+  double median[1] = {ct_median(times, 9)};
   if (ct_cluster_allreduce_f64(median, 1, status)) return 1; /* the ranks' mean */
   *seconds = median[0] / ct_cluster_size();
   return 0;

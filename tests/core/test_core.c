@@ -1,15 +1,18 @@
 /* src/core: statuses (the first error wins), shapes, tensors and the
  * hashes that seed random streams, against values computed independently
- * (the hash values by a Python transcription of FNV-1a and splitmix64). */
+ * (the hash values by a Python transcription of FNV-1a and splitmix64), and
+ * the median, against sorting. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "core/hash.h"
+#include "core/median.h"
 #include "ctower/status.h"
 #include "ctower/tensor.h"
 #include "data/rng.h"
@@ -93,12 +96,37 @@ static void test_hashes_match_their_definition(void **state) {
   assert_true(ct_splitmix64(&stream) == ct_mix64(0x9E3779B97F4A7C15ull));
 }
 
+static int compare_doubles(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Every length from 1 to 40, values all different or drawn from a few
+ * (runs of equal values), in random order, sorted and reversed. */
+static void test_median_is_the_middle_of_the_sorted_values(void **state) {
+  (void)state;
+  uint64_t stream = 7;
+  for (int n = 1; n <= 40; ++n)
+    for (int trial = 0; trial < 300; ++trial) {
+      double values[40], sorted[40];
+      const int kinds = trial % 3 == 0 ? 3 : 1 << 20;
+      for (int i = 0; i < n; ++i)
+        values[i] = sorted[i] = (double)(ct_splitmix64(&stream) % (uint64_t)kinds);
+      qsort(sorted, (size_t)n, sizeof *sorted, compare_doubles);
+      if (trial == 1 || trial == 2)
+        for (int i = 0; i < n; ++i) values[i] = sorted[trial == 1 ? i : n - 1 - i];
+      const double want = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+      assert_true(ct_median(values, n) == want);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_keeps_the_first_error),
       cmocka_unit_test(test_shapes),
       cmocka_unit_test(test_tensors_are_zeroed_aligned_and_owned),
       cmocka_unit_test(test_hashes_match_their_definition),
+      cmocka_unit_test(test_median_is_the_middle_of_the_sorted_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

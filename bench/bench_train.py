@@ -46,6 +46,14 @@ What it measures
     Peak RSS is each process's peak resident memory (ru_maxrss of the child,
     whole process: PyTorch's includes its libraries, as a user sees it).
 
+    Before each cell of each repeat, bench/core_latency measures how long a
+    cache line takes between two cores and back; the header gives the
+    range. A virtual machine's host may move its virtual CPUs apart while it
+    runs (on a 2-core Zen 5: 80-140 ns, then 370-420 ns for minutes), and
+    the runs at 2 threads then lose time on every barrier -- ctower's and
+    PyTorch's alike, about the same milliseconds a step, so the ratio of a
+    short step (mlp) drops. Each progress line shows its cell's figure.
+
     --isa avx2 holds every run to AVX2, as on a CPU without AVX-512 (a
     Zen 3, say): oneDNN's kernels (ctower's and PyTorch's) through
     DNNL_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA, PyTorch's own through
@@ -55,16 +63,18 @@ What it measures
     is half of it. bf16 rows are left out (AVX512_BF16 is AVX-512).
 
 How to run (from anywhere; Debian's python3-torch lives under /usr/bin/python3)
-    cmake --build build --target ctower fma_peak
+    cmake --build build --target ctower fma_peak core_latency
     /usr/bin/python3 bench/bench_train.py                       # everything
     /usr/bin/python3 bench/bench_train.py --models resnet20 --threads 1 \\
         --precisions fp32 --repeats 3
 
 Progress goes to stderr; stdout is only markdown (a header and the table),
 ready to paste into bench/RESULTS.md. The header records the machine's
-per-core peak and the 1-minute load average before and after: on a shared
-machine other processes on the cores slow multi-threaded runs most, so
-compare only runs taken on an otherwise idle machine.
+per-core peak, the 1-minute load average before and after and the range
+of core-to-core round trips: on a shared machine other processes on the
+cores slow multi-threaded runs most, so compare only runs taken on an
+otherwise idle machine, and those at 2 threads only where the round trips
+are alike.
 """
 import argparse
 import datetime
@@ -244,12 +254,23 @@ def fma_peak(path, isa):
     return {"fp32": j["fp32_gflops_per_core"], "bf16": j["bf16_gflops_per_core"]}
 
 
+def core_round_trip(path):
+    """bench/core_latency's round trip between two cores in ns, or None
+    where the process may use one core only."""
+    proc = subprocess.run([path], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    return json.loads(proc.stdout)["round_trip_ns"]
+
+
 def main():
     p = argparse.ArgumentParser(description="`ctower bench` vs PyTorch training throughput.")
     p.add_argument("--ctower", default=os.path.join(ROOT, "build", "ctower"),
                    help="the ctower command (default: build/ctower)")
     p.add_argument("--fma-peak", default=os.path.join(ROOT, "build", "fma_peak"),
                    help="bench/fma_peak.c built (default: build/fma_peak)")
+    p.add_argument("--core-latency", default=os.path.join(ROOT, "build", "core_latency"),
+                   help="bench/core_latency.c built (default: build/core_latency)")
     p.add_argument("--python", default=sys.executable,
                    help="interpreter with torch for torch_step.py (default: this one)")
     p.add_argument("--models", default="mlp,fmnist_cnn,resnet20,cifar10_cnn")
@@ -276,7 +297,8 @@ def main():
     if a.repeats < 1 or a.steps < 1 or a.warmup < 0 or a.batch < 1 or not threads \
             or min(threads) < 1 or a.min_seconds < 0:
         p.error("repeats, steps, batch and threads must be >= 1, warmup and min-seconds >= 0")
-    for tool, what in ((a.ctower, "ctower"), (a.fma_peak, "fma_peak")):
+    for tool, what in ((a.ctower, "ctower"), (a.fma_peak, "fma_peak"),
+                       (a.core_latency, "core_latency")):
         if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
             sys.stderr.write("bench_train: %s not found or not executable: %s\n"
                              "  build it with:  cmake --build build --target %s\n"
@@ -306,6 +328,7 @@ def main():
                          "other processes compete for the cores\n" % load_start)
     cells = [(m, t, x) for m in models for x in precisions for t in threads]
     results = {cell: {v: [] for v in VARIANTS} for cell in cells}
+    round_trips = []
     with tempfile.TemporaryDirectory() as folder:
         gflop = {m: step_gflop(a.ctower, ctower_config(m, 1, "fp32", a.steps, a, folder))
                  for m in models}
@@ -314,13 +337,17 @@ def main():
         for r in range(a.repeats):
             order = VARIANTS[r % 3:] + VARIANTS[:r % 3]
             for cell in cells:
+                round_trip = core_round_trip(a.core_latency)
+                if round_trip is not None:
+                    round_trips.append(round_trip)
                 for v in order:
                     res = run_one(v, *cell, steps[cell], configs[cell], a)
                     results[cell][v].append(res)
                     sys.stderr.write("repeat %d/%d  %-11s T=%d %s  %-13s %9.1f img/s  %8.2f ms  "
-                                     "peak RSS %.0f MB\n" % (
+                                     "peak RSS %.0f MB  core round trip %s\n" % (
                                          r + 1, a.repeats, cell[0], cell[1], cell[2], v,
-                                         res["images_per_sec"], res["step_ms"], res["rss_mb"]))
+                                         res["images_per_sec"], res["step_ms"], res["rss_mb"],
+                                         "%.0f ns" % round_trip if round_trip else "-"))
 
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     longer = ["%s %dT %s %d" % (m, t, x, steps[(m, t, x)]) for m, t, x in cells
@@ -329,13 +356,16 @@ def main():
         "each %g s or more at the peak" % a.min_seconds
     print("%s, commit %s, %s (%d cores visible)%s, torch %s with %s; per-core peak %.1f GFLOP/s fp32, "
           "%s bf16 (bench/fma_peak --isa %s); batch %d, %d timed steps (%s) after %d warm-up, median "
-          "of %d repeats; load average %.2f before, %.2f after" % (
+          "of %d repeats; load average %.2f before, %.2f after; core-to-core round trip %s "
+          "(bench/core_latency)" % (
               now, git_commit(), cpu_model(), os.cpu_count() or 0,
               " held to AVX2 (%s)" % " ".join("%s=%s" % kv for kv in AVX2_ENV.items())
               if a.isa == "avx2" else "", torch_version(a.python),
               os.path.basename(os.path.dirname(blas or "/unknown/x")), peak["fp32"],
               "%.1f GFLOP/s" % peak["bf16"] if peak["bf16"] else "no", a.isa, a.batch,
-              a.steps, more_steps, a.warmup, a.repeats, load_start, os.getloadavg()[0]))
+              a.steps, more_steps, a.warmup, a.repeats, load_start, os.getloadavg()[0],
+              "%.0f-%.0f ns" % (min(round_trips), max(round_trips)) if round_trips
+              else "not measured (one core)"))
     print()
     print("| model | threads | precision | ctower img/s | torch best img/s | torch as-shipped "
           "img/s | ctower / torch best | ctower GFLOP/s (share of peak) | torch best GFLOP/s "

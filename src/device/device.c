@@ -170,20 +170,28 @@ int ct_device_reserve(ct_device *d, ct_device_lane lane, int tasks, ct_status *s
   return tasks > 0 && !w->started && worker_start(w, NULL, "communication", status);
 }
 
-int ct_device_submit(ct_device *d, ct_device_lane lane, ct_device_task task, ct_status *status) {
+int ct_device_submit_tasks(ct_device *d, ct_device_lane lane, const ct_device_task *tasks, int n,
+                           ct_status *status) {
   ct_device_worker *w = worker_of(d, lane);
   pthread_mutex_lock(&w->mutex);
-  const int full = w->queue_len == w->queue_cap;
+  const int full = n > w->queue_cap - w->queue_len;
   if (!full) {
-    w->queue[(w->queue_head + w->queue_len) % w->queue_cap] = task;
-    atomic_store_explicit(&w->queued, ++w->queue_len, memory_order_relaxed);
+    for (int i = 0; i < n; ++i)
+      w->queue[(w->queue_head + w->queue_len + i) % w->queue_cap] = tasks[i];
+    w->queue_len += n;
+    atomic_store_explicit(&w->queued, w->queue_len, memory_order_relaxed);
     if (w->sleeping) pthread_cond_signal(&w->wake);
   }
   pthread_mutex_unlock(&w->mutex);
   if (full)
-    ct_status_set(status, CT_INTERNAL, "the queue of %s is full (%d tasks): none was reserved",
-                  d->name, w->queue_cap);
+    ct_status_set(status, CT_INTERNAL,
+                  "the queue of %s is full (%d tasks, %d more): none was reserved", d->name,
+                  w->queue_cap, n);
   return full;
+}
+
+int ct_device_submit(ct_device *d, ct_device_lane lane, ct_device_task task, ct_status *status) {
+  return ct_device_submit_tasks(d, lane, &task, 1, status);
 }
 
 void ct_device_free(ct_device *d) {

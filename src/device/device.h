@@ -145,6 +145,11 @@ int ct_device_reserve(ct_device *device, ct_device_lane lane, int tasks, ct_stat
  * status (INTERNAL) when the queue is full: reserve room first. */
 int ct_device_submit(ct_device *device, ct_device_lane lane, ct_device_task task,
                      ct_status *status);
+/* Queues tasks[0..n) together, in order: the worker takes none of them
+ * before all are queued. Returns 0, or fills status (INTERNAL) and queues
+ * none when there is no room for all. */
+int ct_device_submit_tasks(ct_device *device, ct_device_lane lane, const ct_device_task *tasks,
+                           int n, ct_status *status);
 
 /* Copies nbytes from src (on `from`; NULL: host memory) to dst (on `to`;
  * NULL: host memory), ordered after the work queued on both and before

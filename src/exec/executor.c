@@ -308,6 +308,33 @@ static void schedule(run_state *run, int index) {
   }
 }
 
+/* Queues the steps that wait for nothing: each device lane's together, in
+ * the plan's order. Queued one at a time, a worker could finish the first
+ * and queue its consumers among the rest, in an order that changed from
+ * run to run; on one device the steps now run in the same order every run
+ * (and check_numerics names the same op). Sends go to the run's thread. */
+static void schedule_roots(run_state *run) {
+  ct_plan *p = run->plan;
+  for (int d = 0; d < run->session->n_devices; ++d)
+    for (int lane = 0; lane < CT_LANE_COUNT; ++lane) {
+      int n = 0;
+      for (int i = 0; i < p->n_steps; ++i) {
+        const ct_plan_step *step = &p->steps[i];
+        if (step->n_deps == 0 && step->transfer == CT_TRANSFER_NONE && step->device == d &&
+            (int)step->lane == lane)
+          p->root_tasks[n++] = (ct_device_task){execute_step, run, i};
+      }
+      ct_status status = CT_STATUS_INIT;
+      if (n > 0 && ct_device_submit_tasks(run->session->devices[d], (ct_device_lane)lane,
+                                          p->root_tasks, n, &status) != 0) {
+        record_failure(run, &status); /* as in schedule: the steps pass through */
+        for (int k = 0; k < n; ++k) execute_step(run, p->root_tasks[k].index);
+      }
+    }
+  for (int i = 0; i < p->n_steps; ++i)
+    if (p->steps[i].n_deps == 0 && p->steps[i].transfer == CT_TRANSFER_SEND) schedule(run, i);
+}
+
 /* A device worker runs one step, then queues the consumers it unblocked. */
 static void execute_step(void *context, int index) {
   run_state *run = context;
@@ -571,8 +598,7 @@ static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
     if (!receives_posted) atomic_store(&run.failed, 1);
   }
   for (int i = 0; i < p->n_steps; ++i) atomic_store(&p->pending[i], p->steps[i].n_deps);
-  for (int i = 0; i < p->n_steps; ++i)
-    if (p->steps[i].n_deps == 0 && p->steps[i].transfer != CT_TRANSFER_RECV) schedule(&run, i);
+  schedule_roots(&run);
   /* a run with edges between tasks waits for the other tasks (every rank
    * makes it, with or without messages of its own): a task that stops
    * leaves the others waiting here, and the stall inspector names it */

@@ -55,6 +55,7 @@ void ct_plan_free(ct_plan *p) {
   free(p->buffers);
   free(p->remaining);
   free(p->pending);
+  free(p->root_tasks);
   free(p);
 }
 
@@ -277,8 +278,9 @@ static int prepare_runs(plan_builder *b, ct_status *status) {
   p->buffers = calloc((size_t)p->n_slots + 1, sizeof *p->buffers);
   p->remaining = calloc((size_t)p->n_slots + 1, sizeof *p->remaining);
   p->pending = calloc((size_t)p->n_steps + 1, sizeof *p->pending);
+  p->root_tasks = calloc((size_t)p->n_steps + 1, sizeof *p->root_tasks);
   return (!p->slot_side_mark || !p->values || !p->value_buffers || !p->buffers || !p->remaining ||
-          !p->pending) &&
+          !p->pending || !p->root_tasks) &&
          out_of_memory(status);
 }
 

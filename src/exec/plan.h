@@ -69,6 +69,7 @@ struct ct_plan {
   ct_buffer *buffers;    /* one per slot at most */
   atomic_int *remaining; /* per slot: consumers still to run */
   atomic_int *pending;   /* per step: producers still to run */
+  ct_device_task *root_tasks; /* room for a device lane's steps that wait for nothing */
   /* edges between tasks (transfer.c): how many the job's plan has, this
    * process's sends and receives (their steps), their state in a run, and
    * the runs so far (a message's tag names its run, modulo 4) */

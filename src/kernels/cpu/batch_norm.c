@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/lanes.h"
 #include "kernels/kernel_shapes.h"
 
 enum { CHUNKS = 16 };
@@ -33,19 +34,7 @@ static void add_chunks(const float *partial, int64_t C, float *sum1, float *sum2
   }
 }
 
-/* A vector register of floats as wide as the build's CPU has (wider
- * vectors, split by the compiler, ran the AVX2 build's batch norms about
- * three times slower), and its comparisons: -1 (all bits) where true, 0
- * where false. Blocks of channels are multiples of 16 floats, so of LANES. */
-#if defined(__AVX512F__)
-enum { LANES = 16 };
-#elif defined(__AVX__)
-enum { LANES = 8 };
-#else
-enum { LANES = 4 };
-#endif
-typedef float lanes __attribute__((vector_size(LANES * sizeof(float))));
-typedef int32_t lane_ints __attribute__((vector_size(LANES * sizeof(int32_t))));
+/* Blocks of channels are multiples of 16 floats, so of LANES (lanes.h). */
 
 /* The width of the block of channels that starts at c0 of C: 64, 32 or 16,
  * the widest that fits, or 0 where fewer than 16 are left (those take the

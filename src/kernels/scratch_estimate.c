@@ -34,8 +34,9 @@ int ct_kernel_scratch_estimate(const char *op, const ct_device *device, const ct
                                &attrs->conv2d, 0, bytes);
   if (strcmp(op, "MatMul") == 0 && n_inputs >= 2)
     return ct_cpu_matmul_scratch(device, &in[0], &in[1], &attrs->matmul, bytes);
-  /* the forward output again, and a byte of workspace per output element */
-  if (strcmp(op, "MaxPoolGrad") == 0 && n_inputs >= 2) {
+  /* windows that overlap (pool.c): the forward output again, and a byte of
+   * workspace per output element */
+  if (strcmp(op, "MaxPoolGrad") == 0 && n_inputs >= 2 && attrs->pool.stride < attrs->pool.window) {
     const ct_shape *dy = &in[n_inputs - 1];
     bytes[0] = f32_bytes(dy);
     bytes[1] = f32_bytes(dy) / sizeof(float);

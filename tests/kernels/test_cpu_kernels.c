@@ -577,7 +577,10 @@ static void check_pool(int is_max, int64_t k, int64_t stride, int same, int64_t 
 }
 
 /* Windows that overlap (3x3/2) and windows that do not, with and without
- * padding, and with rows and columns no window covers (2x2/3). */
+ * padding, and with rows and columns no window covers (2x2/3, 3x3/3
+ * VALID); 3x3/3 SAME clips its first and last windows. Where windows do
+ * not overlap, MaxPool's gradient is ctower's own loop: 70 and 19 channels
+ * take its vectors and the channels after them. */
 static void test_pooling(void **state) {
   (void)state;
   check_pool(1, 2, 2, 0, 3, 0);
@@ -587,6 +590,8 @@ static void test_pooling(void **state) {
   check_pool(1, 2, 2, 1, 3, 0);
   check_pool(1, 2, 3, 0, 70, 1);
   check_pool(1, 2, 3, 1, 5, 1);
+  check_pool(1, 3, 3, 1, 70, 1);
+  check_pool(1, 3, 3, 0, 19, 0);
   check_pool(0, 2, 2, 0, 3, 0);
   check_pool(0, 3, 2, 1, 3, 0);
 }

@@ -281,13 +281,16 @@ static void check_conv_bias_relu(conv_geom cg, int same) {
 
 /* On every path of a forward convolution (conv.c): run transposed (at most
  * 16 output channels, stride 1) with the bias and ReLU in a pass after,
- * a direct primitive doing them itself, Winograd (32 channels, 3x3: oneDNN's
- * with AVX-512, ctower's own in test_cpu_kernels_avx2), a strided one. */
+ * a direct primitive doing them itself (on 1 and 3 input channels, the one
+ * oneDNN ranks after its brgemm kernel), Winograd (32 channels, 3x3:
+ * oneDNN's with AVX-512, ctower's own in test_cpu_kernels_avx2), a strided
+ * one. */
 static void test_conv2d_bias_relu(void **state) {
   (void)state;
   g_conv_algorithm = CT_CONV_AUTO;
   check_conv_bias_relu(geometry(2, 9, 8, 3, 5, 3, 4, 1, 1), 1);
   check_conv_bias_relu(geometry(2, 9, 8, 3, 5, 5, 32, 1, 1), 1);
+  check_conv_bias_relu(geometry(2, 9, 8, 1, 5, 5, 32, 1, 1), 1);
   check_conv_bias_relu(geometry(2, 12, 12, 32, 3, 3, 32, 1, 1), 1);
   check_conv_bias_relu(geometry(2, 9, 8, 3, 5, 3, 4, 2, 0), 0);
   g_conv_algorithm = CT_CONV_DIRECT;

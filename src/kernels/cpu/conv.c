@@ -131,9 +131,8 @@ static dnnl_status_t forward_pd_create(dnnl_primitive_desc_t *pd,
     dnnl_primitive_desc_t candidate = dnnl_primitive_desc_iterator_fetch(it);
     const char *impl = NULL;
     if (candidate &&
-        (dnnl_primitive_desc_query(candidate, dnnl_query_impl_info_str, 0, &impl) !=
-             dnnl_success ||
-         impl == NULL || strncmp(impl, "brgconv", 7) != 0)) {
+        dnnl_primitive_desc_query(candidate, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+        impl && strncmp(impl, "brgconv", 7) != 0) {
       *pd = candidate;
       break;
     }

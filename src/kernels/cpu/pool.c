@@ -222,8 +222,10 @@ static inline __attribute__((always_inline)) void window_max_grad(const float *x
     int64_t winner = 0;
     float largest = x[c];
     for (int64_t r = 0, tap = 0; r < rows; ++r)
-      for (int64_t k = 0; k < cols; ++k, ++tap)
-        if (x[r * row_stride + k * C + c] > largest) largest = x[r * row_stride + k * C + c], winner = tap;
+      for (int64_t k = 0; k < cols; ++k, ++tap) {
+        const float value = x[r * row_stride + k * C + c];
+        if (value > largest) largest = value, winner = tap;
+      }
     const float dy = g[c] + 0.0f;
     for (int64_t r = 0, tap = 0; r < rows; ++r)
       for (int64_t k = 0; k < cols; ++k, ++tap)

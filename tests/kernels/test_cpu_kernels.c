@@ -921,6 +921,43 @@ static void test_broadcast_and_reduce(void **state) {
   run_end(&r);
 }
 
+/* A bias gradient, SumLike [rows, m] -> [m], against sums in double; its
+ * bits do not depend on the thread count. Blocks of 4 vectors of columns
+ * and fewer, and columns after the last vector (16 or 8 floats): m of 123
+ * takes blocks of 4 and 3 vectors either way, 83 of 4 and 1 or 4 and 2;
+ * 3000 rows, every chunk of rows. */
+static void check_bias_gradient(int64_t m) {
+  enum { ROWS = 3000 };
+  ct_shape shapes[2] = {ct_shape_of(2, (int64_t)ROWS, m), ct_shape_of(1, m)};
+  ct_tensor *out[2];
+  for (int run = 0; run < 2; ++run) {
+    op_run r;
+    run_begin(&r, 2, shapes, 61);
+    ct_output sum = ct_sum_like(r.g, r.in[0], r.in[1]);
+    g_threads = 1 + run;
+    run_fetch(&r, 1, &sum, &out[run]);
+    g_threads = 2;
+    double *ref = calloc((size_t)m, sizeof *ref);
+    float *ref_f = calloc((size_t)m, sizeof *ref_f);
+    for (int64_t i = 0; i < ROWS * m; ++i) ref[i % m] += input(&r, 0)[i];
+    for (int64_t j = 0; j < m; ++j) ref_f[j] = (float)ref[j];
+    char what[64];
+    snprintf(what, sizeof what, "SumLike [3000, %lld] -> [%lld], %d thread%s", (long long)m,
+             (long long)m, 1 + run, run ? "s" : "");
+    expect_close(what, out[run], ref_f, m, 1e-3);
+    free(ref), free(ref_f);
+    run_end(&r);
+  }
+  assert_memory_equal(out[0]->data, out[1]->data, (size_t)m * sizeof(float));
+  ct_tensor_free(out[0]), ct_tensor_free(out[1]);
+}
+
+static void test_bias_gradient(void **state) {
+  (void)state;
+  check_bias_gradient(123);
+  check_bias_gradient(83);
+}
+
 static void test_concat_split(void **state) {
   (void)state;
   ct_shape shapes[2] = {ct_shape_of(2, (int64_t)3, (int64_t)2), ct_shape_of(2, (int64_t)3, (int64_t)4)};
@@ -1134,6 +1171,7 @@ int main(void) {
       cmocka_unit_test(test_batch_norm_relu),
       cmocka_unit_test(test_add_n),
       cmocka_unit_test(test_broadcast_and_reduce),
+      cmocka_unit_test(test_bias_gradient),
       cmocka_unit_test(test_concat_split),
       cmocka_unit_test(test_cross_entropy_and_accuracy),
       cmocka_unit_test(test_bad_label_is_an_error),

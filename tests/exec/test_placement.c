@@ -271,7 +271,9 @@ static void test_nodes_added_later_are_placed(void **state) {
 
 /* Two chains of matmuls, one per device: with each device's own worker the
  * timeline must show them running at the same time. Run one after the
- * other, their intervals could not overlap. */
+ * other, their intervals could not overlap. The best of 6 runs counts:
+ * beside another test's threads on the same two cores (ctest -j2), the best
+ * of 3 came out anywhere from 42% to 100%. */
 static void test_two_devices_run_concurrently(void **state) {
   (void)state;
   const int64_t n = 384;
@@ -297,7 +299,7 @@ static void test_two_devices_run_concurrently(void **state) {
   ct_run_metadata *md = ct_run_metadata_new();
   ct_tensor *out[2];
   double best_overlap = 0;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  for (int attempt = 0; attempt < 6; ++attempt) {
     assert_int_equal(ct_session_run_traced(s, &feed, 1, ends, 2, NULL, 0, out, md, &st), 0);
     /* the two devices' busy spans: [first start, last end] of their matmuls */
     double span[2][2] = {{1e18, 0}, {1e18, 0}};

@@ -49,10 +49,11 @@ What it measures
     Before each cell of each repeat, bench/core_latency measures how long a
     cache line takes between two cores and back; the header gives the
     range. A virtual machine's host may move its virtual CPUs apart while it
-    runs (on a 2-core Zen 5: 80-140 ns, then 370-420 ns for minutes), and
-    the runs at 2 threads then lose time on every barrier -- ctower's and
-    PyTorch's alike, about the same milliseconds a step, so the ratio of a
-    short step (mlp) drops. Each progress line shows its cell's figure.
+    runs (on a 2-core Zen 5: 75-140 ns, then 350-435 ns for minutes), and
+    the runs at 2 threads then lose time on every barrier and on data the
+    other core wrote: mlp's step 0.17-0.2 ms more for ctower, 0.04 for
+    PyTorch in fp32 and 0.14 in bf16, so the ratio of a short step drops.
+    Each progress line shows its cell's figure.
 
     --isa avx2 holds every run to AVX2, as on a CPU without AVX-512 (a
     Zen 3, say): oneDNN's kernels (ctower's and PyTorch's) through

@@ -4,9 +4,10 @@
  * threads waits on such hand-offs at every barrier and reads data other
  * cores wrote, so its time depends on this figure as well as on the FMA
  * peak. On a virtual machine it can change while the machine runs, as the
- * host moves the virtual CPUs: on a 2-core Zen 5 it went between 80-140 ns
- * (cores that share a cache) and 370-420 ns for minutes at a time, and mlp
- * at 2 threads took 0.39 ms a step in the first case and 0.56 in the second.
+ * host moves the virtual CPUs: on a 2-core Zen 5 it went between 75-140 ns
+ * (cores that share a cache) and 350-435 ns for minutes at a time, and mlp
+ * at 2 threads took 0.38-0.41 ms a step in the first case and 0.56-0.61 in
+ * the second.
  *
  *   core_latency        prints one JSON line:
  *   {"cpus": [0, 1], "round_trip_ns": 92.4}

@@ -23,6 +23,16 @@ if ! build/venv/bin/python -c 'import tensorboard' 2>/dev/null; then
 fi
 ctest --test-dir build --output-on-failure -j "$jobs"
 
+# The CPU kernels again, built for AVX2 without AVX-512 (x86-64-v3): ctower's
+# own vector loops (src/kernels/cpu/lanes.h) take 16 lanes in the release
+# build on an AVX-512 CPU, 4 in the Debug builds below, and 8 here.
+if grep -qw avx2 /proc/cpuinfo; then
+  cmake -S . -B build-avx2 -DCMAKE_BUILD_TYPE=Release -DCTOWER_MARCH=x86-64-v3 \
+    -DCTOWER_CUDA=off -DCTOWER_MPI=off
+  cmake --build build-avx2 -j "$jobs" --target test_cpu_kernels
+  ctest --test-dir build-avx2 --output-on-failure -j "$jobs" -R '^test_cpu_kernels'
+fi
+
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCTOWER_SANITIZE=ON -DCTOWER_CUDA=off
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -258,7 +258,8 @@ static void max_pool_grad_apart(ct_kernel_ctx *ctx, const pool_geometry *g) {
     return;
   }
   const int64_t row = W * C;
-#pragma omp parallel for schedule(static)
+  const int threads = ctx->threads;
+#pragma omp parallel for num_threads(threads) schedule(static) if (N * H * row > CT_PARALLEL_GRAIN)
   for (int64_t np = 0; np < N * P; ++np) {
     const int64_t n = np / P, p = np % P;
     int64_t y0, y1, y_end;

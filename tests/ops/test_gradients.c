@@ -206,7 +206,9 @@ static void conv_bias_relu_run(const conv_layer *l, int fused, int pooled, ct_te
 }
 
 /* ct_conv2d_bias with its ReLU gives the bits of the separate Conv2D, Add
- * and Relu, forward and backward, on each path of the CPU convolution: a
+ * and Relu (the contract in kernels/cpu/conv.c), forward and backward, on
+ * every CPU (scripts/test.sh runs it held to AVX2 too, where oneDNN's
+ * kernels differ) and on each path of the CPU convolution: a
  * direct primitive doing the bias and ReLU itself, a forward convolution
  * run transposed (16 output channels or fewer) and one by Winograd (32
  * channels, 3x3) followed by a pass of their own, a strided one; and so

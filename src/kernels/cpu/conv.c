@@ -22,8 +22,12 @@
  *
  * A forward convolution with a bias (a third input) and a ReLU
  * (attrs.relu: ct_conv2d_bias) adds them as its primitive writes y (oneDNN's
- * bias and post-op) where the primitive takes them, else in one pass over y
- * after it (transposed, ctower's own Winograd).
+ * post-ops) where the primitive takes them, else in one pass over y after
+ * it (transposed, ctower's own Winograd). Its contract, on every path and
+ * every CPU: the bits of the separate Conv2D, Add and Relu. Both ways add
+ * the bias to the finished sum of products in one fp32 addition and then
+ * clamp, as Add and Relu do, so fusing never changes a result
+ * (tests/ops/test_gradients.c checks each path).
  *
  * Winograd's algorithm, where asked for, is oneDNN's where oneDNN has it
  * (CPUs with AVX-512: faster than ctower's own there, resnet20 at 253-255
@@ -53,7 +57,7 @@ typedef struct conv_state {
   int own_winograd; /* run by winograd.c, not by a primitive */
   ct_winograd_shape winograd_shape;
   int fused;          /* the primitive adds the bias and applies the ReLU itself */
-  dnnl_memory_t bias; /* its bias argument, when fused with a bias */
+  dnnl_memory_t bias; /* its bias post-op's operand, when fused with a bias */
 } conv_state;
 
 static void conv_state_free(void *data) {
@@ -91,14 +95,30 @@ typedef struct conv_epilogue {
 
 static int epilogue_any(const conv_epilogue *e) { return e && (e->bias || e->relu); }
 
-/* Attributes asking for a user scratchpad and, for epilogue e, a ReLU post-op. */
-static dnnl_primitive_attr_t conv_attr(const conv_epilogue *e) {
+/* The layout of a bias as a post-op's second operand: one value per
+ * output channel, broadcast over images and pixels. */
+static dnnl_memory_desc_t bias_operand_md(int64_t channels) {
+  const int64_t dims[4] = {1, channels, 1, 1};
+  return ct_dnnl_md(4, dims, dnnl_nchw);
+}
+
+/* Attributes asking for a user scratchpad and, for epilogue e of a
+ * convolution of `channels` outputs, its post-ops: the bias added, then the
+ * ReLU. The bias is a binary post-op, not the convolution's bias argument:
+ * a post-op applies to the finished sum of products, as the separate Add
+ * does, whereas a kernel taking the bias argument may start its sums from
+ * the bias (oneDNN's AVX2 direct kernel does), which rounds otherwise. */
+static dnnl_primitive_attr_t conv_attr(const conv_epilogue *e, int64_t channels) {
   dnnl_primitive_attr_t attr = ct_dnnl_user_scratchpad();
-  if (attr == NULL || e == NULL || !e->relu) return attr;
+  if (attr == NULL || !epilogue_any(e)) return attr;
+  const dnnl_memory_desc_t bias_md = bias_operand_md(channels);
   dnnl_post_ops_t ops = NULL;
-  if (dnnl_post_ops_create(&ops) != dnnl_success ||
-      dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) != dnnl_success ||
-      dnnl_primitive_attr_set_post_ops(attr, ops) != dnnl_success) {
+  int failed = dnnl_post_ops_create(&ops) != dnnl_success;
+  if (!failed && e->bias)
+    failed = dnnl_post_ops_append_binary(ops, dnnl_binary_add, &bias_md) != dnnl_success;
+  if (!failed && e->relu)
+    failed = dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) != dnnl_success;
+  if (failed || dnnl_primitive_attr_set_post_ops(attr, ops) != dnnl_success) {
     dnnl_primitive_attr_destroy(attr);
     attr = NULL;
   }
@@ -159,14 +179,11 @@ static dnnl_status_t conv_pd_create(dnnl_primitive_desc_t *pd, conv_kind kind,
   dnnl_primitive_desc_t fwd_pd = NULL;
   *pd = NULL;
   if (kind != CONV_FORWARD) e = NULL;
-  dnnl_primitive_attr_t attr = conv_attr(e);
+  dnnl_primitive_attr_t attr = conv_attr(e, hint[ARG_Y].dims[1]);
   if (attr == NULL) return dnnl_out_of_memory;
-  dnnl_memory_desc_t bias_md;
-  dnnl_dims_t bias_dims = {hint[ARG_Y].dims[1]};
-  dnnl_memory_desc_init_by_tag(&bias_md, 1, bias_dims, dnnl_f32, dnnl_a);
   dnnl_status_t st = dnnl_convolution_forward_desc_init(
-      &fwd_desc, dnnl_forward_training, alg, &hint[ARG_X], &hint[ARG_FILTER],
-      e && e->bias ? &bias_md : NULL, &hint[ARG_Y], strides, pad_l, pad_r);
+      &fwd_desc, dnnl_forward_training, alg, &hint[ARG_X], &hint[ARG_FILTER], NULL, &hint[ARG_Y],
+      strides, pad_l, pad_r);
   if (st == dnnl_success)
     st = kind == CONV_FORWARD ? forward_pd_create(&fwd_pd, &fwd_desc, attr, engine)
                               : dnnl_primitive_desc_create(&fwd_pd, &fwd_desc, attr, engine, NULL);
@@ -367,7 +384,7 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
   s->transposed = d.transposed;
   s->fused = d.fused;
   if (!failed && s->fused && e.bias) {
-    dnnl_memory_desc_t bias_md = ct_dnnl_md(1, &fs->dims[3], dnnl_a);
+    const dnnl_memory_desc_t bias_md = bias_operand_md(fs->dims[3]);
     s->bias = ct_dnnl_memory(ctx, &bias_md, DNNL_MEMORY_NONE);
     failed = s->bias == NULL;
   }
@@ -490,7 +507,8 @@ static void primitive_run(ct_kernel_ctx *ctx, conv_kind kind, conv_state *s) {
     if (ct_dnnl_check(ctx, dnnl_memory_set_data_handle(s->bias, ctx->inputs[2].data),
                       "dnnl_memory_set_data_handle"))
       return;
-    args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, s->bias};
+    /* the first post-op's second operand (conv_attr) */
+    args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, s->bias};
   }
   if (ct_dnnl_scratchpad_bind(ctx, &s->scratchpad, args, &n_args) ||
       ct_dnnl_execute(ctx, s->prim, n_args, args))

@@ -129,6 +129,54 @@ static void note_cpu_fallbacks(const ct_session_options *o) {
             "convolutions directly\n");
 }
 
+/* oneDNN's name of the instruction set its CPU kernels use here. */
+static const char *onednn_isa_name(void) {
+  static const struct {
+    dnnl_cpu_isa_t isa;
+    const char *name;
+  } names[] = {{dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
+               {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+               {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
+               {dnnl_cpu_isa_avx512_core, "avx512_core"},
+               {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+               {dnnl_cpu_isa_avx2, "avx2"},
+               {dnnl_cpu_isa_avx, "avx"},
+               {dnnl_cpu_isa_sse41, "sse41"}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
+    if (cpu_has_isa(names[i].isa)) return names[i].name;
+  return "generic";
+}
+
+/* The widest vectors ctower's own loops were compiled for (-march). */
+static const char *own_loops_isa_name(void) {
+#if defined(__AVX512F__)
+  return "avx512";
+#elif defined(__AVX2__)
+  return "avx2";
+#else
+  return "sse";
+#endif
+}
+
+/* What the CPU device's kernels compute with, as ct_device_info's
+ * description reports it: the instruction sets, the arithmetic of
+ * convolutions and matmuls, and how 3x3 convolutions are computed. Tests
+ * and users read what ctower does here rather than guess it from the CPU's
+ * flags. */
+static void describe_cpu(const ct_cpu *cpu, char *out, size_t size) {
+  char convolutions[128] = "direct";
+  if (cpu->winograd && !cpu->bf16) {
+    char from[40] = "";
+    if (cpu->winograd_min_channels > 0)
+      snprintf(from, sizeof from, ", from %d channels", cpu->winograd_min_channels);
+    snprintf(convolutions, sizeof convolutions, "winograd (%s%s)%s",
+             cpu->own_winograd ? "ctower's own" : "oneDNN's",
+             cpu->own_winograd ? ", channels in multiples of 16" : "", from);
+  }
+  snprintf(out, size, "isa: %s (oneDNN), %s (ctower's loops)  math: %s  3x3 convolutions: %s",
+           onednn_isa_name(), own_loops_isa_name(), cpu->bf16 ? "bf16" : "fp32", convolutions);
+}
+
 /* A CPU device of the session with options o, with `threads` workers
  * pinned from first_core (-1: not pinned), an optional memory limit in
  * bytes (0: none) and idle_watch (device.h), its worker started. NULL and
@@ -159,6 +207,7 @@ static ct_device *cpu_device_new(const ct_session_options *o, int index, int thr
     cpu->winograd_min_channels = o->conv_algorithm == CT_CONV_AUTO ? 32 : 0;
     cpu->own_winograd = !cpu_has_isa(dnnl_cpu_isa_avx512_core);
     cpu->avx2_sgemm = !cpu_has_isa(dnnl_cpu_isa_avx512_core);
+    describe_cpu(cpu, d->description, sizeof d->description);
   }
   if (cpu == NULL)
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating %s", d->name);

@@ -99,7 +99,7 @@ struct ct_device {
   char name[128];              /* canonical: /job:localhost/replica:0/task:0/device:CPU:0 */
   char job[CT_DEVICE_JOB_MAX]; /* the task it belongs to (the session options'): "" is */
   int task;                    /*   localhost, task 0 */
-  char description[320];       /* GPU: "NVIDIA H100 80GB HBM3, CUDA device 0"; CPU: "" */
+  char description[320];       /* GPU: "NVIDIA H100 80GB HBM3, CUDA device 0"; CPU: its kernels' ISA, math, convolutions */
   char mapping[352];           /* the placement log's "Device mapping:" entry after the index:
                                   "name: cpu, cores: 1" */
   int index;                   /* N in /cpu:N */

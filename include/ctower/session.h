@@ -95,7 +95,7 @@ typedef struct ct_device_info {
   size_t memory_limit;    /* bytes; 0: none */
   const char *description; /* GPU: product, CUDA device, total memory; CPU: what its
                               kernels compute with: "isa: avx2 (oneDNN), avx2 (ctower's
-                              loops)  math: fp32  3x3 convolutions: direct" */
+                              loops)  math: fp32  winograd: none" */
 } ct_device_info;
 
 /* Fills *info for device i; returns 0, or 1 when there is no device i. */

@@ -118,7 +118,7 @@ static const char k_devices_help[] =
     "memory limit; for a GPU its product and memory; for a CPU device what its\n"
     "kernels compute with: the instruction sets of oneDNN's kernels and of\n"
     "ctower's own loops, the arithmetic of convolutions and matmuls (math: fp32\n"
-    "or bf16) and how 3x3 convolutions are computed (direct or Winograd). With a\n"
+    "or bf16) and which convolutions Winograd's algorithm computes. With a\n"
     "config, its session settings (device_count, memory_limit_mb, gpu_options)\n"
     "and train.precision and train.conv_algorithm apply.\n"
     "\n"

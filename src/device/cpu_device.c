@@ -160,21 +160,22 @@ static const char *own_loops_isa_name(void) {
 
 /* What the CPU device's kernels compute with, as ct_device_info's
  * description reports it: the instruction sets, the arithmetic of
- * convolutions and matmuls, and how 3x3 convolutions are computed. Tests
- * and users read what ctower does here rather than guess it from the CPU's
- * flags. */
+ * convolutions and matmuls, and which stride-1 convolutions Winograd's
+ * algorithm computes. Tests and users read what ctower does here rather
+ * than guess it from the CPU's flags. */
 static void describe_cpu(const ct_cpu *cpu, char *out, size_t size) {
-  char convolutions[128] = "direct";
+  char winograd[128] = "none";
   if (cpu->winograd && !cpu->bf16) {
     char from[40] = "";
     if (cpu->winograd_min_channels > 0)
       snprintf(from, sizeof from, ", from %d channels", cpu->winograd_min_channels);
-    snprintf(convolutions, sizeof convolutions, "winograd (%s%s)%s",
-             cpu->own_winograd ? "ctower's own" : "oneDNN's",
-             cpu->own_winograd ? ", channels in multiples of 16" : "", from);
+    snprintf(winograd, sizeof winograd, "%s%s",
+             cpu->own_winograd ? "3x3 and 5x5 (ctower's own, channels in multiples of 16)"
+                               : "3x3 (oneDNN's)",
+             from);
   }
-  snprintf(out, size, "isa: %s (oneDNN), %s (ctower's loops)  math: %s  3x3 convolutions: %s",
-           onednn_isa_name(), own_loops_isa_name(), cpu->bf16 ? "bf16" : "fp32", convolutions);
+  snprintf(out, size, "isa: %s (oneDNN), %s (ctower's loops)  math: %s  winograd: %s",
+           onednn_isa_name(), own_loops_isa_name(), cpu->bf16 ? "bf16" : "fp32", winograd);
 }
 
 /* A CPU device of the session with options o, with `threads` workers

@@ -5,8 +5,8 @@
 # (DNNL_MAX_CPU_ISA=AVX2: no bf16 and no Winograd of oneDNN's there, ctower's
 # own Winograd where its build has AVX2 and FMA). Every expectation comes from
 # what ctower reports, never from the CPU's flags: `ctower devices` says what
-# the CPU devices compute with (math: fp32 or bf16; 3x3 convolutions: direct
-# or Winograd), and a run's weights differ from the fp32 direct run's exactly
+# the CPU devices compute with (math: fp32 or bf16; winograd: none, or the
+# filters it takes), and a run's weights differ from the fp32 direct run's exactly
 # when that report does, with a note exactly when what was asked falls back.
 # A misspelt value is a usage error naming the choices.
 # Usage: bash precision.sh /path/to/ctower
@@ -19,14 +19,14 @@ dataset: {name: synthetic, image_shape: [16, 16, 3], num_classes: 10, train_size
 train: {epochs: 1, max_steps: 2, checkpoint: fp32.safetensors, conv_algorithm: direct}
 YAML
 
-# reported FIELD [KEY=VALUE ...]: FIELD ("math", "3x3 convolutions") of the
-# first CPU device as `ctower devices` describes it for job.yaml with those
-# overrides, in this environment
+# reported FIELD [KEY=VALUE ...]: FIELD ("math", "winograd") of the first
+# CPU device as `ctower devices` describes it for job.yaml with those
+# overrides, in this environment (its fields are two spaces apart)
 reported() {
   local field=$1
   shift
   "$CTOWER" devices job.yaml "$@" 2>/dev/null | grep -m 1 "kind: CPU" |
-    sed -n "s/.*  $field: \([^ ]*\( ([^)]*)\)\{0,1\}\).*/\1/p"
+    awk -F '  ' -v f="$field: " '{ for (i = 1; i <= NF; ++i) if (index($i, f) == 1) print substr($i, length(f) + 1) }'
 }
 
 # trained NAME [KEY=VALUE ...]: trains to NAME.safetensors, its stderr in
@@ -37,9 +37,9 @@ trained() {
   run train job.yaml train.checkpoint="$name.safetensors" --quiet "$@"
   echo "$err" >"$name.err"
   [ "$rc" -eq 0 ] || fail "$name: rc $rc: $err"
-  arithmetic="$(reported math "$@"), $(reported "3x3 convolutions" "$@")"
+  arithmetic="$(reported math "$@"), winograd $(reported winograd "$@")"
   case "$arithmetic" in
-    ,* | *", ") fail "$name: ctower devices did not report its arithmetic: '$arithmetic'" ;;
+    ,* | *"winograd ") fail "$name: ctower devices did not report its arithmetic: '$arithmetic'" ;;
   esac
 }
 
@@ -70,8 +70,8 @@ for cap in "" AVX2; do
   p=${cap:+capped_}
   trained "${p}fp32"
   reference=$arithmetic
-  [ "$reference" = "fp32, direct" ] && pass "${p}fp32: reported $reference" ||
-    fail "${p}fp32: reported $reference (expected fp32, direct)"
+  [ "$reference" = "fp32, winograd none" ] && pass "${p}fp32: reported $reference" ||
+    fail "${p}fp32: reported $reference (expected fp32, winograd none)"
   expect_note "${p}fp32" 0 ""
 
   trained "${p}bf16" train.precision=bf16

@@ -318,7 +318,7 @@ static void cpu_description(ct_precision precision, ct_conv_algorithm algorithm,
   g_precision = saved_precision, g_conv_algorithm = saved_algorithm;
 }
 
-/* Whether that description has `what` ("math: bf16", "3x3 convolutions: winograd"). */
+/* Whether that description has `what` ("math: bf16", "winograd: 3x3"). */
 static int cpu_reports(ct_precision precision, ct_conv_algorithm algorithm, const char *what) {
   char description[512];
   cpu_description(precision, algorithm, description, sizeof description);
@@ -338,30 +338,35 @@ static void free_all(ct_tensor **t, int n) {
   for (int i = 0; i < n; ++i) ct_tensor_free(t[i]);
 }
 
-/* Whether the CPU device computes 3x3 convolutions by Winograd when asked:
- * oneDNN's F(4x4, 3x3) where it has one, else ctower's own F(2x2, 3x3)
+/* Whether the CPU device computes convolutions of taps x taps by Winograd
+ * when asked, as it reports: 3x3 by oneDNN's F(4x4, 3x3) where it has one,
+ * else 3x3 and 5x5 by ctower's own F(2x2, 3x3) and F(2x2, 5x5)
  * (winograd.c) in a build for AVX2 and FMA. */
-static int winograd_here(void) {
-  return cpu_reports(CT_PRECISION_FP32, CT_CONV_WINOGRAD, "3x3 convolutions: winograd");
+static int winograd_here(int taps) {
+  return cpu_reports(CT_PRECISION_FP32, CT_CONV_WINOGRAD,
+                     taps == 3 ? "winograd: 3x3" : "winograd: 3x3 and 5x5");
 }
 
-/* Winograd on a 3x3 stride-1 layer: within 1e-4 of the naive loop
- * (relative to the result, at least 1), as the direct convolution, on
- * inputs in [-1, 1] with up to 288 products per output; and not the direct
- * convolution's bits where the CPU has it (Winograd did run), exactly them
- * where it has not (the fallback). test_cpu_kernels_avx2 runs ctower's own
- * here, on a size of an odd number of tiles and unpadded too. */
+/* Winograd on stride-1 layers of 3x3 and 5x5: within 1e-4 (2e-4 for 5x5,
+ * as test_own_winograd) of the naive loop (relative to the result, at
+ * least 1), as the direct convolution, on inputs in [-1, 1] with up to 800
+ * products per output; and not the direct convolution's bits where the
+ * device reports Winograd for those taps (Winograd did run), exactly them
+ * where it does not (the fallback), on a size of an odd number of tiles
+ * and unpadded too. */
 static void test_conv2d_winograd(void **state) {
   (void)state;
-  const conv_geom layers[2] = {geometry(2, 12, 12, 16, 3, 3, 32, 1, 1),
-                               geometry(3, 7, 6, 32, 3, 3, 16, 1, 0)};
-  const int has = winograd_here();
-  printf("  Winograd %s on this CPU\n", has ? "used" : "not available: direct");
-  for (int i = 0; i < 2; ++i) {
+  const conv_geom layers[4] = {
+      geometry(2, 12, 12, 16, 3, 3, 32, 1, 1), geometry(3, 7, 6, 32, 3, 3, 16, 1, 0),
+      geometry(2, 10, 9, 16, 5, 5, 32, 1, 1), geometry(3, 9, 8, 32, 5, 5, 16, 1, 0)};
+  for (int i = 0; i < 4; ++i) {
+    const int taps = (int)layers[i].R, has = winograd_here(taps);
+    const double tolerance = taps == 5 ? 2e-4 : 1e-4;
+    printf("  %dx%d: Winograd %s on this CPU\n", taps, taps, has ? "used" : "not available: direct");
     ct_tensor *direct[3], *winograd[3];
-    check_conv_geometry(layers[i], i == 0, 1e-4, direct);
+    check_conv_geometry(layers[i], i % 2 == 0, 1e-4, direct);
     g_conv_algorithm = CT_CONV_WINOGRAD;
-    check_conv_geometry(layers[i], i == 0, 1e-4, winograd);
+    check_conv_geometry(layers[i], i % 2 == 0, tolerance, winograd);
     g_conv_algorithm = CT_CONV_DIRECT;
     assert_int_equal(same_bits(direct, winograd, 3), !has);
     free_all(direct, 3);
@@ -370,23 +375,28 @@ static void test_conv2d_winograd(void **state) {
 }
 
 /* ctower's own Winograd (winograd.c) called directly, on every CPU that
- * runs its build: y, dx and dfilter within 1e-4 of the naive loop on 1 and
- * 2 threads, SAME and VALID, sizes of odd and even tiles and a single
- * pixel; and the same bits again from a second run on as many threads. */
+ * runs its build, 3x3 and 5x5: y, dx and dfilter within 1e-4 (3x3) and 2e-4
+ * (5x5: sums of more transformed terms, whose coefficients reach 2.5) of
+ * the naive loop on 1 and 2 threads, SAME and VALID, sizes of odd and even
+ * tiles and a single pixel; and the same bits again from a second run on
+ * as many threads. */
 static void test_own_winograd(void **state) {
   (void)state;
-  if (!ct_winograd_supports(16, 16)) {
+  if (!ct_winograd_supports(3, 16, 16)) {
     printf("  not in this build (no AVX2 and FMA): convolutions direct\n");
     return;
   }
-  const conv_geom layers[4] = {
-      geometry(2, 7, 9, 16, 3, 3, 32, 1, 1), geometry(3, 8, 5, 32, 3, 3, 16, 1, 0),
-      geometry(2, 6, 6, 48, 3, 3, 64, 1, 1), geometry(2, 1, 1, 16, 3, 3, 16, 1, 1)};
-  for (int i = 0; i < 8; ++i) {
-    const conv_geom g = layers[i % 4];
-    const int threads = 1 + i / 4;
-    const ct_winograd_shape s = {g.N, g.H, g.W, g.C, g.P, g.Q, g.K, g.pad_h, g.pad_w};
-    const int64_t nx = g.N * g.H * g.W * g.C, ny = g.N * g.P * g.Q * g.K, nf = 9 * g.C * g.K;
+  const conv_geom layers[8] = {
+      geometry(2, 7, 9, 16, 3, 3, 32, 1, 1),  geometry(3, 8, 5, 32, 3, 3, 16, 1, 0),
+      geometry(2, 6, 6, 48, 3, 3, 64, 1, 1),  geometry(2, 1, 1, 16, 3, 3, 16, 1, 1),
+      geometry(2, 7, 9, 16, 5, 5, 32, 1, 1),  geometry(3, 9, 6, 32, 5, 5, 16, 1, 0),
+      geometry(2, 14, 14, 32, 5, 5, 64, 1, 1), geometry(2, 1, 1, 16, 5, 5, 16, 1, 1)};
+  for (int i = 0; i < 16; ++i) {
+    const conv_geom g = layers[i % 8];
+    const int threads = 1 + i / 8;
+    const ct_winograd_shape s = {g.R, g.N, g.H, g.W, g.C, g.P, g.Q, g.K, g.pad_h, g.pad_w};
+    const int64_t nx = g.N * g.H * g.W * g.C, ny = g.N * g.P * g.Q * g.K;
+    const int64_t nf = g.R * g.S * g.C * g.K;
     float *X = malloc((size_t)nx * 4), *F = malloc((size_t)nf * 4), *DY = malloc((size_t)ny * 4);
     ct_test_fill_uniform(X, nx, 1 + (uint64_t)i, -1, 1);
     ct_test_fill_uniform(F, nf, 2 + (uint64_t)i, -1, 1);
@@ -414,9 +424,10 @@ static void test_own_winograd(void **state) {
     static const char *const what[3] = {"y", "dx", "dfilter"};
     for (int k = 0; k < 3; ++k) {
       char name[80];
-      snprintf(name, sizeof name, "%s, %lldx%lld, %lld to %lld, %d thread(s)", what[k],
-               (long long)g.H, (long long)g.W, (long long)g.C, (long long)g.K, threads);
-      expect_close_floats(name, got[0][k], ref[k], n[k], 1e-4);
+      snprintf(name, sizeof name, "%s, %lldx%lld by %lldx%lld, %lld to %lld, %d thread(s)",
+               what[k], (long long)g.H, (long long)g.W, (long long)g.R, (long long)g.S,
+               (long long)g.C, (long long)g.K, threads);
+      expect_close_floats(name, got[0][k], ref[k], n[k], g.R == 5 ? 2e-4 : 1e-4);
       assert_memory_equal(got[0][k], got[1][k], (size_t)n[k] * 4);
       free(got[0][k]), free(got[1][k]), free(ref[k]);
     }
@@ -433,7 +444,7 @@ static void test_conv2d_auto_algorithm(void **state) {
   /* "winograd (...), from N channels", or no Winograd at all */
   char description[512];
   cpu_description(CT_PRECISION_FP32, CT_CONV_AUTO, description, sizeof description);
-  const char *from = strstr(description, "3x3 convolutions: winograd");
+  const char *from = strstr(description, "winograd: 3x3");
   int min_channels = 0;
   if (from) {
     from = strstr(from, "from ");

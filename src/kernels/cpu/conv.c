@@ -242,11 +242,19 @@ static dnnl_status_t transposed_desc_make(const ct_cpu *cpu, const int64_t dims[
                         &tw, cpu->engine, NULL);
 }
 
-/* Whether the device computes a layer of filter fs with Winograd's algorithm. */
+/* Whether the device computes a stride-1 layer of square filter fs by
+ * Winograd's algorithm, where an implementation takes its taps: oneDNN's
+ * 3x3, ctower's own 3x3 and 5x5 (winograd.c). */
 static int winograd_wanted(const ct_cpu *cpu, const ct_shape *fs, const ct_conv2d_attrs *a) {
-  return cpu->winograd && !cpu->bf16 && fs->dims[0] == 3 && fs->dims[1] == 3 &&
-         a->strides[0] == 1 && a->strides[1] == 1 && fs->dims[2] >= cpu->winograd_min_channels &&
+  return cpu->winograd && !cpu->bf16 && fs->dims[0] == fs->dims[1] && a->strides[0] == 1 &&
+         a->strides[1] == 1 && fs->dims[2] >= cpu->winograd_min_channels &&
          fs->dims[3] >= cpu->winograd_min_channels;
+}
+
+/* Whether oneDNN's Winograd is asked for the layer of filter fs. */
+static int onednn_winograd_wanted(const ct_cpu *cpu, const ct_shape *fs,
+                                  const ct_conv2d_attrs *a) {
+  return winograd_wanted(cpu, fs, a) && fs->dims[0] == 3;
 }
 
 /* Whether ctower's own Winograd (winograd.c) runs the convolution of x by
@@ -254,14 +262,22 @@ static int winograd_wanted(const ct_cpu *cpu, const ct_shape *fs, const ct_conv2
 static int own_winograd(const ct_device *device, const ct_shape *xs, const ct_shape *fs,
                         const ct_shape *ys, const ct_conv2d_attrs *a, ct_winograd_shape *s) {
   const ct_cpu *cpu = ct_cpu_of(device);
+  const int64_t taps = fs->dims[0];
   if (!cpu->own_winograd || !winograd_wanted(cpu, fs, a) ||
-      !ct_winograd_supports(fs->dims[2], fs->dims[3]))
+      !ct_winograd_supports(taps, fs->dims[2], fs->dims[3]))
     return 0;
-  const ct_window wh = ct_window_of(xs->dims[1], 3, 1, a->same_padding);
-  const ct_window ww = ct_window_of(xs->dims[2], 3, 1, a->same_padding);
-  const ct_winograd_shape shape = {xs->dims[0], xs->dims[1], xs->dims[2], xs->dims[3],
-                                   ys->dims[1], ys->dims[2], ys->dims[3], wh.pad_before,
-                                   ww.pad_before};
+  const ct_window wh = ct_window_of(xs->dims[1], taps, 1, a->same_padding);
+  const ct_window ww = ct_window_of(xs->dims[2], taps, 1, a->same_padding);
+  const ct_winograd_shape shape = {.taps = taps,
+                                   .batch = xs->dims[0],
+                                   .in_h = xs->dims[1],
+                                   .in_w = xs->dims[2],
+                                   .in_c = xs->dims[3],
+                                   .out_h = ys->dims[1],
+                                   .out_w = ys->dims[2],
+                                   .out_c = ys->dims[3],
+                                   .pad_top = wh.pad_before,
+                                   .pad_left = ww.pad_before};
   *s = shape;
   return 1;
 }
@@ -306,7 +322,7 @@ static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, con
   dnnl_memory_desc_t md[N_ARGS];
   const int out = output_arg(kind);
   const int stride_1 = a->strides[0] == 1 && a->strides[1] == 1;
-  const int winograd = winograd_wanted(cpu, fs, a);
+  const int winograd = onednn_winograd_wanted(cpu, fs, a);
   d->pd = NULL;
   d->fused = 0;
   d->transposed = kind == CONV_FORWARD && stride_1 && !winograd &&

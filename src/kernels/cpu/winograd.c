@@ -1,11 +1,18 @@
-/* Winograd's F(2x2, 3x3) convolution (winograd.h).
+/* Winograd's F(2x2, 3x3) and F(2x2, 5x5) convolutions (winograd.h).
  *
- * The transforms, for a 4x4 input block d, 3x3 taps g and 2x2 output y:
- *   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
- *   G   = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]
- *   A^T = [1 1 1 0; 0 1 -1 -1]
- * Their gradients: dM = A dY A^T for the 4x4 product of a tile, and
+ * Each algorithm is three constant matrices, for a tile of a = r + 1
+ * inputs a side, r taps and 2 outputs:
+ *   B^T (a x a) takes the input d to B^T d B,
+ *   G   (a x r) takes the taps g to G g G^T,
+ *   A^T (2 x a) takes the products m back to the output A^T m A.
+ * F(2x2, 3x3) interpolates at 0, 1, -1 and infinity; F(2x2, 5x5) at 0, 1,
+ * -1, 1/2, -2 and infinity, whose results round about half as far from the
+ * exact ones as at 0, 1, -1, 2, -2 (the points of oneDNN's F(4x4, 3x3)),
+ * and whose B^T and A^T are exact in binary. The gradients: dM = A dY A^T for a tile's products, and
  * dg = G^T dU G for the taps, dU the sum over tiles of (B^T d B) . dM.
+ * Every transform is written once, over these matrices: inlined into a
+ * function of one algorithm, its loops unroll and only the matrix's nonzero
+ * terms remain.
  *
  * Threads take contiguous runs of blocks of tiles. The forward passes write
  * each output once; the filter's gradient sums each thread's blocks apart,
@@ -19,14 +26,50 @@
 #include <omp.h>
 #include <string.h>
 
-/* 16 positions of a transformed 4x4 tile; products computed 6 tiles by 16
- * output channels at a time (12 of the 16 AVX2 registers accumulate) */
-enum { POSITIONS = 16, PANEL_ROWS = 6, PANEL_COLUMNS = 16, LANES = 8 };
+/* Products computed 6 tiles by 16 output channels at a time (12 of the 16
+ * AVX2 registers accumulate). */
+enum { PANEL_ROWS = 6, PANEL_COLUMNS = 16, LANES = 8 };
+
+/* Outputs a tile side; the largest filter and tile sides. */
+enum { OUT = 2, MAX_TAPS = 5, MAX_TILE = MAX_TAPS + OUT - 1 };
 
 /* A thread's block of tiles, transformed input and products, within this
  * many bytes: half the L2 cache of the smallest CPU with AVX2 here (Zen 3,
  * 512 KiB), so that both stay there between the transforms and the product. */
 enum { BLOCK_BYTES = 256 << 10, MAX_BLOCK_TILES = 96 };
+
+typedef struct algorithm {
+  int taps, tile;               /* r, and a = r + 1 */
+  float BT[MAX_TILE][MAX_TILE]; /* B^T, a x a */
+  float G[MAX_TILE][MAX_TAPS];  /* G, a x r */
+  float AT[OUT][MAX_TILE];      /* A^T, 2 x a */
+} algorithm;
+
+static const algorithm F2X2_3X3 = {
+    3,
+    4,
+    {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
+    {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}},
+    {{1, 1, 1, 0}, {0, 1, -1, -1}}};
+
+static const algorithm F2X2_5X5 = {
+    5,
+    6,
+    {{1, -1.5f, -2, 1.5f, 1, 0},
+     {0, -1, 0.5f, 2.5f, 1, 0},
+     {0, 1, -2.5f, 0.5f, 1, 0},
+     {0, -2, -1, 2, 1, 0},
+     {0, 0.5f, -1, -0.5f, 1, 0},
+     {0, 1, -1.5f, -2, 1.5f, 1}},
+    {{1, 0, 0, 0, 0},
+     {1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3},
+     {-1.0f / 3, 1.0f / 3, -1.0f / 3, 1.0f / 3, -1.0f / 3},
+     {-16.0f / 15, -8.0f / 15, -4.0f / 15, -2.0f / 15, -1.0f / 15},
+     {1.0f / 15, -2.0f / 15, 4.0f / 15, -8.0f / 15, 16.0f / 15},
+     {0, 0, 0, 0, 1}},
+    {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 0.5f, -2, 1}}};
+
+static int positions_of(int64_t taps) { return (int)((taps + 1) * (taps + 1)); }
 
 typedef float v8 __attribute__((vector_size(32)));
 
@@ -38,18 +81,58 @@ static inline v8 load8(const float *p) {
 
 static inline void store8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
 
+/* out[i * out_step] = sum over j < cols of M(i, j) in[j * in_step] for
+ * i < rows, where M(i, j) = M[i * row_step + j * column_step] (a matrix
+ * above or its transpose): one side of a transform. */
+static inline __attribute__((always_inline)) void transform_1d(
+    const float *M, int row_step, int column_step, int rows, int cols, const v8 *in, int in_step,
+    v8 *out, int out_step) {
+#pragma GCC unroll 6
+  for (int i = 0; i < rows; ++i) {
+    v8 sum = {0};
+#pragma GCC unroll 6
+    for (int j = 0; j < cols; ++j) {
+      const float c = M[i * row_step + j * column_step];
+      const v8 x = in[j * in_step];
+      if (c == 1.0f)
+        sum += x;
+      else if (c == -1.0f)
+        sum -= x;
+      else if (c != 0.0f)
+        sum = (v8)_mm256_fmadd_ps((__m256)x, _mm256_set1_ps(c), (__m256)sum);
+    }
+    out[i * out_step] = sum;
+  }
+}
+
+/* out = M in M^T for the rows x cols matrix M (strides as transform_1d)
+ * and in of cols x cols values, row i of each MAX_TILE apart. */
+static inline __attribute__((always_inline)) void transform_2d(const float *M, int row_step,
+                                                              int column_step, int rows, int cols,
+                                                              const v8 *in, v8 *out) {
+  v8 half[MAX_TILE][MAX_TILE];
+#pragma GCC unroll 6
+  for (int j = 0; j < cols; ++j)
+    transform_1d(M, row_step, column_step, rows, cols, in + j, MAX_TILE, &half[0][j], MAX_TILE);
+#pragma GCC unroll 6
+  for (int i = 0; i < rows; ++i)
+    transform_1d(M, row_step, column_step, rows, cols, half[i], 1, out + i * MAX_TILE, 1);
+}
+
 /* How the output falls into tiles, and the tiles into blocks. */
 typedef struct tiling {
   int64_t tiles_w, per_image, count; /* tiles across, in an image, in all */
   int64_t block, blocks;             /* tiles in a block (a multiple of 6), blocks */
+  int positions;                     /* of a transformed tile: (r + 1)^2 */
 } tiling;
 
 static tiling tiling_of(const ct_winograd_shape *s) {
   tiling t;
+  t.positions = positions_of(s->taps);
   t.tiles_w = (s->out_w + 1) / 2;
   t.per_image = (s->out_h + 1) / 2 * t.tiles_w;
   t.count = s->batch * t.per_image;
-  int64_t block = BLOCK_BYTES / (POSITIONS * (int64_t)sizeof(float) * (s->in_c + s->out_c));
+  int64_t block = BLOCK_BYTES / (t.positions * (int64_t)sizeof(float) * (s->in_c + s->out_c));
   block = block / PANEL_ROWS * PANEL_ROWS;
   t.block = block < PANEL_ROWS ? PANEL_ROWS : block > MAX_BLOCK_TILES ? MAX_BLOCK_TILES : block;
   t.blocks = (t.count + t.block - 1) / t.block;
@@ -61,122 +144,88 @@ static void tile_origin(const tiling *t, int64_t tile, int64_t *image, int64_t *
                         int64_t *col) {
   *image = tile / t->per_image;
   const int64_t in_image = tile % t->per_image;
-  *row = in_image / t->tiles_w * 2;
-  *col = in_image % t->tiles_w * 2;
+  *row = in_image / t->tiles_w * OUT;
+  *col = in_image % t->tiles_w * OUT;
 }
 
-/* The four sums of B^T applied to a column (or row) of four. */
-static inline void input_transform4(v8 a, v8 b, v8 c, v8 d, v8 *o) {
-  o[0] = a - c, o[1] = b + c, o[2] = c - b, o[3] = b - d;
-}
-
-/* A^T applied to four: two. */
-static inline void output_transform4(v8 a, v8 b, v8 c, v8 d, v8 *o) {
-  o[0] = a + b + c, o[1] = b - c - d;
-}
-
-/* A applied to two (the gradient of output_transform4): four. */
-static inline void output_grad_transform2(v8 a, v8 b, v8 *o) {
-  o[0] = a, o[1] = a + b, o[2] = a - b, o[3] = -b;
-}
-
-/* G applied to three taps: four. */
-static inline void filter_transform3(v8 a, v8 b, v8 c, v8 *o) {
-  const v8 half = a * 0.5f + c * 0.5f;
-  o[0] = a, o[1] = half + b * 0.5f, o[2] = half - b * 0.5f, o[3] = c;
-}
-
-/* G^T applied to four (the gradient of filter_transform3): three taps. */
-static inline void filter_grad_transform4(v8 a, v8 b, v8 c, v8 d, v8 *o) {
-  const v8 half = (b + c) * 0.5f;
-  o[0] = a + half, o[1] = (b - c) * 0.5f, o[2] = half + d;
-}
-
-/* V[p][t][c] (rows tiles a position apart): B^T d B of the 4x4 input d
+/* V[p][t][c] (rows tiles a position apart): B^T d B of the a x a input d
  * around tiles first..first+n-1; tiles n..rows-1 of the block zero. */
-static void transform_input(const ct_winograd_shape *s, const tiling *tl, const float *x,
-                            int64_t first, int64_t n, int64_t rows, float *V) {
+static inline __attribute__((always_inline)) void transform_input(
+    const algorithm *k, const ct_winograd_shape *s, const tiling *tl, const float *x,
+    int64_t first, int64_t n, int64_t rows, float *V) {
   const int64_t C = s->in_c;
+  const int a = k->tile;
   const v8 zero = {0};
   for (int64_t t = n; t < rows; ++t)
-    for (int p = 0; p < POSITIONS; ++p) memset(V + (p * rows + t) * C, 0, C * sizeof(float));
+    for (int p = 0; p < a * a; ++p) memset(V + (p * rows + t) * C, 0, C * sizeof(float));
   for (int64_t t = 0; t < n; ++t) {
     int64_t image, row0, col0;
     tile_origin(tl, first + t, &image, &row0, &col0);
     row0 -= s->pad_top, col0 -= s->pad_left;
     const float *in = x + image * s->in_h * s->in_w * C;
-    int inside[4][4];
-    for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 4; ++j)
+    int inside[MAX_TILE][MAX_TILE];
+    for (int i = 0; i < a; ++i)
+      for (int j = 0; j < a; ++j)
         inside[i][j] = row0 + i >= 0 && row0 + i < s->in_h && col0 + j >= 0 && col0 + j < s->in_w;
     for (int64_t c = 0; c < C; c += LANES) {
-      v8 d[4][4], e[4][4], v[4][4];
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j)
+      v8 d[MAX_TILE][MAX_TILE], v[MAX_TILE][MAX_TILE];
+      for (int i = 0; i < a; ++i)
+        for (int j = 0; j < a; ++j)
           d[i][j] = inside[i][j] ? load8(in + ((row0 + i) * s->in_w + col0 + j) * C + c) : zero;
-      for (int j = 0; j < 4; ++j) {
-        v8 column[4];
-        input_transform4(d[0][j], d[1][j], d[2][j], d[3][j], column);
-        for (int i = 0; i < 4; ++i) e[i][j] = column[i];
-      }
-      for (int i = 0; i < 4; ++i) input_transform4(e[i][0], e[i][1], e[i][2], e[i][3], v[i]);
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) store8(V + ((i * 4 + j) * rows + t) * C + c, v[i][j]);
+      transform_2d(k->BT[0], MAX_TILE, 1, a, a, d[0], v[0]);
+      for (int i = 0; i < a; ++i)
+        for (int j = 0; j < a; ++j) store8(V + ((i * a + j) * rows + t) * C + c, v[i][j]);
     }
   }
 }
 
 /* y around tiles first..first+n-1: A^T m A of their products M[p][t][o]. */
-static void transform_output(const ct_winograd_shape *s, const tiling *tl, const float *M,
-                             int64_t first, int64_t n, int64_t rows, float *y) {
+static inline __attribute__((always_inline)) void transform_output(
+    const algorithm *k, const ct_winograd_shape *s, const tiling *tl, const float *M,
+    int64_t first, int64_t n, int64_t rows, float *y) {
   const int64_t O = s->out_c;
+  const int a = k->tile;
   for (int64_t t = 0; t < n; ++t) {
     int64_t image, row0, col0;
     tile_origin(tl, first + t, &image, &row0, &col0);
     float *out = y + image * s->out_h * s->out_w * O;
     const int64_t height = row0 + 1 < s->out_h ? 2 : 1, width = col0 + 1 < s->out_w ? 2 : 1;
     for (int64_t o = 0; o < O; o += LANES) {
-      v8 m[4][4], e[2][4], r[2][2];
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) m[i][j] = load8(M + ((i * 4 + j) * rows + t) * O + o);
-      for (int j = 0; j < 4; ++j) {
-        v8 column[2];
-        output_transform4(m[0][j], m[1][j], m[2][j], m[3][j], column);
-        e[0][j] = column[0], e[1][j] = column[1];
-      }
-      for (int i = 0; i < 2; ++i) output_transform4(e[i][0], e[i][1], e[i][2], e[i][3], r[i]);
+      v8 m[MAX_TILE][MAX_TILE], r[MAX_TILE][MAX_TILE];
+      for (int i = 0; i < a; ++i)
+        for (int j = 0; j < a; ++j) m[i][j] = load8(M + ((i * a + j) * rows + t) * O + o);
+      transform_2d(k->AT[0], MAX_TILE, 1, OUT, a, m[0], r[0]);
       for (int i = 0; i < height; ++i)
-        for (int j = 0; j < width; ++j) store8(out + ((row0 + i) * s->out_w + col0 + j) * O + o, r[i][j]);
+        for (int j = 0; j < width; ++j)
+          store8(out + ((row0 + i) * s->out_w + col0 + j) * O + o, r[i][j]);
     }
   }
 }
 
 /* dM[p][t][o] = A dy A^T of the 2x2 output gradient of tiles first..first+n-1
  * (zero beyond the output's edge). */
-static void transform_output_grad(const ct_winograd_shape *s, const tiling *tl, const float *dy,
-                                  int64_t first, int64_t n, int64_t rows, float *dM) {
+static inline __attribute__((always_inline)) void transform_output_grad(
+    const algorithm *k, const ct_winograd_shape *s, const tiling *tl, const float *dy,
+    int64_t first, int64_t n, int64_t rows, float *dM) {
   const int64_t O = s->out_c;
+  const int a = k->tile;
   const v8 zero = {0};
   for (int64_t t = 0; t < n; ++t) {
     int64_t image, row0, col0;
     tile_origin(tl, first + t, &image, &row0, &col0);
     const float *in = dy + image * s->out_h * s->out_w * O;
-    const int inside[2] = {1, col0 + 1 < s->out_w};
+    const int inside[OUT] = {1, col0 + 1 < s->out_w};
     const int64_t height = row0 + 1 < s->out_h ? 2 : 1;
     for (int64_t o = 0; o < O; o += LANES) {
-      v8 g[2][2], e[4][2], m[4][4];
-      for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 2; ++j)
+      v8 g[MAX_TILE][MAX_TILE], m[MAX_TILE][MAX_TILE];
+      for (int i = 0; i < OUT; ++i)
+        for (int j = 0; j < OUT; ++j)
           g[i][j] = i < height && inside[j] ? load8(in + ((row0 + i) * s->out_w + col0 + j) * O + o)
                                             : zero;
-      for (int j = 0; j < 2; ++j) {
-        v8 column[4];
-        output_grad_transform2(g[0][j], g[1][j], column);
-        for (int i = 0; i < 4; ++i) e[i][j] = column[i];
-      }
-      for (int i = 0; i < 4; ++i) output_grad_transform2(e[i][0], e[i][1], m[i]);
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) store8(dM + ((i * 4 + j) * rows + t) * O + o, m[i][j]);
+      /* A = (A^T)^T: a x 2 */
+      transform_2d(k->AT[0], 1, MAX_TILE, a, OUT, g[0], m[0]);
+      for (int i = 0; i < a; ++i)
+        for (int j = 0; j < a; ++j) store8(dM + ((i * a + j) * rows + t) * O + o, m[i][j]);
     }
   }
 }
@@ -204,9 +253,9 @@ static inline __attribute__((always_inline)) void panel_product(
 }
 
 /* M[p] = V[p] U[p] for each position p: [rows x I] by [I x O]. */
-static void multiply_forward(int64_t rows, int64_t I, int64_t O, const float *V, const float *U,
-                             float *M) {
-  for (int p = 0; p < POSITIONS; ++p) {
+static void multiply_forward(int positions, int64_t rows, int64_t I, int64_t O, const float *V,
+                             const float *U, float *M) {
+  for (int p = 0; p < positions; ++p) {
     const float *Vp = V + p * rows * I, *Up = U + p * I * O;
     float *Mp = M + p * rows * O;
     for (int64_t t = 0; t < rows; t += PANEL_ROWS)
@@ -216,9 +265,9 @@ static void multiply_forward(int64_t rows, int64_t I, int64_t O, const float *V,
 }
 
 /* dU[p] += V[p]^T dM[p] for each position p: [I x n] by [n x O]. */
-static void multiply_filter_grad(int64_t n, int64_t rows, int64_t I, int64_t O, const float *V,
-                                 const float *dM, float *dU) {
-  for (int p = 0; p < POSITIONS; ++p) {
+static void multiply_filter_grad(int positions, int64_t n, int64_t rows, int64_t I, int64_t O,
+                                 const float *V, const float *dM, float *dU) {
+  for (int p = 0; p < positions; ++p) {
     const float *Vp = V + p * rows * I, *dMp = dM + p * rows * O;
     float *dUp = dU + p * I * O;
     for (int64_t i = 0; i < I; i += PANEL_ROWS)
@@ -235,44 +284,74 @@ static void multiply_filter_grad(int64_t n, int64_t rows, int64_t I, int64_t O, 
   }
 }
 
-/* U[p][i][o] = (G g G^T)[p], g the taps of input channel i to output
- * channel o of the HWIO filter f (I x O channels). Turned: the filter of
- * the convolution that computes x's gradient from dy, g turned half a turn
- * and U[p][o][i]. */
-static void transform_filter(const float *f, int64_t I, int64_t O, int turned, float *U,
-                             int threads) {
-#pragma omp parallel for num_threads(threads)
-  for (int64_t i = 0; i < I; ++i)
-    for (int64_t o = 0; o < O; o += LANES) {
-      v8 g[3][3], e[4][3], u[4][4];
-      for (int h = 0; h < 3; ++h)
-        for (int w = 0; w < 3; ++w) {
-          const int tap = turned ? (2 - h) * 3 + 2 - w : h * 3 + w;
-          g[h][w] = load8(f + (tap * I + i) * O + o);
-        }
-      for (int w = 0; w < 3; ++w) {
-        v8 column[4];
-        filter_transform3(g[0][w], g[1][w], g[2][w], column);
-        for (int a = 0; a < 4; ++a) e[a][w] = column[a];
-      }
-      for (int a = 0; a < 4; ++a) filter_transform3(e[a][0], e[a][1], e[a][2], u[a]);
-      for (int p = 0; p < POSITIONS; ++p) {
-        if (!turned) {
-          store8(U + (p * I + i) * O + o, u[p / 4][p % 4]);
-          continue;
-        }
-        for (int l = 0; l < LANES; ++l) U[(p * O + o + l) * I + i] = u[p / 4][p % 4][l];
-      }
+/* U[p][i][o] = (G g G^T)[p] for input channel i and output channels
+ * o..o+7, g their taps in the HWIO filter f (I x O channels). Turned: the
+ * filter of the convolution that computes x's gradient from dy, g turned
+ * half a turn and U[p][o][i]. */
+static inline __attribute__((always_inline)) void transform_filter_lanes(
+    const algorithm *k, const float *f, int64_t I, int64_t O, int turned, int64_t i, int64_t o,
+    float *U) {
+  const int r = k->taps, a = k->tile;
+  v8 g[MAX_TILE][MAX_TILE], u[MAX_TILE][MAX_TILE];
+  for (int h = 0; h < r; ++h)
+    for (int w = 0; w < r; ++w) {
+      const int tap = turned ? (r - 1 - h) * r + r - 1 - w : h * r + w;
+      g[h][w] = load8(f + (tap * I + i) * O + o);
     }
+  transform_2d(k->G[0], MAX_TAPS, 1, a, r, g[0], u[0]);
+  for (int p = 0; p < a * a; ++p) {
+    const v8 value = u[p / a][p % a];
+    if (!turned) {
+      store8(U + (p * I + i) * O + o, value);
+      continue;
+    }
+    for (int l = 0; l < LANES; ++l) U[(p * O + o + l) * I + i] = value[l];
+  }
+}
+
+/* transform_filter_lanes for the algorithm of `taps`. */
+static void transform_filter_channel(int64_t taps, const float *f, int64_t I, int64_t O,
+                                     int turned, int64_t i, float *U) {
+  for (int64_t o = 0; o < O; o += LANES) {
+    if (taps == 5)
+      transform_filter_lanes(&F2X2_5X5, f, I, O, turned, i, o, U);
+    else
+      transform_filter_lanes(&F2X2_3X3, f, I, O, turned, i, o, U);
+  }
+}
+
+static void transform_filter(int64_t taps, const float *f, int64_t I, int64_t O, int turned,
+                             float *U, int threads) {
+#pragma omp parallel for num_threads(threads)
+  for (int64_t i = 0; i < I; ++i) transform_filter_channel(taps, f, I, O, turned, i, U);
 }
 
 /* Floats of a thread's block buffers: transformed input and products. */
 static size_t block_floats(const ct_winograd_shape *s) {
-  return (size_t)(POSITIONS * tiling_of(s).block * (s->in_c + s->out_c));
+  const tiling t = tiling_of(s);
+  return (size_t)(t.positions * t.block * (s->in_c + s->out_c));
 }
 
 static size_t filter_floats(const ct_winograd_shape *s) {
-  return (size_t)(POSITIONS * s->in_c * s->out_c);
+  return (size_t)(positions_of(s->taps) * s->in_c * s->out_c);
+}
+
+/* The output around tiles first..first+n-1 of block buffers V and M. */
+static inline __attribute__((always_inline)) void forward_block_of(
+    const algorithm *k, const ct_winograd_shape *s, const tiling *tl, const float *x,
+    const float *U, int64_t first, int64_t n, float *V, float *M, float *y) {
+  const int64_t rows = (n + PANEL_ROWS - 1) / PANEL_ROWS * PANEL_ROWS;
+  transform_input(k, s, tl, x, first, n, rows, V);
+  multiply_forward(tl->positions, rows, s->in_c, s->out_c, V, U, M);
+  transform_output(k, s, tl, M, first, n, rows, y);
+}
+
+static void forward_block(const ct_winograd_shape *s, const tiling *tl, const float *x,
+                          const float *U, int64_t first, int64_t n, float *V, float *M, float *y) {
+  if (s->taps == 5)
+    forward_block_of(&F2X2_5X5, s, tl, x, U, first, n, V, M, y);
+  else
+    forward_block_of(&F2X2_3X3, s, tl, x, U, first, n, V, M, y);
 }
 
 /* y = conv(x, U) with U the filter transformed; work: block_floats(s) a thread. */
@@ -283,20 +362,18 @@ static void forward_transformed(const ct_winograd_shape *s, const float *x, cons
 #pragma omp parallel num_threads(threads)
   {
     const int part = omp_get_thread_num(), parts = omp_get_num_threads();
-    float *V = work + part * per_thread, *M = V + POSITIONS * tl.block * s->in_c;
+    float *V = work + part * per_thread, *M = V + tl.positions * tl.block * s->in_c;
     for (int64_t b = tl.blocks * part / parts; b < tl.blocks * (part + 1) / parts; ++b) {
       const int64_t first = b * tl.block;
       const int64_t n = tl.count - first < tl.block ? tl.count - first : tl.block;
-      const int64_t rows = (n + PANEL_ROWS - 1) / PANEL_ROWS * PANEL_ROWS;
-      transform_input(s, &tl, x, first, n, rows, V);
-      multiply_forward(rows, s->in_c, s->out_c, V, U, M);
-      transform_output(s, &tl, M, first, n, rows, y);
+      forward_block(s, &tl, x, U, first, n, V, M, y);
     }
   }
 }
 
-int ct_winograd_supports(int64_t in_c, int64_t out_c) {
-  return in_c > 0 && out_c > 0 && in_c % PANEL_COLUMNS == 0 && out_c % PANEL_COLUMNS == 0;
+int ct_winograd_supports(int64_t taps, int64_t in_c, int64_t out_c) {
+  return (taps == 3 || taps == 5) && in_c > 0 && out_c > 0 && in_c % PANEL_COLUMNS == 0 &&
+         out_c % PANEL_COLUMNS == 0;
 }
 
 size_t ct_winograd_forward_scratch(const ct_winograd_shape *s, int threads) {
@@ -306,15 +383,17 @@ size_t ct_winograd_forward_scratch(const ct_winograd_shape *s, int threads) {
 void ct_winograd_forward(const ct_winograd_shape *s, const float *x, const float *filter, float *y,
                          void *scratch, int threads) {
   float *U = scratch;
-  transform_filter(filter, s->in_c, s->out_c, 0, U, threads);
+  transform_filter(s->taps, filter, s->in_c, s->out_c, 0, U, threads);
   forward_transformed(s, x, U, y, U + filter_floats(s), threads);
 }
 
 /* The convolution whose forward pass computes dx from dy: dy's shape in
- * x's place, the filter turned, padded 2 - p where s was padded p. */
+ * x's place, the filter turned, padded r - 1 - p where s was padded p. */
 static ct_winograd_shape transposed_shape(const ct_winograd_shape *s) {
-  ct_winograd_shape t = {s->batch, s->out_h,       s->out_w,       s->out_c,   s->in_h,
-                         s->in_w,  s->in_c,        2 - s->pad_top, 2 - s->pad_left};
+  ct_winograd_shape t = *s;
+  t.in_h = s->out_h, t.in_w = s->out_w, t.in_c = s->out_c;
+  t.out_h = s->in_h, t.out_w = s->in_w, t.out_c = s->in_c;
+  t.pad_top = s->taps - 1 - s->pad_top, t.pad_left = s->taps - 1 - s->pad_left;
   return t;
 }
 
@@ -327,12 +406,59 @@ void ct_winograd_backward_data(const ct_winograd_shape *s, const float *filter, 
                                float *dx, void *scratch, int threads) {
   const ct_winograd_shape t = transposed_shape(s);
   float *U = scratch;
-  transform_filter(filter, s->in_c, s->out_c, 1, U, threads);
+  transform_filter(s->taps, filter, s->in_c, s->out_c, 1, U, threads);
   forward_transformed(&t, dy, U, dx, U + filter_floats(s), threads);
 }
 
 size_t ct_winograd_backward_filter_scratch(const ct_winograd_shape *s, int threads) {
   return (size_t)threads * (block_floats(s) + filter_floats(s)) * sizeof(float);
+}
+
+/* dU += the products' gradient of tiles first..first+n-1 (block buffers V, dM). */
+static inline __attribute__((always_inline)) void filter_grad_block_of(
+    const algorithm *k, const ct_winograd_shape *s, const tiling *tl, const float *x,
+    const float *dy, int64_t first, int64_t n, float *V, float *dM, float *dU) {
+  transform_input(k, s, tl, x, first, n, tl->block, V);
+  transform_output_grad(k, s, tl, dy, first, n, tl->block, dM);
+  multiply_filter_grad(tl->positions, n, tl->block, s->in_c, s->out_c, V, dM, dU);
+}
+
+static void filter_grad_block(const ct_winograd_shape *s, const tiling *tl, const float *x,
+                              const float *dy, int64_t first, int64_t n, float *V, float *dM,
+                              float *dU) {
+  if (s->taps == 5)
+    filter_grad_block_of(&F2X2_5X5, s, tl, x, dy, first, n, V, dM, dU);
+  else
+    filter_grad_block_of(&F2X2_3X3, s, tl, x, dy, first, n, V, dM, dU);
+}
+
+/* dfilter for input channel i and output channels o..o+7: G^T dU G, dU the
+ * sum of the `parts` threads' sums (`per_thread` floats apart) in their order. */
+static inline __attribute__((always_inline)) void filter_grad_lanes(
+    const algorithm *k, const float *work, size_t per_thread, int parts, int64_t I, int64_t O,
+    int64_t i, int64_t o, float *dfilter) {
+  const int r = k->taps, a = k->tile;
+  v8 u[MAX_TILE][MAX_TILE], w[MAX_TILE][MAX_TILE];
+  for (int p = 0; p < a * a; ++p) {
+    v8 sum = load8(work + (p * I + i) * O + o);
+    for (int part = 1; part < parts; ++part)
+      sum += load8(work + part * per_thread + (p * I + i) * O + o);
+    u[p / a][p % a] = sum;
+  }
+  /* G^T: r x a */
+  transform_2d(k->G[0], 1, MAX_TAPS, r, a, u[0], w[0]);
+  for (int h = 0; h < r; ++h)
+    for (int c = 0; c < r; ++c) store8(dfilter + ((h * r + c) * I + i) * O + o, w[h][c]);
+}
+
+static void filter_grad_channel(int64_t taps, const float *work, size_t per_thread, int parts,
+                                int64_t I, int64_t O, int64_t i, float *dfilter) {
+  for (int64_t o = 0; o < O; o += LANES) {
+    if (taps == 5)
+      filter_grad_lanes(&F2X2_5X5, work, per_thread, parts, I, O, i, o, dfilter);
+    else
+      filter_grad_lanes(&F2X2_3X3, work, per_thread, parts, I, O, i, o, dfilter);
+  }
 }
 
 void ct_winograd_backward_filter(const ct_winograd_shape *s, const float *x, const float *dy,
@@ -348,42 +474,23 @@ void ct_winograd_backward_filter(const ct_winograd_shape *s, const float *x, con
 #pragma omp single
     parts = omp_get_num_threads();
     float *dU = work + part * per_thread, *V = dU + filter_floats(s);
-    float *dM = V + POSITIONS * tl.block * I;
+    float *dM = V + tl.positions * tl.block * I;
     memset(dU, 0, filter_floats(s) * sizeof(float));
     for (int64_t b = tl.blocks * part / parts; b < tl.blocks * (part + 1) / parts; ++b) {
       const int64_t first = b * tl.block;
       const int64_t n = tl.count - first < tl.block ? tl.count - first : tl.block;
-      transform_input(s, &tl, x, first, n, tl.block, V);
-      transform_output_grad(s, &tl, dy, first, n, tl.block, dM);
-      multiply_filter_grad(n, tl.block, I, O, V, dM, dU);
+      filter_grad_block(s, &tl, x, dy, first, n, V, dM, dU);
     }
   }
   /* the threads' sums in their order, then G^T dU G */
 #pragma omp parallel for num_threads(threads)
-  for (int64_t i = 0; i < I; ++i)
-    for (int64_t o = 0; o < O; o += LANES) {
-      v8 u[4][4], e[3][4], w[3][3];
-      for (int p = 0; p < POSITIONS; ++p) {
-        v8 sum = load8(work + (p * I + i) * O + o);
-        for (int part = 1; part < parts; ++part)
-          sum += load8(work + part * per_thread + (p * I + i) * O + o);
-        u[p / 4][p % 4] = sum;
-      }
-      for (int b = 0; b < 4; ++b) {
-        v8 column[3];
-        filter_grad_transform4(u[0][b], u[1][b], u[2][b], u[3][b], column);
-        for (int h = 0; h < 3; ++h) e[h][b] = column[h];
-      }
-      for (int h = 0; h < 3; ++h) filter_grad_transform4(e[h][0], e[h][1], e[h][2], e[h][3], w[h]);
-      for (int h = 0; h < 3; ++h)
-        for (int c = 0; c < 3; ++c) store8(dfilter + ((h * 3 + c) * I + i) * O + o, w[h][c]);
-    }
+  for (int64_t i = 0; i < I; ++i) filter_grad_channel(s->taps, work, per_thread, parts, I, O, i, dfilter);
 }
 
 #else /* no AVX2 and FMA in this build: the callers use direct convolutions */
 
-int ct_winograd_supports(int64_t in_c, int64_t out_c) {
-  (void)in_c, (void)out_c;
+int ct_winograd_supports(int64_t taps, int64_t in_c, int64_t out_c) {
+  (void)taps, (void)in_c, (void)out_c;
   return 0;
 }
 

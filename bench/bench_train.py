@@ -19,6 +19,17 @@ What it measures
                            only torch.set_num_threads(T) inside the script,
                            which does not bind OpenBLAS: at T = 1 mlp's
                            matmuls still take every core, 133% CPU on two)
+      torch release      bench/torch_step.py as torch best, but under the
+                           current PyTorch release from PyPI, in a virtual
+                           environment of its own (--pypi-venv, default
+                           build/torch-venv: made and filled with
+                           `pip install torch` on first use, about 5 GB with
+                           the CUDA libraries the wheel pulls in; for
+                           benchmarks only, never the tests)
+    "PyTorch at its best" is, in each cell and each repeat, the faster of
+    torch best (Debian's) and torch release (PyPI's); the ratio ctower /
+    PyTorch at its best is taken against it. --no-pypi leaves the release
+    out (Debian's alone).
     PyTorch's fp32 convolutions and matmuls partly go through the system's
     BLAS: at its best that is OpenBLAS (Debian's libopenblas0), not the
     reference BLAS that python3-torch may pull in alone; the script says
@@ -56,7 +67,10 @@ What it measures
     Each progress line shows its cell's figure.
 
     --isa avx2 holds every run to AVX2, as on a CPU without AVX-512 (a
-    Zen 3, say): oneDNN's kernels (ctower's and PyTorch's) through
+    Zen 3, say): ctower built for x86-64-v3 (default build-avx2/ctower:
+    `cmake -S . -B build-avx2 -DCMAKE_BUILD_TYPE=Release
+    -DCTOWER_MARCH=x86-64-v3`; the script checks that `ctower devices`
+    reports its loops so), oneDNN's kernels (ctower's and PyTorch's) through
     DNNL_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA, PyTorch's own through
     ATEN_CPU_CAPABILITY, OpenBLAS's through OPENBLAS_CORETYPE=Haswell.
     The share of peak is then against fma_peak --isa avx2: on a Zen 4 that
@@ -68,6 +82,10 @@ How to run (from anywhere; Debian's python3-torch lives under /usr/bin/python3)
     /usr/bin/python3 bench/bench_train.py                       # everything
     /usr/bin/python3 bench/bench_train.py --models resnet20 --threads 1 \\
         --precisions fp32 --repeats 3
+    # held to AVX2: ctower built for x86-64-v3 first
+    cmake -S . -B build-avx2 -DCMAKE_BUILD_TYPE=Release -DCTOWER_MARCH=x86-64-v3
+    cmake --build build-avx2 --target ctower
+    /usr/bin/python3 bench/bench_train.py --isa avx2 --precisions fp32
 
 Progress goes to stderr; stdout is only markdown (a header and the table),
 ready to paste into bench/RESULTS.md. The header records the machine's
@@ -108,7 +126,9 @@ AVX2_ENV = {
     "OPENBLAS_CORETYPE": "Haswell",
 }
 
-VARIANTS = ["ctower", "torch_best", "torch_shipped"]
+# torch_best and torch_shipped: Debian's PyTorch (--python); torch_release:
+# PyPI's, in its own virtual environment (--pypi-venv)
+VARIANTS = ["ctower", "torch_best", "torch_shipped", "torch_release"]
 
 # each model's image shape (height, width, channels): that of its dataset
 IMAGE_SHAPES = {"mlp": (28, 28, 1), "fmnist_cnn": (28, 28, 1), "resnet20": (32, 32, 3),
@@ -217,10 +237,11 @@ def run_one(variant, model, threads, precision, steps, config, a):
     if variant == "ctower":
         cmd = [a.ctower, "bench", config, "--steps", str(steps), "--warmup", str(a.warmup)]
     else:
-        cmd = [a.python, TORCH_STEP, "--model", model, "--batch", str(a.batch),
+        python = a.release_python if variant == "torch_release" else a.python
+        cmd = [python, TORCH_STEP, "--model", model, "--batch", str(a.batch),
                "--threads", str(threads), "--steps", str(steps), "--warmup", str(a.warmup),
                "--precision", precision]
-        if variant == "torch_best":
+        if variant in ("torch_best", "torch_release"):
             env.update(TORCH_BEST_ENV)
             env["OMP_NUM_THREADS"] = str(threads)
     rc, out, err, rss = run_measured(cmd, env)
@@ -264,16 +285,44 @@ def core_round_trip(path):
     return json.loads(proc.stdout)["round_trip_ns"]
 
 
+def release_python(venv):
+    """The interpreter of the virtual environment `venv` with PyPI's PyTorch
+    release, made and filled on first use."""
+    python = os.path.join(venv, "bin", "python")
+    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode == 0:
+        return python
+    sys.stderr.write("bench_train: installing PyPI's PyTorch release into %s (about 5 GB, "
+                     "once)\n" % venv)
+    if not os.path.exists(python):
+        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True)
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "torch", "numpy"], check=True)
+    return python
+
+
+def ctower_loops_isa(ctower, env):
+    """The instruction set ctower's own loops were built for, as `ctower
+    devices` reports it in this environment ("avx512", "avx2"), or None."""
+    proc = subprocess.run([ctower, "devices"], capture_output=True, text=True, env=env)
+    m = re.search(r"isa: \S+ \(oneDNN\), (\S+) \(ctower's loops\)", proc.stdout)
+    return m.group(1) if m else None
+
+
 def main():
     p = argparse.ArgumentParser(description="`ctower bench` vs PyTorch training throughput.")
-    p.add_argument("--ctower", default=os.path.join(ROOT, "build", "ctower"),
-                   help="the ctower command (default: build/ctower)")
+    p.add_argument("--ctower", default=None,
+                   help="the ctower command (default: build/ctower; with --isa avx2, "
+                        "build-avx2/ctower, built for x86-64-v3)")
     p.add_argument("--fma-peak", default=os.path.join(ROOT, "build", "fma_peak"),
                    help="bench/fma_peak.c built (default: build/fma_peak)")
     p.add_argument("--core-latency", default=os.path.join(ROOT, "build", "core_latency"),
                    help="bench/core_latency.c built (default: build/core_latency)")
     p.add_argument("--python", default=sys.executable,
-                   help="interpreter with torch for torch_step.py (default: this one)")
+                   help="interpreter with Debian's torch for torch_step.py (default: this one)")
+    p.add_argument("--pypi-venv", default=os.path.join(ROOT, "build", "torch-venv"),
+                   help="virtual environment with PyPI's PyTorch release, made on first use "
+                        "(default: build/torch-venv)")
+    p.add_argument("--no-pypi", action="store_true",
+                   help="leave PyPI's release out: PyTorch at its best is Debian's alone")
     p.add_argument("--models", default="mlp,fmnist_cnn,resnet20,cifar10_cnn")
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     p.add_argument("--precisions", default="fp32,bf16", help="fp32, bf16 or both")
@@ -286,6 +335,8 @@ def main():
     p.add_argument("--isa", choices=("native", "avx2"), default="native",
                    help="avx2: hold every run to AVX2 (see above)")
     a = p.parse_args()
+    if a.ctower is None:
+        a.ctower = os.path.join(ROOT, "build-avx2" if a.isa == "avx2" else "build", "ctower")
     models = [m for m in a.models.split(",") if m]
     threads = [int(t) for t in a.threads.split(",") if t]
     precisions = [x for x in a.precisions.split(",") if x]
@@ -311,6 +362,17 @@ def main():
                          "(apt-get install python3-torch libopenblas0) or name another "
                          "interpreter with --python\n" % a.python)
         return 2
+    if a.isa == "avx2":
+        loops = ctower_loops_isa(a.ctower, dict(os.environ, **AVX2_ENV))
+        if loops != "avx2":
+            sys.stderr.write("bench_train: --isa avx2 needs ctower built for x86-64-v3, but %s "
+                             "reports its loops as %s: cmake -S . -B build-avx2 "
+                             "-DCMAKE_BUILD_TYPE=Release -DCTOWER_MARCH=x86-64-v3 && cmake "
+                             "--build build-avx2 --target ctower\n" % (a.ctower, loops))
+            return 2
+    variants = [v for v in VARIANTS if not (a.no_pypi and v == "torch_release")]
+    if not a.no_pypi:
+        a.release_python = release_python(a.pypi_venv)
     blas = system_blas()
     if blas is None or "openblas" not in blas:
         sys.stderr.write("bench_train: warning: libblas.so.3 is %s, not OpenBLAS: PyTorch's fp32 "
@@ -328,7 +390,7 @@ def main():
         sys.stderr.write("bench_train: warning: 1-minute load average is %.2f before starting; "
                          "other processes compete for the cores\n" % load_start)
     cells = [(m, t, x) for m in models for x in precisions for t in threads]
-    results = {cell: {v: [] for v in VARIANTS} for cell in cells}
+    results = {cell: {v: [] for v in variants} for cell in cells}
     round_trips = []
     with tempfile.TemporaryDirectory() as folder:
         gflop = {m: step_gflop(a.ctower, ctower_config(m, 1, "fp32", a.steps, a, folder))
@@ -336,7 +398,7 @@ def main():
         steps = {cell: timed_steps(gflop[cell[0]], peak[cell[2]], cell[1], a) for cell in cells}
         configs = {cell: ctower_config(*cell, steps[cell], a, folder) for cell in cells}
         for r in range(a.repeats):
-            order = VARIANTS[r % 3:] + VARIANTS[:r % 3]
+            order = variants[r % len(variants):] + variants[:r % len(variants)]
             for cell in cells:
                 round_trip = core_round_trip(a.core_latency)
                 if round_trip is not None:
@@ -355,45 +417,51 @@ def main():
               if steps[(m, t, x)] > a.steps]
     more_steps = ("%g s at the peak: " % a.min_seconds + ", ".join(longer)) if longer else \
         "each %g s or more at the peak" % a.min_seconds
-    print("%s, commit %s, %s (%d cores visible)%s, torch %s with %s; per-core peak %.1f GFLOP/s fp32, "
-          "%s bf16 (bench/fma_peak --isa %s); batch %d, %d timed steps (%s) after %d warm-up, median "
-          "of %d repeats; load average %.2f before, %.2f after; core-to-core round trip %s "
-          "(bench/core_latency)" % (
+    release = "" if a.no_pypi else ", PyPI's torch %s" % torch_version(a.release_python)
+    print("%s, commit %s, %s (%d cores visible)%s, Debian's torch %s with %s%s; per-core peak "
+          "%.1f GFLOP/s fp32, %s bf16 (bench/fma_peak --isa %s); batch %d, %d timed steps (%s) "
+          "after %d warm-up, median of %d repeats; load average %.2f before, %.2f after; "
+          "core-to-core round trip %s (bench/core_latency)" % (
               now, git_commit(), cpu_model(), os.cpu_count() or 0,
-              " held to AVX2 (%s)" % " ".join("%s=%s" % kv for kv in AVX2_ENV.items())
-              if a.isa == "avx2" else "", torch_version(a.python),
-              os.path.basename(os.path.dirname(blas or "/unknown/x")), peak["fp32"],
+              " held to AVX2 (%s, ctower built for x86-64-v3)" % " ".join(
+                  "%s=%s" % kv for kv in AVX2_ENV.items()) if a.isa == "avx2" else "",
+              torch_version(a.python), os.path.basename(os.path.dirname(blas or "/unknown/x")),
+              release, peak["fp32"],
               "%.1f GFLOP/s" % peak["bf16"] if peak["bf16"] else "no", a.isa, a.batch,
               a.steps, more_steps, a.warmup, a.repeats, load_start, os.getloadavg()[0],
               "%.0f-%.0f ns" % (min(round_trips), max(round_trips)) if round_trips
               else "not measured (one core)"))
     print()
-    print("| model | threads | precision | ctower img/s | torch best img/s | torch as-shipped "
-          "img/s | ctower / torch best | ctower GFLOP/s (share of peak) | torch best GFLOP/s "
-          "(share) | ctower peak RSS MB | torch best peak RSS MB | RSS ctower / torch best |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | threads | precision | ctower img/s | Debian's torch best img/s | Debian's "
+          "torch as-shipped img/s | PyPI's torch img/s | ctower / PyTorch at its best | ctower "
+          "GFLOP/s (share of peak) | PyTorch at its best GFLOP/s (share) | ctower peak RSS MB | "
+          "PyTorch at its best peak RSS MB | RSS ctower / PyTorch at its best |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for cell in cells:
         model, t, precision = cell
         got = results[cell]
 
-        def col(v, key):
-            return [x[key] for x in got[v]]
+        def col(v, key, runs=None):
+            return [x[key] for x in (got[v] if runs is None else runs)]
 
-        ratios = [c["images_per_sec"] / b["images_per_sec"]
-                  for c, b in zip(got["ctower"], got["torch_best"])]
-        rss_ratios = [c["rss_mb"] / b["rss_mb"] for c, b in zip(got["ctower"], got["torch_best"])]
+        # PyTorch at its best: in each repeat, the faster of Debian's and PyPI's
+        best = [max(pair, key=lambda x: x["images_per_sec"])
+                for pair in zip(got["torch_best"], got.get("torch_release", got["torch_best"]))]
+        ratios = [c["images_per_sec"] / b["images_per_sec"] for c, b in zip(got["ctower"], best)]
+        rss_ratios = [c["rss_mb"] / b["rss_mb"] for c, b in zip(got["ctower"], best)]
         machine_peak = peak[precision] * t
 
-        def rate(v):
-            r = gflop[model] / (statistics.median(col(v, "step_ms")) * 1e-3)
+        def rate(runs):
+            r = gflop[model] / (statistics.median(col(None, "step_ms", runs)) * 1e-3)
             return "%.0f (%.0f%%)" % (r, 100 * r / machine_peak)
 
-        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             model, t, precision, median(col("ctower", "images_per_sec")),
             median(col("torch_best", "images_per_sec")),
-            median(col("torch_shipped", "images_per_sec")), median(ratios, 2),
-            rate("ctower"), rate("torch_best"), median(col("ctower", "rss_mb")),
-            median(col("torch_best", "rss_mb")), median(rss_ratios, 2)))
+            median(col("torch_shipped", "images_per_sec")),
+            median(col("torch_release", "images_per_sec")) if "torch_release" in got else "\u2013",
+            median(ratios, 2), rate(got["ctower"]), rate(best), median(col("ctower", "rss_mb")),
+            median(col(None, "rss_mb", best)), median(rss_ratios, 2)))
     return 0
 
 

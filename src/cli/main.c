@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/command_stack.h"
 #include "cluster/cluster.h"
 #include "config/suggest.h"
 #include "ctower/config.h"
@@ -846,7 +847,8 @@ static int run_command(int argc, char **argv) {
 
 /* Joins the job when mpirun started this process; ranks other than 0 keep
  * only stderr. A rank that failed on its own ends the whole job. */
-int main(int argc, char **argv) {
+/* The command's whole run, MPI's start and end included. */
+static int main_on_command_stack(int argc, char **argv) {
   ct_status status = CT_STATUS_INIT;
   if (ct_cluster_init(&argc, &argv, &status) != 0)
     return error_exit(EXIT_RUNTIME, "%s", status.message);
@@ -861,4 +863,8 @@ int main(int argc, char **argv) {
     ct_cluster_abort(rc); /* >= 128: every rank stopped after one step, and ends normally */
   ct_cluster_finalize();
   return rc;
+}
+
+int main(int argc, char **argv) {
+  return ct_cli_run_on_command_stack(main_on_command_stack, argc, argv);
 }

@@ -70,7 +70,8 @@ void ct_tensor_free(ct_tensor *tensor);
 int64_t ct_tensor_elements(const ct_tensor *tensor);
 size_t ct_tensor_nbytes(const ct_tensor *tensor);
 /* A header over rows [first, first + rows) of `tensor` along dim 0,
- * borrowing its data (rank >= 1; the caller keeps the range inside). */
+ * borrowing its data (rank >= 1; the caller keeps the range inside); of a
+ * tensor without data (NULL), a header without data. */
 ct_tensor ct_tensor_rows(const ct_tensor *tensor, int64_t first, int64_t rows);
 static inline float *ct_tensor_f32(const ct_tensor *t) { return (float *)t->data; }
 static inline int32_t *ct_tensor_i32(const ct_tensor *t) { return (int32_t *)t->data; }

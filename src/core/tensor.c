@@ -141,7 +141,8 @@ ct_tensor ct_tensor_rows(const ct_tensor *tensor, int64_t first, int64_t rows) {
   ct_tensor view = *tensor;
   size_t row_bytes = ct_dtype_size(tensor->dtype);
   for (int d = 1; d < tensor->shape.rank; ++d) row_bytes *= (size_t)tensor->shape.dims[d];
-  view.data = (char *)tensor->data + (size_t)first * row_bytes;
+  /* a tensor of shape only (no data, as a plan's feeds) gives views of shape only */
+  view.data = tensor->data ? (char *)tensor->data + (size_t)first * row_bytes : NULL;
   view.shape.dims[0] = rows;
   view.owns_data = 0;
   return view;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cluster/cluster.h"
 #include "train/cost_model.h"
@@ -72,9 +73,23 @@ static int print_placement(ct_session *s, const ct_graph *g, int verbose, ct_sta
 
 /* Section 2 and 3: memory. Returns the first device whose predicted peak
  * passes its limit, or -1. */
-static int print_memory(ct_session *s, const ct_run_estimate *e) {
-  int over = -1;
+/* The host's physical memory in bytes, 0 when unknown. */
+static double host_memory_bytes(void) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+}
+
+/* Prints each device's predicted memory against its limit; the CPU devices
+ * without a limit share the host's memory, against which their peaks are
+ * summed. Returns 0, or 1 with the reason a step will not fit in status. */
+static int print_memory(ct_session *s, const ct_run_estimate *e, int64_t batch,
+                        ct_status *status) {
+  static const char *const what_to_do =
+      "lower dataset.batch_size (now %lld), spread the batch over more towers "
+      "(devices.n_towers), or raise the limit (session.memory_limit_mb or "
+      "session.cpu_virtual_devices / gpu_options)";
   char a[32], b[32], c[32], d[32];
+  double unlimited_cpu_peak = 0;
   printf(
       "memory per device (one training step; parameters, optimizer state, predicted "
       "peak):\n");
@@ -84,14 +99,38 @@ static int print_memory(ct_session *s, const ct_run_estimate *e) {
     ct_device_info info;
     ct_session_device_info(s, i, &info);
     const int too_big = info.memory_limit > 0 && x->peak_bytes > info.memory_limit;
-    if (too_big && over < 0) over = i;
+    if (info.memory_limit == 0 && strcmp(info.kind, "CPU") == 0)
+      unlimited_cpu_peak += (double)x->peak_bytes;
+    if (too_big && status->code == CT_OK) {
+      char todo[256];
+      snprintf(todo, sizeof todo, what_to_do, (long long)batch);
+      ct_status_set(status, CT_RESOURCE_EXHAUSTED,
+                    "a training step will not fit on %s: predicted peak %.1f MiB, memory limit "
+                    "%.1f MiB; %s",
+                    info.name, (double)x->peak_bytes / 1048576.0,
+                    (double)info.memory_limit / 1048576.0, todo);
+    }
     printf("  %-8s parameters %s, optimizer %s, peak %s, limit %s%s\n", short_device(info.name),
            mib((double)x->parameter_bytes, a, sizeof a),
            mib((double)x->optimizer_bytes, b, sizeof b), mib((double)x->peak_bytes, c, sizeof c),
            info.memory_limit ? mib((double)info.memory_limit, d, sizeof d) : "none",
            too_big ? "  DOES NOT FIT" : "");
   }
-  return over;
+  const double host = host_memory_bytes();
+  if (host > 0 && unlimited_cpu_peak > host) {
+    printf("  CPU devices without a limit: peak %s together, this machine's memory %s  DOES NOT "
+           "FIT\n",
+           mib(unlimited_cpu_peak, a, sizeof a), mib(host, b, sizeof b));
+    if (status->code == CT_OK) {
+      char todo[256];
+      snprintf(todo, sizeof todo, what_to_do, (long long)batch);
+      ct_status_set(status, CT_RESOURCE_EXHAUSTED,
+                    "a training step will not fit in this machine's memory: the CPU devices' "
+                    "predicted peaks are %.1f MiB together, the machine has %.1f MiB; %s",
+                    unlimited_cpu_peak / 1048576.0, host / 1048576.0, todo);
+    }
+  }
+  return status->code != CT_OK;
 }
 
 /* Section 4: FLOPs and bytes. */
@@ -140,7 +179,7 @@ static double one_tower_seconds(const ct_trainer_options *o, const ct_tower_opti
   ct_train_run r;
   ct_run_estimate e;
   double seconds = 0;
-  if (ct_train_run_setup(&r, &single, &one, &status) == 0 &&
+  if (ct_train_run_setup_graph(&r, &single, &one, &status) == 0 &&
       ct_train_run_estimate(&r, &e, &status) == 0)
     seconds = ct_cost_step_seconds(c, r.session, &e, 1, &c->mpi, NULL, NULL);
   ct_run_estimate_free(&e);
@@ -219,7 +258,8 @@ int ct_plan_main(const ct_trainer_options *o, const ct_tower_options *towers,
   ct_train_run r;
   ct_run_estimate e;
   memset(&e, 0, sizeof e);
-  int failed = ct_train_run_setup(&r, o, towers, status) || ct_train_run_estimate(&r, &e, status);
+  int failed =
+      ct_train_run_setup_graph(&r, o, towers, status) || ct_train_run_estimate(&r, &e, status);
   if (!failed) {
     char summary[128];
     printf("plan: %s, batch %lld, %s", o->model, (long long)o->dataset.batch_size,
@@ -231,24 +271,17 @@ int ct_plan_main(const ct_trainer_options *o, const ct_tower_options *towers,
     failed = ct_print_model_summary(r.session, r.tg.graph, o->model, status) ||
              print_placement(r.session, r.tg.graph, flags->verbose, status);
   }
-  int over = -1;
   if (!failed) {
-    over = print_memory(r.session, &e);
+    /* what does not fit is said after the rest of the plan */
+    ct_status fit = CT_STATUS_INIT;
+    print_memory(r.session, &e, o->dataset.batch_size, &fit);
     const double in_process = r.towers.n_towers > 1 ? gradient_bytes(r.tg.graph) : 0;
     print_work(r.session, &e, in_process);
     print_speed(o, &r, &e, &c, flags);
-  }
-  if (over >= 0) {
-    ct_device_info info;
-    ct_session_device_info(r.session, over, &info);
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED,
-                  "a training step will not fit on %s: predicted peak %.1f MiB, memory limit "
-                  "%.1f MiB; lower dataset.batch_size (now %lld), spread the batch over more "
-                  "towers (devices.n_towers), or raise the limit (session.memory_limit_mb or "
-                  "session.cpu_virtual_devices / gpu_options)",
-                  info.name, (double)e.devices[over].peak_bytes / 1048576.0,
-                  (double)info.memory_limit / 1048576.0, (long long)o->dataset.batch_size);
-    failed = 1;
+    if (fit.code != CT_OK) {
+      *status = fit;
+      failed = 1;
+    }
   }
   ct_run_estimate_free(&e);
   ct_train_run_free(&r);

@@ -160,6 +160,21 @@ static int check_splits(const ct_trainer_options *o, const ct_dataset *train,
   return 0;
 }
 
+/* A batch no larger than the training split: every step is then on
+ * dataset.batch_size examples, as the run says. */
+static int check_batch_size(const ct_trainer_options *o, const ct_dataset *train,
+                            ct_status *status) {
+  const int64_t examples = ct_dataset_size(train);
+  if (o->dataset.batch_size <= examples) return 0;
+  ct_status_set(status, CT_INVALID_ARGUMENT,
+                "dataset.batch_size (%lld) is larger than the training split of dataset '%s' "
+                "(%lld examples); set dataset.batch_size to at most %lld",
+                (long long)o->dataset.batch_size,
+                strcmp(o->dataset.name, "synthetic") == 0 ? "synthetic" : o->dataset.path,
+                (long long)examples, (long long)examples);
+  return 1;
+}
+
 /* The rows of a global batch of count examples this process reads: all of
  * them in a process on its own; under several ranks, its towers' part of
  * the even split (a split by measured speed stays within a process). */
@@ -211,8 +226,8 @@ static int open_pipeline(ct_train_run *r, ct_status *status) {
   return r->pipeline == NULL;
 }
 
-int ct_train_run_setup(ct_train_run *r, const ct_trainer_options *o, const ct_tower_options *towers,
-                       ct_status *status) {
+int ct_train_run_setup_graph(ct_train_run *r, const ct_trainer_options *o,
+                             const ct_tower_options *towers, ct_status *status) {
   memset(r, 0, sizeof *r);
   r->options = o;
   r->towers = *towers;
@@ -229,7 +244,9 @@ int ct_train_run_setup(ct_train_run *r, const ct_trainer_options *o, const ct_to
   r->train_set = ct_trainer_open_dataset(o, 1, status);
   if (r->train_set == NULL) return 1;
   r->test_set = ct_trainer_open_dataset(o, 0, status);
-  if (r->test_set == NULL || check_splits(o, r->train_set, r->test_set, status)) return 1;
+  if (r->test_set == NULL || check_splits(o, r->train_set, r->test_set, status) ||
+      check_batch_size(o, r->train_set, status))
+    return 1;
   int64_t h, w, ch;
   ct_trainer_image_shape(o, r->train_set, &h, &w, &ch); /* what the model sees: the crop */
   if (ct_trainer_model_open(o, &r->model, status) ||
@@ -239,7 +256,6 @@ int ct_train_run_setup(ct_train_run *r, const ct_trainer_options *o, const ct_to
     return 1;
   r->session = open_session(r, status);
   if (r->session == NULL || ct_cluster_run_new(r, status)) return 1;
-  if (open_pipeline(r, status)) return 1;
   const int n_towers = r->towers.n_towers;
   r->feeds = calloc(1, sizeof *r->feeds);
   r->weights = calloc((size_t)(o->dataset.batch_size + n_towers), sizeof *r->weights);
@@ -261,6 +277,11 @@ int ct_train_run_setup(ct_train_run *r, const ct_trainer_options *o, const ct_to
   for (int k = 0; k < n_towers; ++k) r->fetches[k + 1] = r->tg.train.logits[k];
   for (int i = 0; i < gradients; ++i) r->fetches[n_towers + 1 + i] = r->tg.train.towers.gradients[i];
   return 0;
+}
+
+int ct_train_run_setup(ct_train_run *r, const ct_trainer_options *o, const ct_tower_options *towers,
+                       ct_status *status) {
+  return ct_train_run_setup_graph(r, o, towers, status) || open_pipeline(r, status);
 }
 
 /* Correct predictions among the first `rows` rows of logits [*, classes]. */
@@ -294,13 +315,10 @@ static void update_speeds(ct_train_run *r) {
   }
 }
 
-int64_t ct_train_run_next_batch(ct_train_run *r, ct_status *status) {
-  /* input_start .. input_end: how long training waits for its batch */
-  r->times.input_start = ct_monotonic_seconds();
-  ct_pipeline_batch batch;
-  const int64_t n = ct_pipeline_next(r->pipeline, &batch, status);
-  r->times.input_end = ct_monotonic_seconds();
-  if (n <= 0) return n;
+/* Splits a global batch of n examples over the job's towers: every
+ * tower's share (global_sizes), this process's rows of it (share, rows) and
+ * its towers' (sizes). */
+static void split_batch(ct_train_run *r, int64_t n) {
   const int towers = r->job_towers;
   int measured = r->auto_split;
   for (int k = 0; k < towers; ++k) measured = measured && r->speeds[k] > 0;
@@ -312,6 +330,16 @@ int64_t ct_train_run_next_batch(ct_train_run *r, ct_status *status) {
     r->sizes[k] = r->global_sizes[r->first_tower + k];
     r->rows += r->sizes[k];
   }
+}
+
+int64_t ct_train_run_next_batch(ct_train_run *r, ct_status *status) {
+  /* input_start .. input_end: how long training waits for its batch */
+  r->times.input_start = ct_monotonic_seconds();
+  ct_pipeline_batch batch;
+  const int64_t n = ct_pipeline_next(r->pipeline, &batch, status);
+  r->times.input_end = ct_monotonic_seconds();
+  if (n <= 0) return n;
+  split_batch(r, n);
   if (batch.first != r->share.first || batch.rows != r->rows) {
     ct_status_set(status, CT_INTERNAL,
                   "the input pipeline read rows %lld..%lld of a batch of %lld, but the towers "
@@ -411,16 +439,18 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
 
 int ct_train_run_estimate(ct_train_run *r, ct_run_estimate *e, ct_status *status) {
   memset(e, 0, sizeof *e);
-  ct_pipeline_start_epoch(r->pipeline, 0);
-  const int64_t n = ct_train_run_next_batch(r, status);
-  if (n < 0) return 1;
-  if (n == 0) {
-    ct_status_set(status, CT_INVALID_ARGUMENT, "the training set has no batch to plan with");
-    return 1;
-  }
+  /* a full batch, split as a step would split it; the tensors' shapes only */
+  const int64_t n = r->options->dataset.batch_size;
+  split_batch(r, n);
+  int64_t h, w, ch;
+  ct_trainer_image_shape(r->options, r->train_set, &h, &w, &ch);
+  const ct_tensor images = {CT_F32, ct_shape_of(4, r->rows, h, w, ch), NULL, 0};
+  const ct_tensor labels = {CT_I32, ct_shape_of(1, r->rows), NULL, 0};
+  int n_feeds = ct_classifier_make_feeds(&r->tg.train, &images, &labels, r->rows, r->sizes,
+                                         &r->share, r->feeds, r->weights);
   float lr = 0.0f;
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
-  const int n_feeds = ct_train_run_feeds(r, &lr_tensor);
+  r->feeds->feeds[n_feeds++] = (ct_feed){r->tg.train.update.learning_rate, &lr_tensor};
   return ct_session_estimate_run(r->session, r->feeds->feeds, n_feeds, r->fetches,
                                  r->towers.n_towers + 1, &r->tg.train.step, 1, e, status);
 }

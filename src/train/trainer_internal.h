@@ -159,9 +159,14 @@ typedef struct ct_train_run {
 } ct_train_run;
 
 /* Checks the options, opens the datasets, builds the graph and the
- * session. Returns 0 or fills status; free *run either way. */
+ * session, and starts the input pipeline. Returns 0 or fills status; free
+ * *run either way. */
 int ct_train_run_setup(ct_train_run *run, const ct_trainer_options *options,
                        const ct_tower_options *towers, ct_status *status);
+/* ct_train_run_setup without the input pipeline, for a run that only
+ * predicts its steps (ct_train_run_estimate): no batch is read or made. */
+int ct_train_run_setup_graph(ct_train_run *run, const ct_trainer_options *options,
+                             const ct_tower_options *towers, ct_status *status);
 void ct_train_run_free(ct_train_run *run);
 
 /* The next global batch of the epoch: splits its n examples over the
@@ -175,10 +180,9 @@ int64_t ct_train_run_next_batch(ct_train_run *run, ct_status *status);
  * Returns their count. */
 int ct_train_run_feeds(ct_train_run *run, const ct_tensor *learning_rate);
 
-/* Reads the epoch's first batch and predicts a step on it
- * (ct_session_estimate_run) without running it; the next
- * ct_train_run_step runs that batch. Returns 0 or fills status; free
- * *estimate either way. */
+/* Predicts a step on a full batch (ct_session_estimate_run) from its
+ * shapes, without reading or running anything. Returns 0 or fills status;
+ * free *estimate either way. */
 int ct_train_run_estimate(ct_train_run *run, ct_run_estimate *estimate, ct_status *status);
 
 /* One optimizer step over all towers (of every rank) on the batch

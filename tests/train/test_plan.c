@@ -48,7 +48,8 @@ static void check_peaks_in(const char *model, int towers, ct_variable_update upd
   if (ct_train_run_setup(&r, &o, &t, &st) || ct_train_run_estimate(&r, &e, &st))
     fail_msg("%s on %d towers: %s", model, towers, st.message);
   double loss, accuracy;
-  if (ct_train_run_step(&r, 0, 0.0, &loss, &accuracy, &st)) fail_msg("%s", st.message);
+  if (ct_train_run_next_batch(&r, &st) != BATCH || ct_train_run_step(&r, 0, 0.0, &loss, &accuracy, &st))
+    fail_msg("%s", st.message);
   for (int d = 0; d < ct_session_device_count(r.session); ++d) {
     ct_memory_stats m;
     ct_session_memory_stats(r.session, d, &m);

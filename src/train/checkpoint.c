@@ -2,13 +2,9 @@
  * checkpoint_read.c. */
 #include "ctower/checkpoint.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/files.h"
 #include "core/json.h"
@@ -146,127 +142,52 @@ static int build_header(ct_text *h, const ct_named_tensor *tensors, int n_tensor
   return h->oom;
 }
 
-/* ---- files ----------------------------------------------------------------------------- */
-
-static int write_all(int fd, const void *data, size_t size) {
-  const char *p = data;
-  while (size > 0) {
-    ssize_t n = write(fd, p, size > (1u << 30) ? (1u << 30) : size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return 1;
-    p += n;
-    size -= (size_t)n;
-  }
-  return 0;
-}
+/* ---- the file ------------------------------------------------------------------------ */
 
 /* Writes a tensor's bytes little-endian, whatever the host's order. */
-static int write_tensor_le(int fd, const ct_tensor *t) {
+static int write_tensor_le(ct_file_writer *w, const ct_tensor *t, ct_status *status) {
   size_t nbytes = ct_tensor_nbytes(t), esize = ct_dtype_size(t->dtype);
-  if (ct_host_is_little_endian() || esize == 1) return write_all(fd, t->data, nbytes);
+  if (ct_host_is_little_endian() || esize == 1)
+    return ct_file_writer_write(w, t->data, nbytes, status);
   unsigned char chunk[4096];
   const unsigned char *src = t->data;
   for (size_t done = 0; done < nbytes;) {
     size_t n = nbytes - done < sizeof chunk ? nbytes - done : sizeof chunk;
     for (size_t i = 0; i < n; i += esize)
       for (size_t b = 0; b < esize; ++b) chunk[i + b] = src[done + i + esize - 1 - b];
-    if (write_all(fd, chunk, n)) return 1;
+    if (ct_file_writer_write(w, chunk, n, status)) return 1;
     done += n;
   }
   return 0;
 }
 
-static void fail_io(ct_status *status, const char *path, const char *doing) {
-  ct_status_set(status, CT_UNAVAILABLE,
-                "cannot write checkpoint '%s' (%s: %s); check that the folder is writable and "
-                "the disk has space",
-                path, doing, strerror(errno));
-}
-
-/* Writes header and data to a new temporary file beside target (in dir)
- * and renames it over target, with mode. 0 on success; on failure nothing
- * at target changes. */
-static int write_atomically(const char *path, const char *target, const char *dir, mode_t mode,
-                            const ct_text *header, const ct_named_tensor *tensors, int n_tensors,
-                            ct_status *status) {
-  char temp[8192];
-  if (ct_checkpoint_temporary_name(target, temp, sizeof temp)) {
-    ct_status_set(status, CT_INVALID_ARGUMENT, "cannot write checkpoint '%s': the path is too long",
-                  path);
-    return 1;
-  }
-  int fd = mkstemp(temp);
-  if (fd < 0) {
-    fail_io(status, path, "creating a temporary file");
-    return 1;
-  }
-  unsigned char len_le[8];
-  uint64_t hlen = header->len;
-  for (int i = 0; i < 8; ++i) len_le[i] = (unsigned char)(hlen >> (8 * i));
-  const char *doing = NULL;
-  if (write_all(fd, len_le, 8) || write_all(fd, header->data, header->len)) doing = "writing";
-  for (int i = 0; i < n_tensors && !doing; ++i)
-    if (write_tensor_le(fd, tensors[i].tensor)) doing = "writing";
-  if (!doing && fchmod(fd, mode) != 0) doing = "setting permissions";
-  if (!doing && fsync(fd) != 0) doing = "flushing to disk";
-  int failed = doing != NULL;
-  if (failed) fail_io(status, path, doing);
-  if (close(fd) != 0 && !failed) {
-    fail_io(status, path, "closing");
-    failed = 1;
-  }
-  if (!failed && rename(temp, target) != 0) {
-    fail_io(status, path, "renaming the temporary file over it");
-    failed = 1;
-  }
-  if (failed) {
-    unlink(temp);
-  } else {
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      fsync(dfd); /* best effort: some file systems refuse to sync folders */
-      close(dfd);
-    }
-  }
-  return failed;
-}
+const ct_file_role ct_checkpoint_role = {"checkpoint", "set train.checkpoint to a file's path"};
 
 int ct_checkpoint_write(const char *path, const ct_named_tensor *tensors, int n_tensors,
                         const char *const *metadata_kv, int n_metadata_pairs, ct_status *status) {
   if (check_args(path, tensors, n_tensors, metadata_kv, n_metadata_pairs, status)) return 1;
-  ct_checkpoint_existing existing;
-  char *target = ct_checkpoint_target(path, &existing, status);
-  if (target == NULL) return 1;
   ct_text header = {NULL, 0, 0, 0};
-  char *dir = strdup(target);
-  if (dir == NULL || build_header(&header, tensors, n_tensors, metadata_kv, n_metadata_pairs)) {
+  if (build_header(&header, tensors, n_tensors, metadata_kv, n_metadata_pairs)) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory writing '%s'", path);
-    free(dir);
-    free(target);
     free(header.data);
     return 1;
   }
-  char *slash = strrchr(dir, '/');
-  if (slash == NULL) {
-    strcpy(dir, ".");
-  } else if (slash == dir) {
-    slash[1] = '\0'; /* "/name": the root folder */
-  } else {
-    *slash = '\0';
+  ct_file_writer w;
+  if (ct_file_writer_open(&w, path, &ct_checkpoint_role, status)) {
+    free(header.data);
+    return 1;
   }
-  int failed = 0;
-  if (ct_make_dirs(dir) != 0) {
-    ct_status_set(status, CT_UNAVAILABLE,
-                  "cannot write checkpoint '%s': cannot create folder '%s' (%s); check the path "
-                  "and permissions",
-                  path, dir, strerror(errno));
-    failed = 1;
-  } else {
-    failed = write_atomically(path, target, dir, existing.exists ? existing.mode : 0644, &header,
-                              tensors, n_tensors, status);
-  }
-  free(dir);
-  free(target);
+  unsigned char len_le[8];
+  const uint64_t hlen = header.len;
+  for (int i = 0; i < 8; ++i) len_le[i] = (unsigned char)(hlen >> (8 * i));
+  int failed = ct_file_writer_write(&w, len_le, 8, status) ||
+               ct_file_writer_write(&w, header.data, header.len, status);
+  for (int i = 0; i < n_tensors && !failed; ++i)
+    failed = write_tensor_le(&w, tensors[i].tensor, status);
   free(header.data);
-  return failed;
+  if (failed) {
+    ct_file_writer_discard(&w);
+    return 1;
+  }
+  return ct_file_writer_commit(&w, status);
 }

@@ -1,7 +1,6 @@
-/* Where a checkpoint is written, and who may write it: the file a path
- * leads to (symbolic links followed; never a device, folder or FIFO), the
- * temporary files of an interrupted write beside it, and the lock that
- * keeps two runs from writing one checkpoint. */
+/* Who may write a checkpoint: the lock that keeps two runs from writing
+ * one, beside the file its path leads to (core/files.h), and the temporary
+ * files an interrupted write left there. */
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
@@ -16,108 +15,6 @@
 #include "ctower/checkpoint.h"
 #include "train/checkpoint_internal.h"
 
-enum { MAX_LINKS = 40 };
-
-static const char *kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-/* `link`'s target, read relative to the folder `link` is in. */
-static char *follow(const char *link, ct_status *status) {
-  char target[4096];
-  const ssize_t n = readlink(link, target, sizeof target - 1);
-  if (n < 0) {
-    ct_status_set(status, CT_UNAVAILABLE, "cannot read the symbolic link '%s': %s", link,
-                  strerror(errno));
-    return NULL;
-  }
-  target[n] = '\0';
-  const char *slash = strrchr(link, '/');
-  const size_t dir_len = target[0] == '/' || slash == NULL ? 0 : (size_t)(slash - link) + 1;
-  char *next = malloc(dir_len + (size_t)n + 1);
-  if (next == NULL) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory resolving '%s'", link);
-    return NULL;
-  }
-  memcpy(next, link, dir_len);
-  memcpy(next + dir_len, target, (size_t)n + 1);
-  return next;
-}
-
-char *ct_checkpoint_target(const char *path, ct_checkpoint_existing *existing, ct_status *status) {
-  char *current = strdup(path);
-  if (current == NULL) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory resolving '%s'", path);
-    return NULL;
-  }
-  for (int links = 0; links <= MAX_LINKS; ++links) {
-    struct stat st;
-    if (lstat(current, &st) != 0) {
-      if (errno == ENOENT) { /* a new file (or a link to one not written yet) */
-        existing->exists = 0;
-        return current;
-      }
-      ct_status_set(status, CT_UNAVAILABLE, "cannot write checkpoint '%s': '%s': %s", path, current,
-                    strerror(errno));
-      break;
-    }
-    if (S_ISREG(st.st_mode)) {
-      existing->exists = 1;
-      existing->mode = st.st_mode & 07777;
-      return current;
-    }
-    if (!S_ISLNK(st.st_mode)) {
-      ct_status_set(status, CT_INVALID_ARGUMENT,
-                    "cannot write checkpoint '%s': '%s' is %s, not a regular file; set "
-                    "train.checkpoint to a file's path",
-                    path, current, kind_of(st.st_mode));
-      break;
-    }
-    char *next = follow(current, status);
-    free(current);
-    if ((current = next) == NULL) return NULL;
-  }
-  if (status->code == CT_OK)
-    ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "cannot write checkpoint '%s': more than %d symbolic links lead from it", path,
-                  MAX_LINKS);
-  free(current);
-  return NULL;
-}
-
-/* The folder and the file name of a path ("." for a bare name). */
-static void split_path(const char *path, char *dir, size_t dir_size, const char **base) {
-  const char *slash = strrchr(path, '/');
-  *base = slash ? slash + 1 : path;
-  if (slash == NULL)
-    snprintf(dir, dir_size, ".");
-  else if (slash == path)
-    snprintf(dir, dir_size, "/");
-  else
-    snprintf(dir, dir_size, "%.*s", (int)(slash - path), path);
-}
-
-int ct_checkpoint_temporary_name(const char *target, char *out, size_t size) {
-  char dir[4096];
-  const char *base;
-  split_path(target, dir, sizeof dir, &base);
-  const int n = snprintf(out, size, "%s/.%s.tmp-XXXXXX", dir, base);
-  return n < 0 || (size_t)n >= size;
-}
-
-/* Whether `name` is one of ours for the file `base`: ".<base>.tmp-" and
- * mkstemp's six characters. */
-static int is_temporary_of(const char *name, const char *base) {
-  const size_t len = strlen(base);
-  return name[0] == '.' && strncmp(name + 1, base, len) == 0 &&
-         strncmp(name + 1 + len, ".tmp-", 5) == 0 && strlen(name + 1 + len + 5) == 6;
-}
-
 struct ct_checkpoint_lock {
   int fd;
   char *lock_path;
@@ -127,13 +24,12 @@ struct ct_checkpoint_lock {
  * caller holds its lock, so none of them is being written. */
 static int remove_temporaries(const char *target) {
   char dir[4096];
-  const char *base;
-  split_path(target, dir, sizeof dir, &base);
+  const char *base = ct_file_split_path(target, dir, sizeof dir);
   DIR *d = opendir(dir);
   if (d == NULL) return 0;
   int removed = 0;
   for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (!is_temporary_of(e->d_name, base)) continue;
+    if (!ct_file_is_temporary_of(e->d_name, base)) continue;
     char stale[8192];
     snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name);
     removed += unlink(stale) == 0;
@@ -154,8 +50,8 @@ static long lock_holder(int fd) {
 ct_checkpoint_lock *ct_checkpoint_lock_acquire(const char *path, int *removed_temporaries,
                                                ct_status *status) {
   *removed_temporaries = 0;
-  ct_checkpoint_existing existing;
-  char *target = ct_checkpoint_target(path, &existing, status);
+  mode_t mode;
+  char *target = ct_file_target(path, &ct_checkpoint_role, &mode, status);
   if (target == NULL) return NULL;
   ct_checkpoint_lock *lock = calloc(1, sizeof *lock);
   const size_t len = strlen(target) + 8;
@@ -172,8 +68,7 @@ ct_checkpoint_lock *ct_checkpoint_lock_acquire(const char *path, int *removed_te
    * file at lock_path, else another run's unlink raced us; try again. */
   for (int tries = 0; tries < 100 && lock->fd < 0; ++tries) {
     char dir[4096];
-    const char *base;
-    split_path(target, dir, sizeof dir, &base);
+    ct_file_split_path(target, dir, sizeof dir);
     if (ct_make_dirs(dir) != 0) {
       ct_status_set(status, CT_UNAVAILABLE,
                     "cannot write checkpoint '%s': cannot create folder '%s' (%s); check the "

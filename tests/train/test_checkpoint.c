@@ -216,7 +216,7 @@ static void test_failed_writes_keep_the_old_file(void **state) {
   assert_int_equal(ct_checkpoint_write(blocked, f.named, 2, NULL, 0, &st), 1);
   assert_int_equal(st.code, CT_INVALID_ARGUMENT);
   assert_non_null(strstr(st.message, blocked));
-  assert_non_null(strstr(st.message, "is a folder, not a regular file"));
+  assert_non_null(strstr(st.message, "is a directory, not a regular file"));
   assert_int_equal(count_entries(dir), 2);
   assert_int_equal(count_entries(blocked), 1);
 

@@ -1,9 +1,9 @@
 #include "exec/trace_events.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "core/files.h"
 
 enum { FIRST_DEVICE_TRACK = 10, TRACKS_PER_DEVICE = 3 };
 
@@ -71,37 +71,24 @@ void ct_trace_run_events(ct_text *out, int pid, const ct_run_metadata *m, double
   }
 }
 
+static const ct_file_role k_trace_role = {"the trace", "give the trace a file's path"};
+
 int ct_trace_write(const char *path, const ct_text *events, ct_status *status) {
   if (events->oom) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for the trace '%s'", path);
     return 1;
   }
-  const size_t len = strlen(path) + 8;
-  char *temp = malloc(len);
-  if (temp == NULL) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for the trace '%s'", path);
+  static const char head[] = "{\"traceEvents\": [\n",
+                    tail[] = "\n],\n\"displayTimeUnit\": \"ms\"}\n";
+  /* the events' lines end in ",\n": the last one's comma goes */
+  const size_t body = events->len >= 2 ? events->len - 2 : 0;
+  ct_file_writer w;
+  if (ct_file_writer_open(&w, path, &k_trace_role, status)) return 1;
+  if (ct_file_writer_write(&w, head, sizeof head - 1, status) ||
+      ct_file_writer_write(&w, events->data, body, status) ||
+      ct_file_writer_write(&w, tail, sizeof tail - 1, status)) {
+    ct_file_writer_discard(&w);
     return 1;
   }
-  snprintf(temp, len, "%s.part", path);
-  FILE *f = fopen(temp, "w");
-  int failed = f == NULL;
-  if (f) {
-    /* the events' lines end in ",\n": the last one's comma goes */
-    const size_t body = events->len >= 2 ? events->len - 2 : 0;
-    fprintf(f, "{\"traceEvents\": [\n");
-    if (body) fwrite(events->data, 1, body, f);
-    fprintf(f, "\n],\n\"displayTimeUnit\": \"ms\"}\n");
-    failed = ferror(f) != 0;
-    failed = fclose(f) != 0 || failed;
-  }
-  failed = failed || rename(temp, path) != 0;
-  if (failed) {
-    ct_status_set(status, CT_UNAVAILABLE,
-                  "cannot write the trace '%s': %s; check that its folder exists and is "
-                  "writable",
-                  path, strerror(errno));
-    remove(temp);
-  }
-  free(temp);
-  return failed;
+  return ct_file_writer_commit(&w, status);
 }

@@ -35,8 +35,9 @@ void ct_trace_run_events(ct_text *out, int pid, const ct_run_metadata *metadata,
 
 /* The whole trace document around events (lines from the calls above).
  * Returns 0, or fills status when out of memory or the file cannot be
- * written; the file is replaced atomically (written beside, then
- * renamed), so a reader never sees half of it. */
+ * written; the file is replaced atomically (written beside, then renamed:
+ * core/files.h), so a reader never sees half of it, and a path that is not
+ * a regular file (a folder, a device, a FIFO) is refused untouched. */
 int ct_trace_write(const char *path, const ct_text *events, ct_status *status);
 
 #endif

@@ -79,8 +79,9 @@ expect_usage_error "--trace-steps without --trace" "give --trace FILE too" train
 expect_usage_error "--trace-steps 5:3" "--trace-steps needs A:B with 0 <= A < B" train job.yaml --trace t.json --trace-steps 5:3
 expect_usage_error "--trace-steps 4" "got '4'" bench job.yaml --trace t.json --trace-steps 4
 expect_usage_error "--compare-single on train" "--compare-single" train job.yaml --compare-single
-run train job.yaml --trace "$WORK/no/such/folder/t.json"
-if [ "$rc" -eq 1 ] && [[ "$err" == *"cannot write the trace '$WORK/no/such/folder/t.json'"* ]] &&
+printf x >a_file # a file where a folder should be: the trace's folder cannot be made
+run train job.yaml --trace "$WORK/a_file/t.json"
+if [ "$rc" -eq 1 ] && [[ "$err" == *"cannot write the trace '$WORK/a_file/t.json'"* ]] &&
    ! grep -q '^epoch' stdout; then
   pass "an unwritable trace fails before training, naming the file"
 else

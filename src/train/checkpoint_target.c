@@ -47,6 +47,32 @@ static long lock_holder(int fd) {
   return strtol(text, NULL, 10);
 }
 
+/* Opens (creating it) the lock file at lock_path: never through a symbolic
+ * link, and only a regular file, so that the pid written into it lands in
+ * ctower's own file. Returns the descriptor, or -1 with status set. */
+static int open_lock_file(const char *path, const char *lock_path, ct_status *status) {
+  const int fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  struct stat st;
+  const char *kind = NULL;
+  if (fd < 0 && errno == ELOOP)
+    kind = "a symbolic link";
+  else if (fd < 0 && errno == EISDIR)
+    kind = "a directory";
+  else if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode))
+    kind = ct_file_kind(st.st_mode);
+  if (kind != NULL) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "cannot lock checkpoint '%s': '%s' is %s, not ctower's lock file; remove it "
+                  "(ctower creates it while a run writes the checkpoint)",
+                  path, lock_path, kind);
+  } else if (fd < 0) {
+    ct_status_set(status, CT_UNAVAILABLE, "cannot lock checkpoint '%s' ('%s': %s)", path, lock_path,
+                  strerror(errno));
+  }
+  if (kind != NULL && fd >= 0) close(fd);
+  return kind != NULL ? -1 : fd;
+}
+
 ct_checkpoint_lock *ct_checkpoint_lock_acquire(const char *path, int *removed_temporaries,
                                                ct_status *status) {
   *removed_temporaries = 0;
@@ -76,12 +102,8 @@ ct_checkpoint_lock *ct_checkpoint_lock_acquire(const char *path, int *removed_te
                     path, dir, strerror(errno));
       break;
     }
-    const int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      ct_status_set(status, CT_UNAVAILABLE, "cannot lock checkpoint '%s' ('%s': %s)", path,
-                    lock_path, strerror(errno));
-      break;
-    }
+    const int fd = open_lock_file(path, lock_path, status);
+    if (fd < 0) break;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       char who[48] = "another run";
       const long holder = lock_holder(fd);
@@ -94,7 +116,7 @@ ct_checkpoint_lock *ct_checkpoint_lock_acquire(const char *path, int *removed_te
       break;
     }
     struct stat held, now;
-    if (fstat(fd, &held) == 0 && stat(lock_path, &now) == 0 && held.st_ino == now.st_ino &&
+    if (fstat(fd, &held) == 0 && lstat(lock_path, &now) == 0 && held.st_ino == now.st_ino &&
         held.st_dev == now.st_dev) {
       lock->fd = fd;
     } else {

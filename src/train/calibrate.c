@@ -202,6 +202,8 @@ static void print_kind(const char *device, const ct_kind_rates *k) {
 int ct_calibrate_main(const ct_session_options *session, const char *path, ct_status *status) {
   char default_path[1024];
   if (path == NULL) path = ct_calibration_default_path(default_path, sizeof default_path);
+  /* a file that cannot be written fails now, not after the measuring */
+  if (ct_cluster_rank() == 0 && ct_calibration_check_path(path, status)) return 1;
   ct_calibration c;
   ct_calibration_defaults(&c);
   cpu_model(c.cpu, sizeof c.cpu);

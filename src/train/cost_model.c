@@ -8,9 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "core/files.h"
 #include "core/json.h"
+#include "core/text.h"
 
 /* Conservative: slower than any x86 core or GPU of the last decade, so
  * that an uncalibrated plan errs towards "slower than it will be". */
@@ -73,25 +74,15 @@ static int read_kind(const ct_json *o, ct_kind_rates *k) {
   return k->threads < 1 || k->memory_bytes_per_s <= 0 || k->op_overhead_s < 0;
 }
 
+static const ct_file_role k_calibration_role = {
+    "calibration file", "give --calibration a file's path (ctower bench --calibrate writes it)"};
+
 int ct_calibration_load(const char *path, ct_calibration *c, ct_status *status) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    ct_status_set(status, CT_NOT_FOUND, "no calibration file '%s': %s", path, strerror(errno));
-    return 1;
-  }
-  char *text = NULL;
-  size_t size = 0, cap = 0, got;
-  char chunk[4096];
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-    char *grown = size + got > cap ? realloc(text, cap = 2 * (size + got)) : text;
-    if (grown == NULL) break;
-    text = grown;
-    memcpy(text + size, chunk, got);
-    size += got;
-  }
-  fclose(f);
+  size_t size = 0;
+  char *text = (char *)ct_file_read_all(path, &k_calibration_role, &size, status);
+  if (text == NULL) return 1;
   char error[256] = "";
-  ct_json *root = text ? ct_json_parse(text, size, error, sizeof error) : NULL;
+  ct_json *root = ct_json_parse(text, size, error, sizeof error);
   free(text);
   int bad = root == NULL || root->type != CT_JSON_OBJECT;
   for (int kind = 1; kind < 3 && !bad; ++kind) {
@@ -120,51 +111,52 @@ int ct_calibration_load(const char *path, ct_calibration *c, ct_status *status) 
   return 0;
 }
 
-/* mkdir -p of the folder holding path. */
-static void make_parent(const char *path) {
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s", path);
-  for (char *p = dir + 1; *p; ++p)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(dir, 0755);
-      *p = '/';
-    }
+int ct_calibration_check_path(const char *path, ct_status *status) {
+  mode_t mode;
+  char *target = ct_file_target(path, &k_calibration_role, &mode, status);
+  const int refused = target == NULL;
+  free(target);
+  return refused;
 }
 
-int ct_calibration_save(const char *path, const ct_calibration *c, ct_status *status) {
-  make_parent(path);
-  FILE *f = fopen(path, "w");
-  if (f == NULL) {
-    ct_status_set(status, CT_UNAVAILABLE, "cannot write the calibration file '%s': %s", path,
-                  strerror(errno));
-    return 1;
-  }
+/* The calibration as JSON. */
+static void calibration_json(const ct_calibration *c, ct_text *out) {
   char cpu[256];
   ct_json_escape(c->cpu, cpu, sizeof cpu);
-  fprintf(f, "{\n  \"version\": 1,\n  \"cpu\": %s,\n", cpu);
+  ct_text_printf(out, "{\n  \"version\": 1,\n  \"cpu\": %s,\n", cpu);
   for (int kind = 1; kind < 3; ++kind) {
     const ct_kind_rates *k = &c->kinds[kind];
     if (!k->measured) continue;
-    fprintf(f,
-            "  \"%s\": {\"threads\": %d, \"memory_bytes_per_s\": %.6g, \"op_overhead_s\": %.6g,\n",
-            k_kind_keys[kind], k->threads, k->memory_bytes_per_s, k->op_overhead_s);
-    fprintf(f, "    \"dense\": [");
+    ct_text_printf(out,
+                   "  \"%s\": {\"threads\": %d, \"memory_bytes_per_s\": %.6g, \"op_overhead_s\": "
+                   "%.6g,\n",
+                   k_kind_keys[kind], k->threads, k->memory_bytes_per_s, k->op_overhead_s);
+    ct_text_str(out, "    \"dense\": [");
     for (int i = 0; i < k->n_points; ++i)
-      fprintf(f, "%s{\"flops\": %.6g, \"flops_per_s\": %.6g}", i ? ", " : "", k->flops[i],
-              k->rate[i]);
-    fprintf(f, "]},\n");
+      ct_text_printf(out, "%s{\"flops\": %.6g, \"flops_per_s\": %.6g}", i ? ", " : "", k->flops[i],
+                     k->rate[i]);
+    ct_text_str(out, "]},\n");
   }
   if (c->mpi_ranks > 1)
-    fprintf(f, "  \"mpi\": {\"ranks\": %d, \"latency_s\": %.6g, \"bytes_per_s\": %.6g},\n",
-            c->mpi_ranks, c->mpi.latency_s, c->mpi.bytes_per_s);
-  fprintf(f, "  \"in_process\": {\"latency_s\": %.6g, \"bytes_per_s\": %.6g}\n}\n",
-          c->in_process.latency_s, c->in_process.bytes_per_s);
-  if (fclose(f) != 0) {
-    ct_status_set(status, CT_UNAVAILABLE, "cannot write the calibration file '%s'", path);
-    return 1;
+    ct_text_printf(out, "  \"mpi\": {\"ranks\": %d, \"latency_s\": %.6g, \"bytes_per_s\": %.6g},\n",
+                   c->mpi_ranks, c->mpi.latency_s, c->mpi.bytes_per_s);
+  ct_text_printf(out, "  \"in_process\": {\"latency_s\": %.6g, \"bytes_per_s\": %.6g}\n}\n",
+                 c->in_process.latency_s, c->in_process.bytes_per_s);
+}
+
+int ct_calibration_save(const char *path, const ct_calibration *c, ct_status *status) {
+  ct_text json = {NULL, 0, 0, 0};
+  calibration_json(c, &json);
+  ct_file_writer w;
+  int failed = 1;
+  if (json.oom) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory writing '%s'", path);
+  } else if (ct_file_writer_open(&w, path, &k_calibration_role, status) == 0) {
+    failed = ct_file_writer_write(&w, json.data, json.len, status);
+    failed = failed ? (ct_file_writer_discard(&w), 1) : ct_file_writer_commit(&w, status);
   }
-  return 0;
+  ct_text_free(&json);
+  return failed;
 }
 
 /* The achieved rate of a dense op of `flops`, on a device of k's kind with

@@ -42,10 +42,15 @@ void ct_calibration_defaults(ct_calibration *calibration);
 const char *ct_calibration_default_path(char *buf, size_t size);
 
 /* Reads a calibration file over the defaults. Returns 0; 1 and NOT_FOUND
- * when there is no file (the defaults stay), or DATA_LOSS naming what is
+ * when there is no file (the defaults stay), INVALID_ARGUMENT when the path
+ * is not a regular file (a folder, a FIFO), or DATA_LOSS naming what is
  * malformed. */
 int ct_calibration_load(const char *path, ct_calibration *calibration, ct_status *status);
-/* Writes it (making its folder). Returns 0 or fills status. */
+/* Whether the calibration file can be written at path (not a folder, a
+ * device or a FIFO): checked before measuring. Returns 0 or fills status. */
+int ct_calibration_check_path(const char *path, ct_status *status);
+/* Writes it (making its folder), replacing the file path leads to at once
+ * (core/files.h). Returns 0 or fills status. */
 int ct_calibration_save(const char *path, const ct_calibration *calibration, ct_status *status);
 
 /* The model's time for a step of the estimate on the session's devices:

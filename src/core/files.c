@@ -34,6 +34,7 @@ int ct_make_dirs(const char *path) {
 }
 
 const char *ct_file_kind(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";

@@ -35,8 +35,8 @@ typedef struct ct_file_role {
  * 1 with errno saying why (ENOTDIR when a file is in the way). */
 int ct_make_dirs(const char *dir);
 
-/* "a directory", "a FIFO", "a character device", "a block device", "a
- * socket", "a symbolic link", else "not a regular file". */
+/* "a regular file", "a directory", "a FIFO", "a character device", "a
+ * block device", "a socket", "a symbolic link", else "not a regular file". */
 const char *ct_file_kind(mode_t mode);
 
 /* The folder of path into dir ("." for a bare name, "/" for one in the

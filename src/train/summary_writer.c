@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,7 +64,7 @@ static FILE *create_event_file(const char *log_dir, char **path) {
     *path = malloc(size);
     if (*path == NULL) return NULL;
     snprintf(*path, size, "%s/events.out.tfevents.%010lld.%s%s", log_dir, seconds, host, suffix);
-    FILE *file = fopen(*path, "wbx");
+    FILE *file = ct_file_create_new(*path); /* never through a link or into a FIFO */
     if (file || errno != EEXIST) return file;
     free(*path);
     *path = NULL;
@@ -72,6 +73,14 @@ static FILE *create_event_file(const char *log_dir, char **path) {
 }
 
 ct_summary_writer *ct_summary_writer_new(const char *log_dir, ct_status *status) {
+  struct stat st;
+  if (stat(log_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "cannot write TensorBoard event files in '%s': it is %s, not a folder; set "
+                  "train.log_dir to a folder (\"\" writes none)",
+                  log_dir, ct_file_kind(st.st_mode));
+    return NULL;
+  }
   if (ct_make_dirs(log_dir) != 0) {
     cannot_write(log_dir, "creating the folder", status);
     return NULL;

@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "config/config_layers.h"
 #include "config/config_schema.h"
 #include "config/suggest.h"
 #include "config/yaml_tree.h"
+#include "core/files.h"
 
 enum { MAX_CHILDREN = 16, MAX_PATH = 256 };
 
@@ -465,31 +465,11 @@ void ct_config_defaults(ct_config *config) {
   }
 }
 
+static const ct_file_role k_config_role = {"config file", "give the path of a YAML file"};
+
 int ct_config_load(ct_config *config, const char *path, ct_status *status) {
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    const int e = errno;
-    ct_status_set(status, e == ENOENT || e == ENOTDIR ? CT_NOT_FOUND : CT_INVALID_ARGUMENT,
-                  "config file '%s' %s: %s", path,
-                  e == ENOENT || e == ENOTDIR ? "not found" : "cannot be read", strerror(e));
-    return 1;
-  }
-  if (!S_ISREG(st.st_mode)) { /* a FIFO or a device would block or never end */
-    ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "config file '%s' is %s, not a regular file; give the path of a YAML file", path,
-                  S_ISDIR(st.st_mode)    ? "a directory"
-                  : S_ISFIFO(st.st_mode) ? "a FIFO"
-                  : S_ISCHR(st.st_mode)  ? "a character device"
-                                         : "not a regular file");
-    return 1;
-  }
-  FILE *file = fopen(path, "rb");
-  if (file == NULL) {
-    const int e = errno;
-    ct_status_set(status, e == ENOENT ? CT_NOT_FOUND : CT_INVALID_ARGUMENT,
-                  "config file '%s' cannot be opened: %s", path, strerror(e));
-    return 1;
-  }
+  FILE *file = ct_file_fopen_read(path, &k_config_role, status);
+  if (file == NULL) return 1;
   ct_ynode *root = NULL;
   ct_yaml_error err;
   int rc = ct_yaml_parse_file(file, &root, &err);

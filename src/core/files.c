@@ -131,20 +131,20 @@ FILE *ct_file_fopen_read(const char *path, const ct_file_role *role, ct_status *
   return f;
 }
 
-/* Reads size bytes from fd into data. 0, or -1 with errno set (EIO when
- * the file ends early: it shrank while being read). */
-static int read_fully(int fd, unsigned char *data, size_t size) {
-  for (size_t done = 0; done < size;) {
+/* Reads up to size bytes from fd into data: how many, fewer when the file
+ * shrank while being read (the caller's checks of its contents see that),
+ * or -1 with errno set. */
+static ssize_t read_up_to(int fd, unsigned char *data, size_t size) {
+  size_t done = 0;
+  while (done < size) {
     const size_t chunk = size - done > (1u << 30) ? (1u << 30) : size - done;
     const ssize_t got = read(fd, data + done, chunk);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      if (got == 0) errno = EIO;
-      return -1;
-    }
+    if (got < 0) return -1;
+    if (got == 0) break;
     done += (size_t)got;
   }
-  return 0;
+  return (ssize_t)done;
 }
 
 unsigned char *ct_file_read_all(const char *path, const ct_file_role *role, size_t *size,
@@ -155,17 +155,18 @@ unsigned char *ct_file_read_all(const char *path, const ct_file_role *role, size
   if (fd < 0) return NULL;
   const size_t n = (size_t)st.st_size;
   unsigned char *data = malloc(n + 1);
+  ssize_t got;
   if (data == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED,
                   "out of host memory reading the %zu bytes of %s '%s'", n, role->what, path);
-  } else if (read_fully(fd, data, n) != 0) {
+  } else if ((got = read_up_to(fd, data, n)) < 0) {
     ct_status_set(status, CT_UNAVAILABLE, "cannot read %s '%s': %s", role->what, path,
                   strerror(errno));
     free(data);
     data = NULL;
   } else {
-    data[n] = '\0';
-    *size = n;
+    data[got] = '\0';
+    *size = (size_t)got;
   }
   close(fd);
   return data;

@@ -63,7 +63,8 @@ int ct_file_open_read(const char *path, const ct_file_role *role, struct stat *s
 /* The same as a stdio stream ("rb"); NULL with status set. */
 FILE *ct_file_fopen_read(const char *path, const ct_file_role *role, ct_status *status);
 /* The whole of a regular file, with a NUL byte after its *size bytes (for
- * text); the caller frees it. NULL with status set as ct_file_open_read
+ * text; fewer than its size when it shrank while being read); the caller
+ * frees it. NULL with status set as ct_file_open_read
  * does, or UNAVAILABLE when reading fails, RESOURCE_EXHAUSTED without the
  * memory. */
 unsigned char *ct_file_read_all(const char *path, const ct_file_role *role, size_t *size,

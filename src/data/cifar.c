@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/files.h"
 #include "data/dataset_internal.h"
 
 enum { CIFAR_SIDE = 32, CIFAR_PIXELS = 32 * 32 * 3, CIFAR_MAX_FILES = 5 };
@@ -36,9 +38,9 @@ static cifar_layout layout_of(int classes, int train, int coarse) {
 /* dir itself, or the folder the download unpacks to inside it. */
 static void cifar_folder(const char *dir, const cifar_layout *l, char *out, size_t size) {
   snprintf(out, size, "%s/%s", dir, l->files[0]);
-  if (access(out, F_OK) != 0) {
+  if (!ct_file_present(out)) {
     snprintf(out, size, "%s/%s/%s", dir, l->tar_folder, l->files[0]);
-    if (access(out, F_OK) == 0) {
+    if (ct_file_present(out)) {
       snprintf(out, size, "%s/%s", dir, l->tar_folder);
       return;
     }
@@ -47,10 +49,10 @@ static void cifar_folder(const char *dir, const cifar_layout *l, char *out, size
 }
 
 /* Appends the records of one file to ds (which has room for them). */
-static int read_cifar_file(ct_dataset *ds, const cifar_layout *l, const char *path,
-                           ct_status *status) {
+static int read_cifar_file(ct_dataset *ds, const cifar_layout *l, const ct_file_role *role,
+                           const char *path, ct_status *status) {
   size_t size;
-  unsigned char *data = ct_read_whole_file(path, &size, status);
+  unsigned char *data = ct_file_read_all(path, role, &size, status);
   if (data == NULL) return 1;
   const size_t record = (size_t)l->label_bytes + CIFAR_PIXELS;
   const size_t whole = size / record;
@@ -100,23 +102,17 @@ static int read_cifar_file(ct_dataset *ds, const cifar_layout *l, const char *pa
 }
 
 /* The records in the layout's files, from their sizes. */
-static int64_t count_records(const char *folder, const cifar_layout *l, ct_status *status) {
+static int64_t count_records(const char *folder, const cifar_layout *l, const ct_file_role *role,
+                             ct_status *status) {
   int64_t total = 0;
   char path[4160];
   for (int i = 0; l->files[i]; ++i) {
     snprintf(path, sizeof path, "%s/%s", folder, l->files[i]);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-      ct_status_set(status, CT_NOT_FOUND,
-                    "the CIFAR-%d file '%s' does not exist; download the binary version from "
-                    "https://www.cs.toronto.edu/~kriz/cifar.html, unpack it and set dataset.path "
-                    "to the folder that holds %s",
-                    l->label_bytes == 1 ? 10 : 100, path, l->files[0]);
-      return -1;
-    }
-    fseek(f, 0, SEEK_END);
-    total += ftell(f) / (l->label_bytes + CIFAR_PIXELS);
-    fclose(f);
+    struct stat st;
+    const int fd = ct_file_open_read(path, role, &st, status);
+    if (fd < 0) return -1;
+    close(fd);
+    total += (int64_t)st.st_size / (l->label_bytes + CIFAR_PIXELS);
   }
   return total;
 }
@@ -129,9 +125,15 @@ ct_dataset *ct_dataset_open_cifar(const char *dir, int classes, int train,
     return NULL;
   }
   const cifar_layout l = layout_of(classes, train, options && options->coarse_labels);
-  char folder[4096], path[4160];
+  char folder[4096], path[4160], what[16], fix[256];
   cifar_folder(dir, &l, folder, sizeof folder - 64);
-  const int64_t records = count_records(folder, &l, status);
+  snprintf(what, sizeof what, "CIFAR-%d file", classes);
+  snprintf(fix, sizeof fix,
+           "download the binary version from https://www.cs.toronto.edu/~kriz/cifar.html, unpack "
+           "it and set dataset.path to the folder that holds %s",
+           l.files[0]);
+  const ct_file_role role = {what, fix};
+  const int64_t records = count_records(folder, &l, &role, status);
   if (records < 0) return NULL;
   ct_dataset *ds = ct_dataset_alloc(options, status);
   if (ds == NULL) return NULL;
@@ -144,7 +146,7 @@ ct_dataset *ct_dataset_open_cifar(const char *dir, int classes, int train,
   int failed = ds->images == NULL || ds->labels == NULL;
   for (int i = 0; !failed && l.files[i]; ++i) {
     snprintf(path, sizeof path, "%s/%s", folder, l.files[i]);
-    failed = read_cifar_file(ds, &l, path, status);
+    failed = read_cifar_file(ds, &l, &role, path, status);
   }
   if (!failed && ds->skipped > 0)
     ct_dataset_warn(ds, "skipped %lld bad CIFAR record(s) of '%s'", (long long)ds->skipped, folder);

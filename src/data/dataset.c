@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "core/files.h"
 #include "data/dataset_internal.h"
 #include "data/rng.h"
 
@@ -67,7 +67,8 @@ int ct_dataset_check_image_shape(const ct_dataset_read_options *options, const c
   return 0;
 }
 
-/* Chooses dir/name.gz when it exists, else dir/name. 0 on success. */
+/* Chooses dir/name.gz when anything is there (a broken link included: the
+ * open says what is wrong with it), else dir/name. 0 on success. */
 static int find_file(const char *dir, const char *name, char *out, ct_status *status) {
   int len = snprintf(out, PATH_MAX_LEN, "%s/%s.gz", dir, name);
   if (len < 0 || len >= PATH_MAX_LEN) {
@@ -76,9 +77,9 @@ static int find_file(const char *dir, const char *name, char *out, ct_status *st
                   PATH_MAX_LEN - 64);
     return 1;
   }
-  if (access(out, F_OK) == 0) return 0;
+  if (ct_file_present(out)) return 0;
   out[len - 3] = '\0'; /* drop ".gz" */
-  if (access(out, F_OK) == 0) return 0;
+  if (ct_file_present(out)) return 0;
   int is_default = strcmp(dir, CT_FASHION_MNIST_DIR) == 0;
   ct_status_set(status, CT_NOT_FOUND, "the dataset file '%s.gz' (or '%s') does not exist; %s", out,
                 out,

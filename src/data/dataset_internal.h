@@ -62,10 +62,6 @@ int ct_dataset_check_image_shape(const ct_dataset_read_options *options, const c
 int ct_image_decode(const unsigned char *data, size_t size, const char *name, int64_t h, int64_t w,
                     int64_t c, uint8_t *pixels, ct_status *status);
 
-/* Reads a whole file into a new buffer (*size bytes; free it). Returns NULL
- * with NOT_FOUND, UNAVAILABLE or RESOURCE_EXHAUSTED naming it. */
-unsigned char *ct_read_whole_file(const char *path, size_t *size, ct_status *status);
-
 /* Sorted names of the entries of folder dir that are folders (folders != 0)
  * or plain files, leaving out those starting with '.'. Returns the count and
  * *names (free with ct_free_names), or -1 with status naming dir. */

@@ -1,5 +1,4 @@
-/* Files and folders as the dataset readers see them: a whole file read at
- * once, a folder's sorted entries. */
+/* Folders as the dataset readers see them: their sorted entries. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -8,32 +7,6 @@
 #include <sys/stat.h>
 
 #include "data/dataset_internal.h"
-
-unsigned char *ct_read_whole_file(const char *path, size_t *size, ct_status *status) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    ct_status_set(status, errno == ENOENT ? CT_NOT_FOUND : CT_UNAVAILABLE,
-                  "cannot open '%s' (%s)%s", path, strerror(errno),
-                  errno == ENOENT ? "; was it removed after the dataset was opened?" : "");
-    return NULL;
-  }
-  unsigned char *data = NULL;
-  long length = -1;
-  if (fseek(f, 0, SEEK_END) == 0) length = ftell(f);
-  if (length >= 0 && fseek(f, 0, SEEK_SET) == 0) data = malloc((size_t)length + 1);
-  if (data == NULL) {
-    ct_status_set(status, length < 0 ? CT_UNAVAILABLE : CT_RESOURCE_EXHAUSTED,
-                  length < 0 ? "cannot find the size of '%s'" : "out of host memory reading '%s'",
-                  path);
-  } else if (fread(data, 1, (size_t)length, f) != (size_t)length) {
-    ct_status_set(status, CT_UNAVAILABLE, "cannot read '%s' (%s)", path, strerror(errno));
-    free(data);
-    data = NULL;
-  }
-  fclose(f);
-  *size = data ? (size_t)length : 0;
-  return data;
-}
 
 void ct_free_names(char **names, int64_t count) {
   if (names == NULL) return;

@@ -2,44 +2,31 @@
 #include "ctower/data.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/files.h"
+
 #define IDX_MAX_BYTES (1ull << 34)
 
-/* Adds the package hint when path lies in the Fashion-MNIST package folder. */
+/* What to do about a missing IDX file: install the package when path lies
+ * in the Fashion-MNIST package's folder, else check the path. */
 static const char *install_hint(const char *path) {
   static const char prefix[] = CT_FASHION_MNIST_DIR "/";
   return strncmp(path, prefix, sizeof prefix - 1) == 0
-             ? "; install it with `apt-get install dataset-fashion-mnist`"
-             : "; check the path (dataset.path in the config)";
+             ? "install it with `apt-get install dataset-fashion-mnist`"
+             : "check the path (dataset.path in the config)";
 }
 
 /* Opens path for gzread, which also reads plain files. NULL with status set. */
 static gzFile open_idx(const char *path, ct_status *status) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR)
-      ct_status_set(status, CT_NOT_FOUND, "IDX file '%s' does not exist%s", path,
-                    install_hint(path));
-    else
-      ct_status_set(status, CT_UNAVAILABLE, "cannot open IDX file '%s': %s; check its permissions",
-                    path, strerror(errno));
-    return NULL;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ct_status_set(status, CT_INVALID_ARGUMENT, "'%s' is not a regular file; pass an IDX file",
-                  path);
-    close(fd);
-    return NULL;
-  }
+  const ct_file_role role = {"IDX file", install_hint(path)};
+  const int fd = ct_file_open_read(path, &role, NULL, status);
+  if (fd < 0) return NULL;
   gzFile gz = gzdopen(fd, "rb");
   if (gz == NULL) {
     close(fd);

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
+#include "core/files.h"
 #include "data/dataset_internal.h"
 
 typedef struct folder_state {
@@ -30,7 +30,9 @@ static int read_folder_example(const ct_dataset *ds, int64_t index, uint8_t *pix
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", s->split, s->files[index]);
   size_t size;
-  unsigned char *data = ct_read_whole_file(path, &size, status);
+  static const ct_file_role role = {"image",
+                                    "was it removed or replaced after the dataset was opened?"};
+  unsigned char *data = ct_file_read_all(path, &role, &size, status);
   if (data == NULL) return 1;
   const int failed = ct_image_decode(data, size, path, ds->h, ds->w, ds->c, pixels, status);
   free(data);
@@ -116,7 +118,7 @@ static int list_class(ct_dataset *ds, folder_state *s, const char *class_name, i
 static int missing_split(const char *dir, const char *split, ct_status *status) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, split);
-  if (access(path, F_OK) == 0) return 0;
+  if (ct_file_present(path)) return 0; /* listing it says what else is wrong */
   ct_status_set(status, CT_NOT_FOUND,
                 "the folder '%s' does not exist; for dataset.name: image_folder, dataset.path "
                 "must hold train/<class>/<images> and test/<class>/<images>",

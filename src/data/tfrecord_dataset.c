@@ -1,12 +1,13 @@
 /* TFRecord files of tf.Example records (image/encoded, image/class/label):
  * indexed when opened (where each record starts), each record read, checked
  * and decoded when asked for. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/crc32c.h"
+#include "core/files.h"
 #include "core/tfrecord.h"
 #include "data/dataset_internal.h"
 #include "example.pb-c.h"
@@ -100,19 +101,23 @@ static int parse_example(const tfrecord_state *s, const ct_dataset *ds, const un
   return failed;
 }
 
+static const ct_file_role k_tfrecord_role = {
+    "TFRecord file", "was it removed or replaced after the dataset was opened?"};
+
 static int read_tfrecord_example(const ct_dataset *ds, int64_t index, uint8_t *pixels,
                                  int32_t *label, ct_status *status) {
   const tfrecord_state *s = ds->state;
   const int f = file_of(s, index);
   const char *path = s->paths[f];
   ct_tfrecord_reader reader = {.path = path, .offset = s->offset[index]};
-  reader.file = fopen(path, "rb");
-  if (reader.file == NULL || fseek(reader.file, (long)reader.offset, SEEK_SET) != 0) {
+  reader.file = ct_file_fopen_read(path, &k_tfrecord_role, status);
+  if (reader.file == NULL) return 1;
+  if (fseek(reader.file, (long)reader.offset, SEEK_SET) != 0) {
     ct_status_set(status, CT_UNAVAILABLE,
                   "cannot read '%s'; was it changed after the dataset "
                   "was opened?",
                   path);
-    if (reader.file) fclose(reader.file);
+    fclose(reader.file);
     return 1;
   }
   ct_status framing = CT_STATUS_INIT;
@@ -148,12 +153,14 @@ static int add_record(tfrecord_state *s, int64_t offset) {
 /* Records the offset of each record of one file, checking each length's
  * CRC and that the file holds the whole record. */
 static int index_file(ct_dataset *ds, tfrecord_state *s, const char *path, ct_status *status) {
-  FILE *f = fopen(path, "rb");
+  FILE *f = ct_file_fopen_read(path, &k_tfrecord_role, status);
+  if (f == NULL) return 1;
   int64_t size = -1, at = 0;
-  if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+  if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
   if (size < 0) {
-    ct_status_set(status, CT_UNAVAILABLE, "cannot read the TFRecord file '%s'", path);
-    if (f) fclose(f);
+    ct_status_set(status, CT_UNAVAILABLE, "cannot read the TFRecord file '%s': %s", path,
+                  strerror(errno));
+    fclose(f);
     return 1;
   }
   int failed = 0;
@@ -211,7 +218,7 @@ static int64_t find_files(const char *dir, int train, char ***out, ct_status *st
   char **names = NULL, folder[4096];
   for (int pass = 0; pass < 2; ++pass) {
     snprintf(folder, sizeof folder, pass ? "%s/%s" : "%s", dir, sub);
-    if (access(folder, F_OK) != 0) continue;
+    if (!ct_file_present(folder)) continue;
     const int64_t count = ct_list_folder(folder, 0, &names, status);
     if (count < 0) return -1;
     int64_t kept = 0;

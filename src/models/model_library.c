@@ -1,12 +1,12 @@
 /* Models from a shared library of the user's (model.library): dlopen, the
  * exported ct_model_exports, and its ABI version. */
 #include <dlfcn.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/files.h"
 #include "ctower/models.h"
 
 struct ct_model_library {
@@ -15,15 +15,16 @@ struct ct_model_library {
   const ct_model_exports *exports;
 };
 
+static const ct_file_role k_library_role = {
+    "model library",
+    "give model.library the path of the .so file (relative to the working directory, or "
+    "absolute)"};
+
 ct_model_library *ct_model_library_open(const char *path, ct_status *status) {
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    ct_status_set(status, CT_NOT_FOUND,
-                  "model library '%s' not found: %s; give model.library the path of the .so "
-                  "file (relative to the working directory, or absolute)",
-                  path, strerror(errno));
-    return NULL;
-  }
+  /* dlopen would wait forever on a FIFO: only a regular file goes on */
+  const int fd = ct_file_open_read(path, &k_library_role, NULL, status);
+  if (fd < 0) return NULL;
+  close(fd);
   /* dlopen searches the library path for a bare name: "./" keeps it a file */
   char file[520];
   snprintf(file, sizeof file, "%s%s", strchr(path, '/') ? "" : "./", path);

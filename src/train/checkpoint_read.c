@@ -1,12 +1,8 @@
 /* Checkpoints in the safetensors format: strict reading. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/json.h"
 #include "ctower/checkpoint.h"
@@ -40,51 +36,8 @@ static void corrupt(ct_status *status, const char *path, const char *fmt, ...) {
 
 /* ---- loading the bytes ------------------------------------------------------------- */
 
-static unsigned char *read_whole(const char *path, size_t *size, ct_status *status) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR)
-      ct_status_set(status, CT_NOT_FOUND,
-                    "checkpoint '%s' does not exist; check the path or train first to write it",
-                    path);
-    else
-      ct_status_set(status, CT_UNAVAILABLE,
-                    "cannot open checkpoint '%s': %s; check its permissions", path,
-                    strerror(errno));
-    return NULL;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "checkpoint '%s' is not a regular file; pass a .safetensors file", path);
-    close(fd);
-    return NULL;
-  }
-  size_t n = (size_t)st.st_size, done = 0;
-  unsigned char *data = malloc(n ? n : 1);
-  if (data == NULL) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory reading the %zu bytes of '%s'",
-                  n, path);
-    close(fd);
-    return NULL;
-  }
-  while (done < n) {
-    ssize_t got = read(fd, data + done, n - done > (1u << 30) ? (1u << 30) : n - done);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      ct_status_set(status, CT_UNAVAILABLE, "cannot read checkpoint '%s': %s", path,
-                    strerror(errno));
-      free(data);
-      close(fd);
-      return NULL;
-    }
-    if (got == 0) break; /* shrank while we read: the checks below see the short size */
-    done += (size_t)got;
-  }
-  close(fd);
-  *size = done;
-  return data;
-}
+static const ct_file_role k_read_role = {
+    "checkpoint", "give the path of a .safetensors file (train first to write one)"};
 
 /* ---- checking the header ------------------------------------------------------------ */
 
@@ -355,7 +308,7 @@ ct_checkpoint *ct_checkpoint_read(const char *path, ct_status *status) {
     return NULL;
   }
   size_t size = 0;
-  unsigned char *file = read_whole(path, &size, status);
+  unsigned char *file = ct_file_read_all(path, &k_read_role, &size, status);
   if (file == NULL) return NULL;
   ct_checkpoint *ck = calloc(1, sizeof *ck);
   if (ck == NULL) {

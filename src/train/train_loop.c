@@ -1,5 +1,6 @@
 /* `ctower train`: the epoch loop, with resuming, evaluation after each
  * epoch and checkpoints. */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -80,7 +81,9 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
   ct_train_position at = {0, 0, 0};
   int failed = 0, stop = 0, evaluated = 0, interrupted = 0;
   int64_t stopped_epoch = 0;
-  if (flags->resume && checkpoint[0] && access(checkpoint, F_OK) == 0) {
+  /* nothing there: a first run; whatever else is there is read, so that a
+   * loop of links or a FIFO is an error saying so */
+  if (flags->resume && checkpoint[0] && (access(checkpoint, F_OK) == 0 || errno != ENOENT)) {
     failed =
         ct_trainer_restore_checkpoint(r.session, &r.tg, checkpoint, o->model, &at, status);
     if (!failed && at.example >= ct_dataset_size(r.train_set)) {

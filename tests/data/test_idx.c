@@ -144,7 +144,7 @@ static void test_missing_file(void **state) {
   (void)state;
   char *dir = ct_test_tmpdir();
   char *path = path_in(dir, "no-such-idx");
-  expect_failure(path, CT_NOT_FOUND, "does not exist");
+  expect_failure(path, CT_NOT_FOUND, "not found");
   expect_failure(CT_FASHION_MNIST_DIR "/no-such-file-idx1-ubyte", CT_NOT_FOUND,
                  "apt-get install dataset-fashion-mnist");
   free(path);

@@ -445,7 +445,7 @@ static void test_corrupt_files(void **state) {
   fixture_free(&f);
   /* Missing. */
   char *missing = path_in(dir, "nothing-here.safetensors");
-  expect_read_failure(missing, CT_NOT_FOUND, "does not exist");
+  expect_read_failure(missing, CT_NOT_FOUND, "not found");
   free(missing);
   free(path);
   ct_test_remove_dir(dir);

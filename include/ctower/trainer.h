@@ -92,7 +92,8 @@ typedef struct ct_train_flags {
   int resume;            /* --resume: continue from train.checkpoint when it exists */
   int handle_signals;    /* the first SIGINT or SIGTERM stops the run after its step with a
                             checkpoint (CT_CANCELLED; ct_trainer_interrupt_signal says which),
-                            a second ends the process at once */
+                            a second ends the process at once; so does the first before the
+                            first step (start-up has no work to save) */
   ct_observe_options observe;
   const char *config_text; /* the effective config (YAML), logged as text in train.log_dir;
                               NULL: none */

@@ -92,7 +92,8 @@ static const char k_train_help[] =
     "\n"
     "Ctrl-C or SIGTERM finishes the step, writes the checkpoint at that place in the\n"
     "epoch and exits 130 or 143 (--resume goes on from there); a second one quits at\n"
-    "once, leaving the last checkpoint as it was.\n"
+    "once, leaving the last checkpoint as it was, and so does the first before the\n"
+    "first step.\n"
     "\n"
     "Exit status: 0 success, 1 runtime failure, 2 bad usage or bad config,\n"
     "             130 or 143 stopped by SIGINT or SIGTERM (the work saved).\n";

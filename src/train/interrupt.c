@@ -1,17 +1,20 @@
 /* Ctrl-C and SIGTERM while training: the first asks the run to stop after
  * its step (it saves a checkpoint there), a second ends the process at
- * once with the signal's default action, touching nothing. */
+ * once with the signal's default action, touching nothing. Before the
+ * first step there is no work to save, and start-up may be waiting on a
+ * slow file or a library: the first signal then ends the process at once
+ * too. */
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "train/trainer_internal.h"
 
-static volatile sig_atomic_t g_signal;
+static volatile sig_atomic_t g_signal, g_training;
 static struct sigaction g_old_int, g_old_term;
 
 static void on_signal(int sig) {
-  if (g_signal) { /* the second: now, as if we had never caught it */
+  if (g_signal || !g_training) { /* now, as if we had never caught it */
     signal(sig, SIG_DFL);
     raise(sig);
     return;
@@ -26,6 +29,7 @@ static void on_signal(int sig) {
 
 void ct_interrupt_install(void) {
   g_signal = 0;
+  g_training = 0;
   struct sigaction action;
   memset(&action, 0, sizeof action);
   action.sa_handler = on_signal;
@@ -39,6 +43,8 @@ void ct_interrupt_restore(void) {
   sigaction(SIGINT, &g_old_int, NULL);
   sigaction(SIGTERM, &g_old_term, NULL);
 }
+
+void ct_interrupt_training_started(void) { g_training = 1; }
 
 int ct_interrupt_requested(void) { return g_signal; }
 

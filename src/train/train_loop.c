@@ -107,6 +107,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
   failed = failed || ct_train_run_check_replicas(&r, global_step, status) ||
            ct_train_log_start(&log, &r, global_step, flags->config_text, status);
   if (o->train.max_steps > 0 && global_step >= o->train.max_steps) stop = 1; /* resumed, done */
+  if (flags->handle_signals) ct_interrupt_training_started();
   ct_eval_result test = {0, 0};
   for (int64_t epoch = at.epoch; epoch < epochs && !failed && !stop; ++epoch) {
     ct_pipeline_start_epoch(r.pipeline, epoch);

@@ -229,6 +229,9 @@ int ct_cluster_report(ct_train_run *run, ct_status *status);
 /* interrupt.c: SIGINT and SIGTERM during ct_train_main (handle_signals). */
 void ct_interrupt_install(void);
 void ct_interrupt_restore(void);
+/* From here on the first signal stops the run after its step; until then
+ * (start-up: datasets, the model, the session) it ends the process. */
+void ct_interrupt_training_started(void);
 /* The signal received since ct_interrupt_install, or 0. */
 int ct_interrupt_requested(void);
 

@@ -317,6 +317,25 @@ static void test_bad_cifar(void **state) {
       1);
 }
 
+/* Out of file descriptors, a CIFAR file cannot be opened: the message says
+ * why, not that it does not exist. */
+static void test_cifar_too_many_open_files(void **state) {
+  (void)state;
+  char dir[512];
+  path_of(dir, sizeof dir, "cifar10");
+  ct_test_descriptors d;
+  ct_test_descriptors_use_up(&d);
+  ct_status st = CT_STATUS_INIT;
+  ct_dataset *ds = ct_dataset_open_cifar(dir, 10, 1, NULL, &st);
+  ct_test_descriptors_free(&d);
+  assert_null(ds);
+  assert_int_equal(st.code, CT_RESOURCE_EXHAUSTED);
+  const char *const needles[] = {"data_batch_1.bin", "Too many open files", "ulimit -n", NULL};
+  for (int k = 0; needles[k]; ++k)
+    if (strstr(st.message, needles[k]) == NULL)
+      fail_msg("the message lacks '%s': %s", needles[k], st.message);
+}
+
 static void test_bad_images(void **state) {
   (void)state;
   expect_bad("jpeg_corrupt", "folder", 1, CT_DATA_LOSS,
@@ -386,6 +405,7 @@ int main(void) {
       cmocka_unit_test(test_tfrecord_reads_back),
       cmocka_unit_test(test_reads_from_threads),
       cmocka_unit_test(test_bad_cifar),
+      cmocka_unit_test(test_cifar_too_many_open_files),
       cmocka_unit_test(test_bad_images),
       cmocka_unit_test(test_test_class_missing_from_train),
       cmocka_unit_test(test_bad_tfrecord),

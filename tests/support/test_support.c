@@ -1,9 +1,11 @@
 #include "test_support.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
+#include <unistd.h>
 
 char *ct_test_tmpdir(void) {
   char template_path[] = "/tmp/ctower_test_XXXXXX";
@@ -16,6 +18,21 @@ void ct_test_remove_dir(char *dir) {
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   assert_int_equal(system(cmd), 0);
   free(dir);
+}
+
+void ct_test_descriptors_use_up(ct_test_descriptors *d) {
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &d->old), 0);
+  struct rlimit few = d->old;
+  few.rlim_cur = 64;
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &few), 0);
+  d->n = 0;
+  while (d->n < 64 && (d->fds[d->n] = dup(0)) >= 0) ++d->n;
+  assert_int_equal(errno, EMFILE);
+}
+
+void ct_test_descriptors_free(ct_test_descriptors *d) {
+  while (d->n > 0) close(d->fds[--d->n]);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &d->old), 0);
 }
 
 int ct_test_write_file(const char *path, const void *data, size_t size) {

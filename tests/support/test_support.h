@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <cmocka.h>
 
 #include "ctower/ctower.h"
@@ -25,6 +26,15 @@
 char *ct_test_tmpdir(void);
 /* Removes dir and everything in it, and frees the string. */
 void ct_test_remove_dir(char *dir);
+/* Every file descriptor in use, so that the next open fails with EMFILE:
+ * the soft limit on open files lowered to 64 and copies of stdin opened up
+ * to it. ct_test_descriptors_free closes them and restores the limit. */
+typedef struct ct_test_descriptors {
+  struct rlimit old; /* the limit before */
+  int fds[64], n;    /* the copies opened */
+} ct_test_descriptors;
+void ct_test_descriptors_use_up(ct_test_descriptors *d);
+void ct_test_descriptors_free(ct_test_descriptors *d);
 /* Writes bytes to path; returns 0 on success. */
 int ct_test_write_file(const char *path, const void *data, size_t size);
 /* Deterministic uniform floats in [lo, hi). */

@@ -139,7 +139,9 @@ typedef struct ct_model_def {
   const ct_layer_list *layers; /* used when build is NULL: ct_layers_build */
 } ct_model_def;
 
-/* Builds a model: its build function, or its layers. */
+/* Builds a model: its build function, or its layers. Logits that are not
+ * an f32 [N, num_classes] output of g record INVALID_ARGUMENT in g and give
+ * a null output. */
 ct_output ct_model_build(const ct_model_def *model, ct_graph *g, ct_output images, int num_classes,
                          int training);
 
@@ -183,10 +185,15 @@ typedef struct ct_model_exports {
 
 typedef struct ct_model_library ct_model_library;
 
-/* Loads the shared library at path and checks its exports. NULL with
- * status: NOT_FOUND (no such file), INVALID_ARGUMENT (not a shared
- * library, or its symbols do not resolve), FAILED_PRECONDITION (no
- * CT_MODEL_EXPORTS_SYMBOL, or another ABI version). */
+/* Loads the shared library at path and checks its exports without trusting
+ * them: 1 to 4096 models in a readable array, each with a readable unique
+ * name, a description or NULL, and a build function of the library's own
+ * or a readable layer list. NULL with status: NOT_FOUND (no such file),
+ * INVALID_ARGUMENT (not a shared library, or its symbols do not resolve),
+ * FAILED_PRECONDITION (no CT_MODEL_EXPORTS_SYMBOL, another ABI version, or
+ * a table that fails those checks). A crash or exit() in the library's
+ * constructors, and later in its build functions (ct_model_build), is
+ * reported naming the library and the call before the process ends. */
 ct_model_library *ct_model_library_open(const char *path, ct_status *status);
 /* Its model of that name, or NULL with NOT_FOUND listing those it has. */
 const ct_model_def *ct_model_library_find(const ct_model_library *library, const char *name,

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ctower/models.h"
+#include "models/plugin_call.h"
 
 /* 784-256-128-10 with ReLU. */
 static ct_output build_mlp(ct_graph *g, ct_output images, int num_classes, int training) {
@@ -112,10 +113,59 @@ static const ct_model_def models[] = {
     {"resnet110", "CIFAR ResNet-110: as resnet20 with 18 blocks per stage", build_resnet110, NULL},
 };
 
+/* model's build function; guarded (plugin_call.h) where it is another
+ * object's code than ctower's own: a model library's. */
+static ct_output call_build(const ct_model_def *model, ct_graph *g, ct_output images,
+                            int num_classes, int training) {
+  const void *build, *own;
+  ct_output (*self)(const ct_model_def *, ct_graph *, ct_output, int, int) = ct_model_build;
+  memcpy(&build, &model->build, sizeof build);
+  memcpy(&own, &self, sizeof own);
+  const char *object = ct_plugin_object_of(build), *own_object = ct_plugin_object_of(own);
+  if (object == NULL || own_object == NULL || strcmp(object, own_object) == 0)
+    return model->build(g, images, num_classes, training);
+  char what[320];
+  snprintf(what, sizeof what, "the build function of model '%s'", model->name);
+  ct_plugin_call_begin(object, what);
+  const ct_output logits = model->build(g, images, num_classes, training);
+  ct_plugin_call_end();
+  return logits;
+}
+
+/* logits, or a null output with the graph's error when they are not a
+ * [N, num_classes] f32 output of graph g. */
+static ct_output checked_logits(const ct_model_def *model, ct_graph *g, ct_output logits,
+                                int num_classes) {
+  if (ct_graph_status(g)->code != CT_OK) return logits;
+  int of_graph = 0;
+  for (int i = 0; i < ct_graph_node_count(g) && !of_graph; ++i)
+    of_graph = ct_graph_node(g, i) == logits.node;
+  if (!of_graph || logits.index < 0 || logits.index >= ct_node_num_outputs(logits.node)) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                       "model '%s' returned an output that is not one of the graph's: its build "
+                       "function must return an output of the ct_graph it was given",
+                       model->name);
+    return (ct_output){NULL, 0};
+  }
+  const ct_shape shape = ct_output_shape(logits);
+  if (ct_output_dtype(logits) != CT_F32 || shape.rank != 2 || shape.dims[1] != num_classes) {
+    char dims[96];
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                       "model '%s' returned logits of shape %s (%s), but the dataset has %d "
+                       "classes: a model's output must be f32 logits [batch, %d]",
+                       model->name, ct_shape_str(&shape, dims, sizeof dims),
+                       ct_dtype_name(ct_output_dtype(logits)), num_classes, num_classes);
+    return (ct_output){NULL, 0};
+  }
+  return logits;
+}
+
 ct_output ct_model_build(const ct_model_def *model, ct_graph *g, ct_output images, int num_classes,
                          int training) {
-  if (model->build) return model->build(g, images, num_classes, training);
-  return ct_layers_build(g, images, model->layers, num_classes, training);
+  const ct_output logits =
+      model->build ? call_build(model, g, images, num_classes, training)
+                   : ct_layers_build(g, images, model->layers, num_classes, training);
+  return checked_logits(model, g, logits, num_classes);
 }
 
 int ct_model_count(void) { return (int)(sizeof models / sizeof models[0]); }

@@ -60,6 +60,29 @@ seed("idx", "images.gz", gzip.compress(idx))
 seed("idx", "labels", struct.pack(">II", 0x801, 4) + bytes([1, 2, 3, 4]))
 seed("idx", "floats", struct.pack(">IIII", 0xD02, 1, 2, 0) + struct.pack(">2f", 0.5, -1))
 
+# model_exports: a header (ABI version, count, the array: 1 for the entries
+# that follow, else an offset or an address) and entries of four pointer
+# fields (name, description, build, layers), each an offset into the input
+# where it is smaller than the input
+def exports(abi, count, array, entries, tail=b""):
+    body = struct.pack("<iiQ", abi, count, array)
+    size = len(body) + 32 * len(entries)
+    names = b""
+    packed = b""
+    for name, description, build, layers in entries:
+        offset = size + len(tail) + len(names)
+        names += name + b"\0"
+        packed += struct.pack("<QQQQ", offset, description, build, layers)
+    return body + packed + tail + names
+
+
+seed("model_exports", "one_model", exports(1, 1, 1, [(b"dense", 0, 0x1234, 0)]))
+seed("model_exports", "three_claimed", exports(1, 3, 1, [(b"a", 0, 0, 8)]))
+seed("model_exports", "two_named_alike", exports(1, 2, 1, [(b"same", 0, 0, 0), (b"same", 0, 0, 0)]))
+seed("model_exports", "other_abi", exports(2, 1, 1, [(b"dense", 0, 0, 0)]))
+seed("model_exports", "huge_count", exports(1, 100000000, 1, [(b"dense", 0, 0, 0)]))
+seed("model_exports", "array_elsewhere", exports(1, 1, 0xdeadbeef000, []))
+
 with tempfile.TemporaryDirectory() as data:
     subprocess.run(["/usr/bin/python3", f"{SOURCE}/tests/data/make_datasets.py", data], check=True,
                    stdout=subprocess.DEVNULL)

@@ -82,7 +82,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
   int64_t stopped_epoch = 0;
   if (flags->resume && checkpoint[0] && access(checkpoint, F_OK) == 0) {
     failed =
-        ct_trainer_restore_checkpoint(r.session, &r.tg, checkpoint, o->model, &at, status);
+        ct_trainer_restore_checkpoint(r.session, &r.tg, o, r.train_set, checkpoint, &at, status);
     if (!failed && at.example >= ct_dataset_size(r.train_set)) {
       ct_status_set(status, CT_DATA_LOSS,
                     "checkpoint '%s' cannot be resumed: its epoch_example %lld is past the end of "

@@ -86,9 +86,11 @@ typedef struct ct_train_position {
 } ct_train_position;
 
 /* Writes the original variables (not replicas), under their tower-free
- * names, with the position, the model, the dataset, the test accuracy and
- * (for an image folder) the class names of train_set, as a JSON array under
- * "classes", to options->train.checkpoint. Returns 0 or fills status. */
+ * names, with the position, the model, the test accuracy
+ * and what the model learned from: the dataset, the image shape, the class
+ * count, CIFAR-100's fine or coarse labels and (for an image folder) the
+ * class names of train_set as a JSON array under "classes", to
+ * options->train.checkpoint. Returns 0 or fills status. */
 int ct_trainer_save_checkpoint(ct_session *session, const ct_training_graph *tg,
                                const ct_trainer_options *options, const ct_dataset *train_set,
                                const ct_train_position *at, double test_accuracy,
@@ -99,14 +101,17 @@ int ct_trainer_save_checkpoint(ct_session *session, const ct_training_graph *tg,
 void ct_trainer_classes_text(const ct_dataset *dataset, char *buf, size_t size);
 
 /* Copies every variable tg's graph has (replicas from their original's
- * entry) from the checkpoint at path, written for model_name on images of
- * tg's shape (a checkpoint that records another is refused, naming both);
- * fills *at from its metadata when not NULL (then global_step, epoch and
+ * entry) from the checkpoint at path. A checkpoint that records another
+ * model than options->model, or data other than `data` (the run's
+ * training set, or eval's test set) in its dataset, image shape, class
+ * names, class count or CIFAR-100 labels, is refused with INVALID_ARGUMENT
+ * naming both, before anything is restored. *at, when not NULL
+ * (--resume), is filled from its metadata (global_step, epoch and
  * epoch_example must each be a count: DATA_LOSS naming the one that is
  * not). Returns 0 or fills status. */
 int ct_trainer_restore_checkpoint(ct_session *session, const ct_training_graph *tg,
-                                  const char *path, const char *model_name, ct_train_position *at,
-                                  ct_status *status);
+                                  const ct_trainer_options *options, const ct_dataset *data,
+                                  const char *path, ct_train_position *at, ct_status *status);
 
 /* When the host did what for the last batch and step (ct_monotonic_seconds). */
 typedef struct ct_step_times {

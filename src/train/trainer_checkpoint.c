@@ -111,6 +111,42 @@ static int check_data(const ct_checkpoint *ck, const char *path, const data_fact
   return 0;
 }
 
+/* The optimizer whose state the checkpoint holds: its metadata's, or, in a
+ * checkpoint written before that was recorded, the one its slots' names
+ * tell ("<variable>/Momentum", "<variable>/Adam"; none: sgd). */
+static const char *saved_optimizer(const ct_checkpoint *ck) {
+  const char *recorded = ct_checkpoint_metadata(ck, "optimizer");
+  if (recorded) return recorded;
+  for (int i = 0; i < ct_checkpoint_count(ck); ++i) {
+    const char *slot = strrchr(ct_checkpoint_name(ck, i), '/');
+    if (slot && strcmp(slot, "/Momentum") == 0) return "momentum";
+    if (slot && strcmp(slot, "/Adam") == 0) return "adam";
+  }
+  return "sgd";
+}
+
+/* The optimizer state a checkpoint of that optimizer holds, in words. */
+static const char *optimizer_state(const char *optimizer) {
+  if (strcmp(optimizer, "momentum") == 0) return "momentum slots (an accumulator per variable)";
+  if (strcmp(optimizer, "adam") == 0) return "Adam slots (the moments m and v per variable)";
+  return "no optimizer slots";
+}
+
+/* --resume goes on with the optimizer state the checkpoint holds: another
+ * optimizer would start from none, or not find its own. INVALID_ARGUMENT
+ * naming both optimizers when the config asks for another; 0 when not. */
+static int check_optimizer(const ct_checkpoint *ck, const char *path, const ct_trainer_options *o,
+                           ct_status *status) {
+  const char *saved = saved_optimizer(ck), *wanted = ct_optimizer_name(o->train.optimizer.kind);
+  if (strcmp(saved, wanted) == 0) return 0;
+  ct_status_set(status, CT_INVALID_ARGUMENT,
+                "checkpoint '%s' was trained with optimizer %s and holds %s, but the config asks "
+                "for %s; set train.optimizer.name: %s to resume it, or start afresh without "
+                "--resume (or with another train.checkpoint)",
+                path, saved, optimizer_state(saved), wanted, saved);
+  return 1;
+}
+
 int ct_trainer_save_checkpoint(ct_session *s, const ct_training_graph *tg,
                                const ct_trainer_options *o, const ct_dataset *train_set,
                                const ct_train_position *at, double test_accuracy,
@@ -152,11 +188,12 @@ int ct_trainer_save_checkpoint(ct_session *s, const ct_training_graph *tg,
   snprintf(epoch_text, sizeof epoch_text, "%lld", (long long)at->epoch);
   snprintf(example_text, sizeof example_text, "%lld", (long long)at->example);
   snprintf(accuracy_text, sizeof accuracy_text, "%.4f", test_accuracy);
-  const char *metadata[2 * (7 + N_FACTS)] = {
-      "format",        "ctower",      "ctower_version", CTOWER_VERSION, "model",
-      o->model,        "global_step", step_text,        "epoch",        epoch_text,
-      "epoch_example", example_text,  "test_accuracy",  accuracy_text};
-  int pairs = 7;
+  const char *metadata[2 * (8 + N_FACTS)] = {
+      "format",        "ctower",     "ctower_version", CTOWER_VERSION,
+      "model",         o->model,     "optimizer",      ct_optimizer_name(o->train.optimizer.kind),
+      "global_step",   step_text,    "epoch",          epoch_text,
+      "epoch_example", example_text, "test_accuracy",  accuracy_text};
+  int pairs = 8;
   data_facts facts;
   data_facts_init(&facts, o, train_set, tg);
   for (int i = 0; i < N_FACTS; ++i) {
@@ -220,8 +257,9 @@ int ct_trainer_restore_checkpoint(ct_session *s, const ct_training_graph *tg,
   if (ck == NULL) return 1;
   data_facts facts;
   data_facts_init(&facts, o, data, tg);
-  const int refused =
-      check_model(ck, path, o->model, status) || check_data(ck, path, &facts, status);
+  const int refused = check_model(ck, path, o->model, status) ||
+                      check_data(ck, path, &facts, status) ||
+                      (at && check_optimizer(ck, path, o, status));
   data_facts_free(&facts);
   if (refused) {
     ct_checkpoint_free(ck);

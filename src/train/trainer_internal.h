@@ -86,7 +86,7 @@ typedef struct ct_train_position {
 } ct_train_position;
 
 /* Writes the original variables (not replicas), under their tower-free
- * names, with the position, the model, the test accuracy
+ * names, with the position, the model, the optimizer, the test accuracy
  * and what the model learned from: the dataset, the image shape, the class
  * count, CIFAR-100's fine or coarse labels and (for an image folder) the
  * class names of train_set as a JSON array under "classes", to
@@ -105,10 +105,11 @@ void ct_trainer_classes_text(const ct_dataset *dataset, char *buf, size_t size);
  * model than options->model, or data other than `data` (the run's
  * training set, or eval's test set) in its dataset, image shape, class
  * names, class count or CIFAR-100 labels, is refused with INVALID_ARGUMENT
- * naming both, before anything is restored. *at, when not NULL
- * (--resume), is filled from its metadata (global_step, epoch and
- * epoch_example must each be a count: DATA_LOSS naming the one that is
- * not). Returns 0 or fills status. */
+ * naming both, before anything is restored. When `at` is not NULL
+ * (--resume) the checkpoint's optimizer must be the options' (refused
+ * naming both otherwise), and *at is filled from its metadata (global_step,
+ * epoch and epoch_example must each be a count: DATA_LOSS naming the one
+ * that is not). Returns 0 or fills status. */
 int ct_trainer_restore_checkpoint(ct_session *session, const ct_training_graph *tg,
                                   const ct_trainer_options *options, const ct_dataset *data,
                                   const char *path, ct_train_position *at, ct_status *status);

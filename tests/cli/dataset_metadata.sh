@@ -48,8 +48,8 @@ run train folder.yaml --quiet
 [ "$rc" -eq 0 ] || fail "training on the image folder: rc $rc: $err"
 [ "$(metadata folder.safetensors classes)" = '["cats","dogs","zebra"]' ] &&
   [ "$(metadata folder.safetensors num_classes)" = 3 ] &&
- 
-  pass "the checkpoint records the classes and their count" ||
+  [ "$(metadata folder.safetensors optimizer)" = momentum ] &&
+  pass "the checkpoint records the classes, their count and the optimizer" ||
   fail "metadata: $(metadata folder.safetensors classes) $(metadata folder.safetensors num_classes)"
 mv folder/train/cats folder/train/lions
 [ -d folder/test/cats ] && mv folder/test/cats folder/test/lions

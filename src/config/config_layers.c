@@ -88,6 +88,7 @@ typedef struct parse {
   char *error;
   size_t size;
   int *error_line;
+  int lines[CT_MAX_LAYERS]; /* where each entry of out was given */
 } parse;
 
 /* Whether a device name names a job or task other than a process's own
@@ -283,6 +284,7 @@ static int parse_layer(parse *p, const ct_ynode *item, const char *where) {
                 "once)", where, CT_MAX_LAYERS);
   const int index = p->out->n++;
   ct_layer_spec_defaults(&p->out->layers[index], (ct_layer_type)t);
+  p->lines[index] = item->line;
   char here[240];
   snprintf(here, sizeof here, "%.210s (%.20s)", where, type);
   const char *takes[N_PARAMS];
@@ -319,15 +321,24 @@ static int parse_list(parse *p, const ct_ynode *node, const char *path) {
   return 0;
 }
 
+/* Two layers of one name would share their variables: the line of the
+ * later of two whose names clash, with the library's sentence. */
+static int check_names(parse *p) {
+  ct_status status = CT_STATUS_INIT;
+  int entry = 0;
+  if (ct_layer_list_check_names(p->out, "model.", &entry, &status) == 0) return 0;
+  return fail(p, p->lines[entry], "%s", status.message);
+}
+
 int ct_config_layers_parse(const ct_ynode *node, ct_layer_list *out, char *error, size_t size,
                            int *error_line) {
-  parse p = {out, error, size, error_line};
+  parse p = {out, error, size, error_line, {0}};
   memset(out, 0, sizeof *out);
   if (ct_ynode_is_null(node)) return 0;
   if (node->kind != CT_YNODE_SEQ)
     return fail(&p, node->line, "'model.layers' must be a list of layers, such as [{conv2d: "
                 "{filters: 32, kernel: 5}}, flatten, {dense: {units: 10}}]");
-  return parse_list(&p, node, "model.layers");
+  return parse_list(&p, node, "model.layers") || check_names(&p);
 }
 
 /* ---- writing ------------------------------------------------------------ */

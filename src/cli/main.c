@@ -187,7 +187,8 @@ static const char k_plan_help[] =
     "  --verbose         every op with its device and reason\n"
     "  --calibration F   the calibration file (default $XDG_CACHE_HOME/ctower/\n"
     "                    calibration.json, else ~/.cache/ctower/calibration.json)\n"
-    "  --link-gbps X     link bandwidths in Gb/s for the ranks question (default 10,100)\n"
+    "  --link-gbps X     link bandwidths in Gb/s for the ranks question, each in\n"
+    "                    (0, 1000000], at most 8 (default 10,100)\n"
     "  -h, --help        show this help\n"
     "\n"
     "Exit status: 0 success, 1 runtime failure (a step will not fit a device's memory\n"
@@ -722,21 +723,29 @@ static int cmd_bench(const command *cmd, int argc, char **argv) {
 }
 
 /* --link-gbps X[,Y...]: into flags (default 10 and 100). 0, or EXIT_USAGE
- * with the error printed. */
+ * with the error printed: a bandwidth must be a finite number of Gb/s
+ * above 0 and at most k_max_gbps (an infinite or absurd one would
+ * answer the ranks question with nonsense), and there are at most 8. */
 static int link_bandwidths(const char *text, ct_plan_flags *flags) {
   static const double k_default[] = {10, 100};
+  enum { MAX_LINKS = sizeof flags->link_gbps / sizeof flags->link_gbps[0] };
+  static const double k_max_gbps = 1e6; /* a petabit per second */
   flags->n_links = 0;
   if (text == NULL) {
     for (int i = 0; i < 2; ++i) flags->link_gbps[flags->n_links++] = k_default[i];
     return 0;
   }
-  for (const char *p = text; *p && flags->n_links < 8;) {
+  for (const char *p = text; *p;) {
     char *end = NULL;
     const double gbps = strtod(p, &end);
-    if (end == p || !(gbps > 0) || (*end != ',' && *end != '\0'))
+    if (end == p || !(gbps > 0 && gbps <= k_max_gbps) || (*end != ',' && *end != '\0'))
       return error_exit(EXIT_USAGE,
-                        "--link-gbps needs bandwidths in Gb/s > 0, such as 10 or 10,100, got '%s'",
-                        text);
+                        "--link-gbps needs bandwidths in Gb/s in (0, %.0f], such as 10 or 10,100, "
+                        "got '%s'",
+                        k_max_gbps, text);
+    if (flags->n_links == MAX_LINKS)
+      return error_exit(EXIT_USAGE, "--link-gbps takes at most %d bandwidths, got '%s'",
+                        (int)MAX_LINKS, text);
     flags->link_gbps[flags->n_links++] = gbps;
     p = *end == ',' ? end + 1 : end;
   }

@@ -78,7 +78,7 @@ expect_usage_error "plan without a config" "'ctower plan' needs a CONFIG.yaml ar
 expect_usage_error "an unknown flag" "unknown option '--verbos' for 'ctower plan'; did you mean '--verbose'?" \
   plan small.yaml --verbos
 expect_usage_error "a missing config file" "config file 'missing.yaml' not found" plan missing.yaml
-expect_usage_error "a bad --link-gbps" "--link-gbps needs bandwidths in Gb/s > 0" \
+expect_usage_error "a bad --link-gbps" "--link-gbps needs bandwidths in Gb/s in (0, 1000000]" \
   plan small.yaml --link-gbps fast
 expect_usage_error "a bad override" "'dataset.batch_size' must be" plan small.yaml dataset.batch_size=x
 [ -n "$err" ] && [ "$(printf "%s\n" "$err" | grep -c "")" -eq 1 ] && pass "one line on stderr" || fail "stderr: $err"

@@ -145,6 +145,15 @@ expect_usage "a pad as wide as the crop" \
   "dataset.augment.pad must lie in [0, 24): a pad of 24 around 24x24 crops lets a crop hold padding alone" \
   train good.yaml dataset.augment.pad=24 'dataset.augment.crop=[24, 24]'
 
+# --- plan --link-gbps: a finite bandwidth above 0, at most 8 of them -----------
+for gbps in inf nan -1 0 1e400 10,inf; do
+  expect_usage "--link-gbps $gbps" \
+    "--link-gbps needs bandwidths in Gb/s in (0, 1000000], such as 10 or 10,100, got '$gbps'" \
+    plan good.yaml --link-gbps "$gbps"
+done
+expect_usage "--link-gbps with 9 links" "--link-gbps takes at most 8 bandwidths" \
+  plan good.yaml --link-gbps 1,2,3,4,5,6,7,8,9
+
 # No core files, whatever ulimit said.
 if compgen -G "core*" >/dev/null; then
   fail "a core file was written: $(ls core*)"

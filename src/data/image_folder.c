@@ -32,7 +32,9 @@ static int read_folder_example(const ct_dataset *ds, int64_t index, uint8_t *pix
   size_t size;
   unsigned char *data = ct_read_whole_file(path, &size, status);
   if (data == NULL) return 1;
-  const int failed = ct_image_decode(data, size, path, ds->h, ds->w, ds->c, pixels, status);
+  char where[4100];
+  snprintf(where, sizeof where, "'%s'", path);
+  const int failed = ct_image_decode(data, size, where, ds->h, ds->w, ds->c, pixels, status);
   free(data);
   *label = s->labels[index];
   return failed;

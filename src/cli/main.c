@@ -419,6 +419,34 @@ static int next_setting(const char **text, char sections[][64], char *key, size_
   return 1;
 }
 
+/* model.layers, one line of YAML, differs between this rank (mine) and
+ * rank 0: the first layer that does, with both versions, as the error
+ * sentence into message, rather than both whole lists. Returns 0 when a
+ * value does not read back as a list (the caller quotes the values). */
+static int layers_difference(const char *mine, size_t mine_len, const char *rank0, size_t rank0_len,
+                             char *message, size_t size) {
+  ct_config *lists = malloc(2 * sizeof *lists);
+  char *assignment = malloc(mine_len + rank0_len + 32);
+  int found = lists && assignment;
+  for (int k = 0; k < 2 && found; ++k) {
+    ct_status ignored = CT_STATUS_INIT;
+    sprintf(assignment, "model.layers=%.*s", (int)(k ? rank0_len : mine_len), k ? rank0 : mine);
+    ct_config_defaults(&lists[k]);
+    found = ct_config_apply_override(&lists[k], assignment, &ignored) == 0;
+  }
+  char where[256], a[320], b[320];
+  found = found && ct_config_layers_difference(&lists[0].model.layers, &lists[1].model.layers,
+                                               where, sizeof where, a, b, sizeof a);
+  if (found)
+    snprintf(message, size,
+             "ranks were started with different configs: %s is %s on worker %d but %s on worker "
+             "0; start every rank with the same config and overrides",
+             where, a, ct_cluster_rank(), b);
+  free(assignment);
+  free(lists);
+  return found;
+}
+
 /* The first setting other than the per-machine keys where `mine` (this
  * rank's config as YAML) differs from rank 0's, as the error sentence into
  * message; "" when they agree. */
@@ -438,6 +466,9 @@ static void first_difference(const char *mine, const char *rank0, char *message,
         (per_machine || (!value_a && !value_b) ||
          (value_a && value_b && len_a == len_b && memcmp(value_a, value_b, len_a) == 0)))
       continue;
+    if (value_a && value_b && strcmp(key_a, "model.layers") == 0 &&
+        layers_difference(value_a, len_a, value_b, len_b, message, size))
+      return;
     snprintf(message, size,
              "ranks were started with different configs: %s is %.*s on worker %d but %.*s on "
              "worker 0; start every rank with the same config and overrides",

@@ -371,8 +371,9 @@ static int build_config(const parsed_args *args, ct_config *config) {
 
 /* A failure the trainer reported: 2 for bad input, 1 for anything else. */
 /* Training stopped by SIGINT or SIGTERM, its work saved (every rank after
- * the same step): rank 0 says where on stderr, and each rank exits as a
- * shell reports its signal (130, 143; 143 for a rank that got none). */
+ * the same step): rank 0 says where on stderr, and every rank exits as a
+ * shell reports the job's signal (130 when any rank got SIGINT, else 143),
+ * so that mpirun's status is the same whichever rank it reports. */
 static int interrupted_exit(const ct_status *status) {
   if (ct_cluster_rank() == 0) fprintf(stderr, "ctower: %s\n", status->message);
   const int sig = ct_trainer_interrupt_signal();

@@ -147,7 +147,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
         ct_progress_update(&prog, epoch + 1, epochs, batch, batches, loss_sum / (double)examples,
                            accuracy_sum / (double)examples, rate, eta);
       if (r.interrupted) {
-        stop = interrupted = 1;
+        stop = 1, interrupted = r.interrupted;
         break;
       }
       if (o->train.max_steps > 0 && global_step >= o->train.max_steps) {
@@ -162,7 +162,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
       failed = 1;
       break;
     }
-    if (r.interrupted) stop = interrupted = 1; /* async: a signal during the epoch */
+    if (r.interrupted) stop = 1, interrupted = r.interrupted; /* async: during the epoch */
     if (interrupted) { /* at once, without evaluating */
       stopped_epoch = epoch;
       if (checkpoint[0]) failed = save_position(&r, epoch, global_step, 1, test.accuracy, status);
@@ -195,6 +195,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
   }
   failed = ct_train_log_close(&log, failed ? NULL : status) || failed;
   if (!failed && interrupted) {
+    ct_interrupt_stopped_by(interrupted); /* every rank exits with the job's signal */
     const int sig = ct_interrupt_requested();
     char where[CT_STATUS_MESSAGE_MAX] = "nothing was saved (train.checkpoint is empty)";
     if (checkpoint[0])

@@ -154,8 +154,9 @@ typedef struct ct_train_run {
   ct_run_metadata *timeline;      /* auto: where the speeds come from; and the steps observed */
   int record_timeline;            /* record the next step's timeline */
   ct_step_times times;            /* of the last batch and step */
-  int interrupted;                /* some rank was asked to stop (SIGINT, SIGTERM) by the end of
-                                     the last step: every rank stops after it */
+  int interrupted;                /* the signal some rank got by the end of the last step
+                                     (ct_interrupt_combine of them all), or 0: every rank stops
+                                     after it */
   double learning_rate;           /* the schedule's rate at the last step */
   /* with train.log_dir, on rank 0: the placement log, kept for TensorBoard
    * (printed too when session.log_device_placement asks) */
@@ -208,9 +209,10 @@ int ct_train_run_check_replicas(ct_train_run *run, int64_t global_step, ct_statu
 int ct_cluster_run_new(ct_train_run *run, ct_status *status);
 void ct_cluster_run_free(ct_cluster_run *cluster);
 /* A worker, after the run that fetched its gradients (gradients[i] of the
- * towers' gradient i): sends them with the step's rate and sums (loss,
- * correct count, interrupt) to the ps tasks, and assigns the variables
- * they answer with; sets run->interrupted. Returns 0 or fills status. */
+ * towers' gradient i): sends them with the step's rate, sums (loss,
+ * correct count) and the signal it got to the ps tasks, and assigns the
+ * variables they answer with; sets run->interrupted. Returns 0 or fills
+ * status. */
 int ct_cluster_worker_exchange(ct_train_run *run, int64_t step, float rate,
                                ct_tensor *const *gradients, const double *sums, ct_status *status);
 /* A ps task's step: sync, every worker's gradients of `step` applied as
@@ -233,6 +235,13 @@ void ct_interrupt_install(void);
 void ct_interrupt_restore(void);
 /* The signal received since ct_interrupt_install, or 0. */
 int ct_interrupt_requested(void);
+/* The signal a job stops with when one rank got a and another b (0:
+ * none): SIGINT when either is, else the other; so every rank of a job
+ * exits with the same status, whichever rank was signalled. */
+int ct_interrupt_combine(int a, int b);
+/* The run stopped for the job's signal `sig`: ct_trainer_interrupt_signal
+ * reports it, on every rank, from now on. */
+void ct_interrupt_stopped_by(int sig);
 
 /* observe.c: the trace (--trace) and the efficiency report of a run. It
  * samples a few steps' timelines (every tenth from `first_sampled`) and

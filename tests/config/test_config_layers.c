@@ -21,6 +21,22 @@ static void layers_of(const char *list, ct_config *c) {
   if (ct_config_apply_override(c, assignment, &st)) fail_msg("%s: %s", list, st.message);
 }
 
+/* model.layers=<list> is refused (INVALID_ARGUMENT) with each of expect
+ * (NULL-terminated, at most 3) in its message. */
+static void expect_list_refused(const char *list, const char *const *expect) {
+  char assignment[1024];
+  snprintf(assignment, sizeof assignment, "model.layers=%s", list);
+  ct_config c;
+  ct_config_defaults(&c);
+  ct_status st = CT_STATUS_INIT;
+  assert_int_equal(ct_config_apply_override(&c, assignment, &st), 1);
+  printf("  %s\n", st.message);
+  assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+  for (int k = 0; k < 3 && expect[k]; ++k)
+    if (strstr(st.message, expect[k]) == NULL)
+      fail_msg("%s: no '%s' in: %s", list, expect[k], st.message);
+}
+
 /* Builds the layers on [?, h, w, ch] images; the graph (its status says how it went). */
 static ct_graph *build(const ct_layer_list *layers, int64_t h, int64_t w, int64_t ch,
                        ct_output *logits) {
@@ -120,18 +136,8 @@ static void test_layer_errors_suggest(void **state) {
       {"[{dense: 10}]", {"the parameters of dense must be a mapping", NULL}},
       {"[{dense: {units: 1}, flatten: ~}]", {"a layer is its type", NULL}},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-    char assignment[512];
-    snprintf(assignment, sizeof assignment, "model.layers=%s", cases[i].list);
-    ct_config c;
-    ct_config_defaults(&c);
-    ct_status st = CT_STATUS_INIT;
-    assert_int_equal(ct_config_apply_override(&c, assignment, &st), 1);
-    printf("  %s\n", st.message);
-    for (int k = 0; k < 3 && cases[i].expect[k]; ++k)
-      if (strstr(st.message, cases[i].expect[k]) == NULL)
-        fail_msg("%s: no '%s' in: %s", cases[i].list, cases[i].expect[k], st.message);
-  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+    expect_list_refused(cases[i].list, cases[i].expect);
 }
 
 /* A file's error names its line. */
@@ -240,18 +246,8 @@ static void test_names_that_clash(void **state) {
        "model.layers[0].layers[0] (conv2d 'shortcut') has the name of the projection shortcut of "
        "model.layers[0] (residual, by default 'residual_0')"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-    char assignment[1024];
-    snprintf(assignment, sizeof assignment, "model.layers=%s", cases[i].list);
-    ct_config c;
-    ct_config_defaults(&c);
-    ct_status st = CT_STATUS_INIT;
-    assert_int_equal(ct_config_apply_override(&c, assignment, &st), 1);
-    printf("  %s\n", st.message);
-    assert_int_equal(st.code, CT_INVALID_ARGUMENT);
-    if (strstr(st.message, cases[i].expect) == NULL)
-      fail_msg("no '%s' in: %s", cases[i].expect, st.message);
-  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+    expect_list_refused(cases[i].list, (const char *const[]){cases[i].expect, NULL});
   /* names that only look alike are a model */
   ct_config c;
   layers_of(

@@ -150,6 +150,15 @@ int ct_config_check(const ct_config *config, ct_status *status);
 /* Writes the whole effective config as YAML. */
 void ct_config_write(const ct_config *config, FILE *out);
 
+/* Where two layer lists (model.layers) first differ: the entry's place
+ * ("model.layers[2]", "model.layers[3].layers[1]" when two blocks differ
+ * only in their branch) into where, and each list's version of it as the
+ * config writes it (its branch included; "absent" where one list ends
+ * first) into a_text and b_text, long ones cut with "...". Returns 1, or 0
+ * when the lists are the same. */
+int ct_config_layers_difference(const ct_layer_list *a, const ct_layer_list *b, char *where,
+                                size_t where_size, char *a_text, char *b_text, size_t text_size);
+
 /* The session options of the `session:` section (and train.precision);
  * in a job of several processes (ct_cluster_size() > 1), this process's
  * task (job "worker", task = its rank) and its share of the machine's

@@ -179,12 +179,20 @@ int ct_dataset_enable_cache(ct_dataset *dataset, ct_status *status);
  * (seed, epoch, example index). */
 typedef struct ct_augment_options {
   int64_t crop[2];    /* [height, width]; 0 0: the image's own size */
-  int64_t pad;        /* training: zero pixels on each side before cropping */
+  int64_t pad;        /* training: zero pixels on each side before cropping, below the crop's
+                         height and width */
   int flip;           /* training: random horizontal flip */
-  double brightness;  /* training: largest brightness delta, >= 0 */
-  double contrast[2]; /* training: contrast factor range, 0 <= lo <= hi; {1, 1}: none */
+  double brightness;  /* training: largest brightness delta, 0 ... CT_AUGMENT_MAX_BRIGHTNESS */
+  double contrast[2]; /* training: contrast factor range, 0 <= lo <= hi <=
+                         CT_AUGMENT_MAX_CONTRAST; {1, 1}: none */
   int standardize;    /* per-image standardization (training and evaluation) */
 } ct_augment_options;
+
+/* The largest brightness delta (a pixel's whole range) and contrast factor
+ * that make sense: past them images are washed out or blown up, and the
+ * model's values overflow to NaN long before anything is learned. */
+#define CT_AUGMENT_MAX_BRIGHTNESS 1.0
+#define CT_AUGMENT_MAX_CONTRAST 10.0
 
 /* What one example's augmentation drew. */
 typedef struct ct_augment_draw {
@@ -198,9 +206,10 @@ typedef struct ct_augment_draw {
 void ct_augment_shape(const ct_augment_options *augment, int64_t h, int64_t w, int64_t *out_h,
                       int64_t *out_w);
 
-/* Checks the options against images of h x w: the crop must fit in the
- * padded image (training) and in the image itself (evaluation's central
- * crop). Returns 0, or 1 with CT_INVALID_ARGUMENT naming the key. */
+/* Checks the options against images of h x w: brightness and contrast in
+ * their ranges, the crop within the image itself (evaluation's central
+ * crop), the pad below the crop's height and width. Returns 0, or 1 with
+ * CT_INVALID_ARGUMENT naming the key and the range it takes. */
 int ct_augment_check(const ct_augment_options *augment, int64_t h, int64_t w, ct_status *status);
 
 /* The draws for example `index` of epoch `epoch` (train != 0), or the

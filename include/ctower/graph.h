@@ -83,6 +83,17 @@ void ct_graph_pop_device(ct_graph *graph);
 void ct_graph_push_variable_scope(ct_graph *graph, const char *scope);
 void ct_graph_pop_variable_scope(ct_graph *graph);
 
+/* Variable reuse, as TensorFlow's variable_scope(reuse=True). The layers
+ * of ctower/models.h create their variables with ct_variable_create, which
+ * refuses a variable that exists already: two layers of one name would
+ * otherwise share their weights without anyone asking for it. Code that
+ * builds a model once more over the same variables (the towers of a
+ * parameter server after the first, evaluation copies) asks for it by
+ * building inside a reuse scope, where layers get the variables that exist
+ * and create the others. Reuse scopes nest; pops must match pushes. */
+void ct_graph_push_variable_reuse(ct_graph *graph);
+void ct_graph_pop_variable_reuse(ct_graph *graph);
+
 /* Variable device scopes decide where new variables (and so their reads,
  * updates and slots) live, whatever the device scope: the parameter-server
  * strategy creates a tower's variables on the ps device while the tower's

@@ -121,12 +121,31 @@ const char *ct_layer_type_name(ct_layer_type type);
  * biases, Glorot-uniform weights; lrn as tf.nn.lrn; repeat 1. */
 void ct_layer_spec_defaults(ct_layer_spec *spec, ct_layer_type type);
 
+/* The scope name of a list's layer at `index` (its place in its list, a
+ * block counting once): its own name, or "<type>_<index>" ("dense_3").
+ * The copies of a layer of repeat r are "<name>_2" ... "<name>_r". */
+void ct_layer_spec_name(const ct_layer_spec *spec, int index, char *out, size_t size);
+
+/* A layer's variables are named after its scope ("<name>/weights"), so the
+ * names of a list must differ: every layer's name, its copies' and, in a
+ * residual block with a projection shortcut, the shortcut's ("shortcut"),
+ * against every other of the same list (a block's branch is a list of its
+ * own, inside the block's scope). Returns 0, or 1 and INVALID_ARGUMENT
+ * naming both layers by their place after `prefix` ("model." gives
+ * "model.layers[2]", "model.layers[3].layers[0]") and saying to rename
+ * one; *entry, when not NULL, is then the index in layers->layers of the
+ * later of the two. */
+int ct_layer_list_check_names(const ct_layer_list *layers, const char *prefix, int *entry,
+                              ct_status *status);
+
 /* Builds the layers on x [N, H, W, C]. Before each layer its input shape is
  * checked: a kernel or pool window larger than its input, a pool that
  * leaves no pixels, a residual branch whose shape the shortcut cannot
  * match, or a last layer that does not give [N, num_classes] records
  * INVALID_ARGUMENT naming the layer's index, its name and both shapes, and
- * returns a null output. A dense layer flattens its input. */
+ * returns a null output; so does a list whose names clash
+ * (ct_layer_list_check_names), before any layer is built. A dense layer
+ * flattens its input. */
 ct_output ct_layers_build(ct_graph *g, ct_output x, const ct_layer_list *layers, int num_classes,
                           int training);
 

@@ -25,6 +25,13 @@ typedef enum ct_padding { CT_PADDING_VALID = 0, CT_PADDING_SAME = 1 } ct_padding
 ct_output ct_variable(ct_graph *graph, const char *name, ct_shape shape,
                       ct_initializer init, int trainable);
 
+/* As ct_variable, for a layer's own variables: outside a reuse scope
+ * (ct_graph_push_variable_reuse) a variable of that full name that exists
+ * already records INVALID_ARGUMENT naming it and the name scope asking for
+ * it, and returns a null output, rather than sharing it. */
+ct_output ct_variable_create(ct_graph *graph, const char *name, ct_shape shape, ct_initializer init,
+                             int trainable);
+
 /* A read of variable i under the current scopes (a node of op "Variable"). */
 ct_output ct_variable_read(ct_graph *graph, int index);
 /* Writes `value` (of the variable's shape) into the variable that

@@ -111,7 +111,9 @@ typedef struct ct_bench_flags {
 int ct_train_main(const ct_trainer_options *options, const ct_tower_options *towers,
                   const ct_train_flags *flags, ct_status *status);
 
-/* The signal that stopped the last ct_train_main (SIGINT, SIGTERM), or 0. */
+/* The signal that stopped the last ct_train_main (SIGINT, SIGTERM), or 0.
+ * Under mpirun it is the job's, the same on every rank: SIGINT when any
+ * rank got SIGINT, else SIGTERM. */
 int ct_trainer_interrupt_signal(void);
 
 /* `ctower bench`: trains flags->warmup untimed then flags->steps timed

@@ -189,7 +189,8 @@ static const char k_plan_help[] =
     "  --verbose         every op with its device and reason\n"
     "  --calibration F   the calibration file (default $XDG_CACHE_HOME/ctower/\n"
     "                    calibration.json, else ~/.cache/ctower/calibration.json)\n"
-    "  --link-gbps X     link bandwidths in Gb/s for the ranks question (default 10,100)\n"
+    "  --link-gbps X     link bandwidths in Gb/s for the ranks question, each in\n"
+    "                    (0, 1000000], at most 8 (default 10,100)\n"
     "  -h, --help        show this help\n"
     "\n"
     "Exit status: 0 success, 1 runtime failure (a step will not fit a device's memory\n"
@@ -372,8 +373,9 @@ static int build_config(const parsed_args *args, ct_config *config) {
 
 /* A failure the trainer reported: 2 for bad input, 1 for anything else. */
 /* Training stopped by SIGINT or SIGTERM, its work saved (every rank after
- * the same step): rank 0 says where on stderr, and each rank exits as a
- * shell reports its signal (130, 143; 143 for a rank that got none). */
+ * the same step): rank 0 says where on stderr, and every rank exits as a
+ * shell reports the job's signal (130 when any rank got SIGINT, else 143),
+ * so that mpirun's status is the same whichever rank it reports. */
 static int interrupted_exit(const ct_status *status) {
   if (ct_cluster_rank() == 0) fprintf(stderr, "ctower: %s\n", status->message);
   const int sig = ct_trainer_interrupt_signal();
@@ -420,6 +422,34 @@ static int next_setting(const char **text, char sections[][64], char *key, size_
   return 1;
 }
 
+/* model.layers, one line of YAML, differs between this rank (mine) and
+ * rank 0: the first layer that does, with both versions, as the error
+ * sentence into message, rather than both whole lists. Returns 0 when a
+ * value does not read back as a list (the caller quotes the values). */
+static int layers_difference(const char *mine, size_t mine_len, const char *rank0, size_t rank0_len,
+                             char *message, size_t size) {
+  ct_config *lists = malloc(2 * sizeof *lists);
+  char *assignment = malloc(mine_len + rank0_len + 32);
+  int found = lists && assignment;
+  for (int k = 0; k < 2 && found; ++k) {
+    ct_status ignored = CT_STATUS_INIT;
+    sprintf(assignment, "model.layers=%.*s", (int)(k ? rank0_len : mine_len), k ? rank0 : mine);
+    ct_config_defaults(&lists[k]);
+    found = ct_config_apply_override(&lists[k], assignment, &ignored) == 0;
+  }
+  char where[256], a[320], b[320];
+  found = found && ct_config_layers_difference(&lists[0].model.layers, &lists[1].model.layers,
+                                               where, sizeof where, a, b, sizeof a);
+  if (found)
+    snprintf(message, size,
+             "ranks were started with different configs: %s is %s on worker %d but %s on worker "
+             "0; start every rank with the same config and overrides",
+             where, a, ct_cluster_rank(), b);
+  free(assignment);
+  free(lists);
+  return found;
+}
+
 /* The first setting other than the per-machine keys where `mine` (this
  * rank's config as YAML) differs from rank 0's, as the error sentence into
  * message; "" when they agree. */
@@ -439,6 +469,9 @@ static void first_difference(const char *mine, const char *rank0, char *message,
         (per_machine || (!value_a && !value_b) ||
          (value_a && value_b && len_a == len_b && memcmp(value_a, value_b, len_a) == 0)))
       continue;
+    if (value_a && value_b && strcmp(key_a, "model.layers") == 0 &&
+        layers_difference(value_a, len_a, value_b, len_b, message, size))
+      return;
     snprintf(message, size,
              "ranks were started with different configs: %s is %.*s on worker %d but %.*s on "
              "worker 0; start every rank with the same config and overrides",
@@ -724,21 +757,29 @@ static int cmd_bench(const command *cmd, int argc, char **argv) {
 }
 
 /* --link-gbps X[,Y...]: into flags (default 10 and 100). 0, or EXIT_USAGE
- * with the error printed. */
+ * with the error printed: a bandwidth must be a finite number of Gb/s
+ * above 0 and at most k_max_gbps (an infinite or absurd one would
+ * answer the ranks question with nonsense), and there are at most 8. */
 static int link_bandwidths(const char *text, ct_plan_flags *flags) {
   static const double k_default[] = {10, 100};
+  enum { MAX_LINKS = sizeof flags->link_gbps / sizeof flags->link_gbps[0] };
+  static const double k_max_gbps = 1e6; /* a petabit per second */
   flags->n_links = 0;
   if (text == NULL) {
     for (int i = 0; i < 2; ++i) flags->link_gbps[flags->n_links++] = k_default[i];
     return 0;
   }
-  for (const char *p = text; *p && flags->n_links < 8;) {
+  for (const char *p = text; *p;) {
     char *end = NULL;
     const double gbps = strtod(p, &end);
-    if (end == p || !(gbps > 0) || (*end != ',' && *end != '\0'))
+    if (end == p || !(gbps > 0 && gbps <= k_max_gbps) || (*end != ',' && *end != '\0'))
       return error_exit(EXIT_USAGE,
-                        "--link-gbps needs bandwidths in Gb/s > 0, such as 10 or 10,100, got '%s'",
-                        text);
+                        "--link-gbps needs bandwidths in Gb/s in (0, %.0f], such as 10 or 10,100, "
+                        "got '%s'",
+                        k_max_gbps, text);
+    if (flags->n_links == MAX_LINKS)
+      return error_exit(EXIT_USAGE, "--link-gbps takes at most %d bandwidths, got '%s'",
+                        (int)MAX_LINKS, text);
     flags->link_gbps[flags->n_links++] = gbps;
     p = *end == ',' ? end + 1 : end;
   }

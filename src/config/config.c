@@ -321,8 +321,11 @@ static int apply_list(walk *w, const ct_config_field *f, const ct_ynode *node, i
       if (parse_string(w, f, path, item, item->line, base + f->offset + i * f->size, f->size))
         return 1;
     } else if (f->type == CT_FIELD_FLOAT_LIST) {
-      double v = 0;
+      double v = 0, before = 0;
       if (parse_float(w, f, item, item->line, &v)) return 1;
+      if (i > 0) memcpy(&before, base + f->offset + (i - 1) * sizeof v, sizeof before);
+      if ((f->flags & CT_FIELD_NONDECREASING) && i > 0 && v < before)
+        return fail(w, item->line, "'%s' must not decrease, but %g follows %g", f->path, v, before);
       memcpy(base + f->offset + i * sizeof v, &v, sizeof v);
     } else {
       int64_t v = 0;

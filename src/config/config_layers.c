@@ -88,6 +88,7 @@ typedef struct parse {
   char *error;
   size_t size;
   int *error_line;
+  int lines[CT_MAX_LAYERS]; /* where each entry of out was given */
 } parse;
 
 /* Whether a device name names a job or task other than a process's own
@@ -283,6 +284,7 @@ static int parse_layer(parse *p, const ct_ynode *item, const char *where) {
                 "once)", where, CT_MAX_LAYERS);
   const int index = p->out->n++;
   ct_layer_spec_defaults(&p->out->layers[index], (ct_layer_type)t);
+  p->lines[index] = item->line;
   char here[240];
   snprintf(here, sizeof here, "%.210s (%.20s)", where, type);
   const char *takes[N_PARAMS];
@@ -319,23 +321,34 @@ static int parse_list(parse *p, const ct_ynode *node, const char *path) {
   return 0;
 }
 
+/* Two layers of one name would share their variables: the line of the
+ * later of two whose names clash, with the library's sentence. */
+static int check_names(parse *p) {
+  ct_status status = CT_STATUS_INIT;
+  int entry = 0;
+  if (ct_layer_list_check_names(p->out, "model.", &entry, &status) == 0) return 0;
+  return fail(p, p->lines[entry], "%s", status.message);
+}
+
 int ct_config_layers_parse(const ct_ynode *node, ct_layer_list *out, char *error, size_t size,
                            int *error_line) {
-  parse p = {out, error, size, error_line};
+  parse p = {out, error, size, error_line, {0}};
   memset(out, 0, sizeof *out);
   if (ct_ynode_is_null(node)) return 0;
   if (node->kind != CT_YNODE_SEQ)
     return fail(&p, node->line, "'model.layers' must be a list of layers, such as [{conv2d: "
                 "{filters: 32, kernel: 5}}, flatten, {dense: {units: 10}}]");
-  return parse_list(&p, node, "model.layers");
+  return parse_list(&p, node, "model.layers") || check_names(&p);
 }
 
 /* ---- writing ------------------------------------------------------------ */
 
 static int write_layers(const ct_layer_spec *specs, int n, FILE *out);
 
-/* Writes specs[0] with every parameter; returns the entries it took. */
-static int write_layer(const ct_layer_spec *s, int n, FILE *out) {
+/* Writes specs[0] with every parameter, and its branch (a residual block's
+ * list) unless `branch` is 0 ("layers: [...]"); returns the entries it
+ * took. */
+static int write_layer(const ct_layer_spec *s, int n, int branch, FILE *out) {
   const unsigned bit = BIT(s->type);
   int taken = 1;
   fprintf(out, "{%s: {", ct_layer_type_name(s->type));
@@ -365,9 +378,15 @@ static int write_layer(const ct_layer_spec *s, int n, FILE *out) {
         fputc('}', out);
         break;
       }
-      case P_LAYERS:
-        taken += write_layers(s + 1, s->n_inner < n ? s->n_inner : n - 1, out);
+      case P_LAYERS: {
+        const int inner = s->n_inner < n ? s->n_inner : n - 1;
+        if (branch)
+          write_layers(s + 1, inner, out);
+        else
+          fputs("[...]", out);
+        taken += inner;
         break;
+      }
     }
   }
   fputs("}}", out);
@@ -379,7 +398,7 @@ static int write_layers(const ct_layer_spec *specs, int n, FILE *out) {
   int i = 0;
   while (i < n) {
     if (i) fputs(", ", out);
-    i += write_layer(&specs[i], n - i, out);
+    i += write_layer(&specs[i], n - i, 1, out);
   }
   fputc(']', out);
   return n;
@@ -387,4 +406,63 @@ static int write_layers(const ct_layer_spec *specs, int n, FILE *out) {
 
 void ct_config_layers_write(const ct_layer_list *layers, FILE *out) {
   write_layers(layers->layers, layers->n, out);
+}
+
+/* ---- comparing ---------------------------------------------------------- */
+
+/* specs[0] as the config writes it (its branch too when `branch`), cut to
+ * size with "..." */
+static void layer_text(const ct_layer_spec *specs, int n, int branch, char *out, size_t size) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (f) {
+    write_layer(specs, n, branch, f);
+    fclose(f);
+  }
+  snprintf(out, size, "%s", text ? text : "?");
+  if (text && len >= size && size > 4) memcpy(out + size - 4, "...", 4);
+  free(text);
+}
+
+typedef struct difference {
+  char *where, *a, *b;
+  size_t where_size, text_size;
+} difference;
+
+/* The entries of a list and of b list at `where` ("model.layers"): 1 and
+ * *d filled at the first entry that differs (a block whose own parameters
+ * agree is looked into), 0 when they are the same. */
+static int differ(const ct_layer_spec *a, int na, const ct_layer_spec *b, int nb, const char *where,
+                  difference *d) {
+  for (int i = 0, j = 0, index = 0; i < na || j < nb; ++index) {
+    snprintf(d->where, d->where_size, "%.200s[%d]", where, index);
+    if (i >= na || j >= nb) {
+      if (i < na) layer_text(a + i, na - i, 1, d->a, d->text_size);
+      if (j < nb) layer_text(b + j, nb - j, 1, d->b, d->text_size);
+      snprintf(i < na ? d->b : d->a, d->text_size, "absent");
+      return 1;
+    }
+    char own_a[512], own_b[512];
+    layer_text(a + i, na - i, 0, own_a, sizeof own_a);
+    layer_text(b + j, nb - j, 0, own_b, sizeof own_b);
+    const int inner_a = a[i].type == CT_LAYER_RESIDUAL && a[i].n_inner < na - i ? a[i].n_inner : 0;
+    const int inner_b = b[j].type == CT_LAYER_RESIDUAL && b[j].n_inner < nb - j ? b[j].n_inner : 0;
+    if (strcmp(own_a, own_b) != 0) {
+      layer_text(a + i, na - i, 1, d->a, d->text_size);
+      layer_text(b + j, nb - j, 1, d->b, d->text_size);
+      return 1;
+    }
+    char branch[220];
+    snprintf(branch, sizeof branch, "%.200s.layers", d->where);
+    if ((inner_a || inner_b) && differ(a + i + 1, inner_a, b + j + 1, inner_b, branch, d)) return 1;
+    i += 1 + inner_a, j += 1 + inner_b;
+  }
+  return 0;
+}
+
+int ct_config_layers_difference(const ct_layer_list *a, const ct_layer_list *b, char *where,
+                                size_t where_size, char *a_text, char *b_text, size_t text_size) {
+  difference d = {where, a_text, b_text, where_size, text_size};
+  return differ(a->layers, a->n, b->layers, b->n, "model.layers", &d);
 }

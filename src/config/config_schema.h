@@ -33,7 +33,8 @@ enum {
   CT_FIELD_GPU_IDS = 1u << 3,  /* CT_FIELD_STR: "" or GPU ids separated by commas */
   CT_FIELD_NONEMPTY = 1u << 4, /* CT_FIELD_STR: "" is not a value (it would not mean the default) */
   CT_FIELD_ALL = 1u << 5,      /* lists: exactly cap entries */
-  CT_FIELD_INCREASING = 1u << 6 /* CT_FIELD_INT_LIST: each entry above the one before */
+  CT_FIELD_INCREASING = 1u << 6,   /* CT_FIELD_INT_LIST: each entry above the one before */
+  CT_FIELD_NONDECREASING = 1u << 7 /* CT_FIELD_FLOAT_LIST: each entry at least the one before */
 };
 
 typedef struct ct_config_field {

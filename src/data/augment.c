@@ -13,16 +13,32 @@ void ct_augment_shape(const ct_augment_options *a, int64_t h, int64_t w, int64_t
   *out_w = crops ? a->crop[1] : w;
 }
 
-int ct_augment_check(const ct_augment_options *a, int64_t h, int64_t w, ct_status *status) {
-  if (a == NULL) return 0;
-  if (a->pad < 0 || a->brightness < 0 || !(a->contrast[0] >= 0) ||
-      !(a->contrast[1] >= a->contrast[0])) {
+/* Brightness and contrast within their ranges: beyond them an image is
+ * washed out or blown up past any use, and far beyond them the model's
+ * values overflow to NaN. */
+static int check_ranges(const ct_augment_options *a, ct_status *status) {
+  if (!(a->brightness >= 0 && a->brightness <= CT_AUGMENT_MAX_BRIGHTNESS)) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "dataset.augment needs pad >= 0, brightness >= 0 and contrast [lo, hi] with "
-                  "0 <= lo <= hi, got pad %lld, brightness %g, contrast [%g, %g]",
-                  (long long)a->pad, a->brightness, a->contrast[0], a->contrast[1]);
+                  "dataset.augment.brightness must lie in [0, %g] (the largest delta added to "
+                  "pixels in [0, 1]; TensorFlow's CIFAR-10 tutorial uses about 0.25), got %g",
+                  CT_AUGMENT_MAX_BRIGHTNESS, a->brightness);
     return 1;
   }
+  if (!(a->contrast[0] >= 0 && a->contrast[1] >= a->contrast[0] &&
+        a->contrast[1] <= CT_AUGMENT_MAX_CONTRAST)) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "dataset.augment.contrast must be [lo, hi] with 0 <= lo <= hi <= %g (factors "
+                  "on each pixel's distance from its channel's mean; the tutorial uses [0.2, "
+                  "1.8]), got [%g, %g]",
+                  CT_AUGMENT_MAX_CONTRAST, a->contrast[0], a->contrast[1]);
+    return 1;
+  }
+  return 0;
+}
+
+int ct_augment_check(const ct_augment_options *a, int64_t h, int64_t w, ct_status *status) {
+  if (a == NULL) return 0;
+  if (check_ranges(a, status)) return 1;
   int64_t ch, cw;
   ct_augment_shape(a, h, w, &ch, &cw);
   if (ch > h || cw > w) {
@@ -30,6 +46,16 @@ int ct_augment_check(const ct_augment_options *a, int64_t h, int64_t w, ct_statu
                   "dataset.augment.crop [%lld, %lld] is larger than the %lldx%lld images; "
                   "evaluation takes their central crop, so the crop must fit in them",
                   (long long)ch, (long long)cw, (long long)h, (long long)w);
+    return 1;
+  }
+  /* a pad as wide as the crop lets a crop land on padding alone */
+  const int64_t side = ch < cw ? ch : cw;
+  if (a->pad < 0 || a->pad >= side) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "dataset.augment.pad must lie in [0, %lld): a pad of %lld around %lldx%lld "
+                  "crops lets a crop hold padding alone, no pixel of the image (ResNet's CIFAR "
+                  "training pads 4 around 32x32)",
+                  (long long)side, (long long)a->pad, (long long)ch, (long long)cw);
     return 1;
   }
   return 0;

@@ -56,10 +56,11 @@ int ct_dataset_check_image_shape(const ct_dataset_read_options *options, const c
 
 /* Decodes a JPEG or PNG image (which, by its first bytes) held in data into
  * pixels of h x w x c (c 1 or 3): channels converted (gray <-> RGB, alpha
- * dropped), size changed by bilinear interpolation. `name` names the image
- * in errors. Returns 0, or 1 with DATA_LOSS saying what is wrong with it.
- * Thread-safe. */
-int ct_image_decode(const unsigned char *data, size_t size, const char *name, int64_t h, int64_t w,
+ * dropped), size changed by bilinear interpolation. `where` says where the
+ * image is in errors, quoted as it should read: "'train/cats/a.jpg'",
+ * "'train-00000-of-00002' record 3 (byte 96)". Returns 0, or 1 with
+ * DATA_LOSS saying what is wrong with it. Thread-safe. */
+int ct_image_decode(const unsigned char *data, size_t size, const char *where, int64_t h, int64_t w,
                     int64_t c, uint8_t *pixels, ct_status *status);
 
 /* Sorted names of the entries of folder dir that are folders (folders != 0)

@@ -39,12 +39,12 @@ static void free_buffer(const target *t, uint8_t *buffer) {
   if (buffer != t->pixels) free(buffer);
 }
 
-static int too_large(const char *name, int64_t h, int64_t w, ct_status *status) {
+static int too_large(const char *where, int64_t h, int64_t w, ct_status *status) {
   if (h * w * 3 <= IMAGE_MAX_BYTES) return 0;
   ct_status_set(status, CT_DATA_LOSS,
-                "'%s' is %lldx%lld pixels, over the %lld bytes an image may take decoded; "
+                "%s is %lldx%lld pixels, over the %lld bytes an image may take decoded; "
                 "shrink it",
-                name, (long long)w, (long long)h, IMAGE_MAX_BYTES);
+                where, (long long)w, (long long)h, IMAGE_MAX_BYTES);
   return 1;
 }
 
@@ -68,7 +68,7 @@ static void jpeg_note(j_common_ptr cinfo, int level) {
   if (level < 0) jpeg_fail(cinfo);
 }
 
-static int decode_jpeg(const unsigned char *data, size_t size, const char *name, const target *t,
+static int decode_jpeg(const unsigned char *data, size_t size, const char *where, const target *t,
                        decoded *img, ct_status *status) {
   struct jpeg_decompress_struct cinfo;
   jpeg_failure failure;
@@ -79,8 +79,8 @@ static int decode_jpeg(const unsigned char *data, size_t size, const char *name,
   if (setjmp(failure.jump)) {
     jpeg_destroy_decompress(&cinfo);
     free_buffer(t, out);
-    ct_status_set(status, CT_DATA_LOSS, "'%s' is a corrupt JPEG image (%s); replace or remove it",
-                  name, failure.message);
+    ct_status_set(status, CT_DATA_LOSS, "%s is a corrupt JPEG image (%s); replace or remove it",
+                  where, failure.message);
     return 1;
   }
   jpeg_create_decompress(&cinfo);
@@ -90,13 +90,13 @@ static int decode_jpeg(const unsigned char *data, size_t size, const char *name,
   if (!gray && cinfo.jpeg_color_space != JCS_YCbCr && cinfo.jpeg_color_space != JCS_RGB) {
     jpeg_destroy_decompress(&cinfo);
     ct_status_set(status, CT_DATA_LOSS,
-                  "'%s' is a JPEG image with %d color components (CMYK?), which ctower cannot "
+                  "%s is a JPEG image with %d color components (CMYK?), which ctower cannot "
                   "convert; save it as RGB or grayscale",
-                  name, cinfo.num_components);
+                  where, cinfo.num_components);
     return 1;
   }
   cinfo.out_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
-  if (too_large(name, cinfo.image_height, cinfo.image_width, status)) {
+  if (too_large(where, cinfo.image_height, cinfo.image_width, status)) {
     jpeg_destroy_decompress(&cinfo);
     return 1;
   }
@@ -105,7 +105,7 @@ static int decode_jpeg(const unsigned char *data, size_t size, const char *name,
   out = decode_buffer(t, cinfo.output_height, cinfo.output_width, cinfo.output_components);
   if (out == NULL) {
     jpeg_destroy_decompress(&cinfo);
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory decoding '%s'", name);
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory decoding %s", where);
     return 1;
   }
   while (cinfo.output_scanline < cinfo.output_height) {
@@ -147,7 +147,7 @@ static void png_read_bytes(png_structp png, png_bytep out, png_size_t n) {
   src->at += n;
 }
 
-static int decode_png(const unsigned char *data, size_t size, const char *name, const target *t,
+static int decode_png(const unsigned char *data, size_t size, const char *where, const target *t,
                       decoded *img, ct_status *status) {
   png_failure failure;
   png_bytes src = {data, size, 0};
@@ -158,15 +158,15 @@ static int decode_png(const unsigned char *data, size_t size, const char *name, 
   png_bytep *volatile rows = NULL;
   if (info == NULL) {
     png_destroy_read_struct(&png, NULL, NULL);
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory decoding '%s'", name);
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory decoding %s", where);
     return 1;
   }
   if (setjmp(failure.jump)) {
     png_destroy_read_struct(&png, &info, NULL);
     free_buffer(t, out);
     free(rows);
-    ct_status_set(status, CT_DATA_LOSS, "'%s' is a corrupt PNG image (%s); replace or remove it",
-                  name, failure.message);
+    ct_status_set(status, CT_DATA_LOSS, "%s is a corrupt PNG image (%s); replace or remove it",
+                  where, failure.message);
     return 1;
   }
   png_set_read_fn(png, &src, png_read_bytes);
@@ -180,19 +180,19 @@ static int decode_png(const unsigned char *data, size_t size, const char *name, 
   const int64_t h = png_get_image_height(png, info), w = png_get_image_width(png, info);
   const int64_t c = png_get_channels(png, info);
   const size_t stride = png_get_rowbytes(png, info);
-  int failed = too_large(name, h, w, status);
+  int failed = too_large(where, h, w, status);
   if (!failed && (c != 1 && c != 3)) {
     ct_status_set(status, CT_DATA_LOSS,
-                  "'%s' is a PNG image of %lld channels, which ctower "
+                  "%s is a PNG image of %lld channels, which ctower "
                   "cannot convert; save it as RGB or grayscale",
-                  name, (long long)c);
+                  where, (long long)c);
     failed = 1;
   }
   if (!failed) {
     out = decode_buffer(t, h, w, c); /* 8 bits a sample by now: stride is w * c */
     rows = malloc((size_t)h * sizeof *rows);
     if (out == NULL || rows == NULL) {
-      ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory decoding '%s'", name);
+      ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory decoding %s", where);
       failed = 1;
     }
   }
@@ -212,12 +212,12 @@ static int decode_png(const unsigned char *data, size_t size, const char *name, 
 /* ---- conversion ------------------------------------------------------------ */
 
 /* Gray <-> RGB, in place of img (gray as PIL's "L": ITU-R 601-2 luma). */
-static int convert_channels(decoded *img, int64_t c, const char *name, ct_status *status) {
+static int convert_channels(decoded *img, int64_t c, const char *where, ct_status *status) {
   if (img->c == c) return 0;
   const int64_t n = img->h * img->w;
   uint8_t *out = malloc((size_t)(n * c));
   if (out == NULL) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory decoding '%s'", name);
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory decoding %s", where);
     return 1;
   }
   const uint8_t *in = img->pixels;
@@ -267,25 +267,25 @@ static void resize_bilinear(const decoded *img, int64_t h, int64_t w, uint8_t *o
   }
 }
 
-int ct_image_decode(const unsigned char *data, size_t size, const char *name, int64_t h, int64_t w,
+int ct_image_decode(const unsigned char *data, size_t size, const char *where, int64_t h, int64_t w,
                     int64_t c, uint8_t *pixels, ct_status *status) {
   static const unsigned char png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   const target t = {pixels, h, w, c};
   decoded img = {0};
   int failed;
   if (size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
-    failed = decode_jpeg(data, size, name, &t, &img, status);
+    failed = decode_jpeg(data, size, where, &t, &img, status);
   } else if (size >= 8 && memcmp(data, png_magic, 8) == 0) {
-    failed = decode_png(data, size, name, &t, &img, status);
+    failed = decode_png(data, size, where, &t, &img, status);
   } else {
     ct_status_set(status, CT_DATA_LOSS,
-                  "'%s' is neither a JPEG nor a PNG image (its first bytes say so); replace or "
+                  "%s is neither a JPEG nor a PNG image (its first bytes say so); replace or "
                   "remove it",
-                  name);
+                  where);
     return 1;
   }
   if (failed || img.pixels == pixels) return failed; /* decoded in place: nothing to convert */
-  failed = convert_channels(&img, c, name, status);
+  failed = convert_channels(&img, c, where, status);
   if (!failed) resize_bilinear(&img, h, w, pixels);
   free(img.pixels);
   return failed;

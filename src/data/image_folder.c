@@ -34,7 +34,9 @@ static int read_folder_example(const ct_dataset *ds, int64_t index, uint8_t *pix
                                     "was it removed or replaced after the dataset was opened?"};
   unsigned char *data = ct_file_read_all(path, &role, &size, status);
   if (data == NULL) return 1;
-  const int failed = ct_image_decode(data, size, path, ds->h, ds->w, ds->c, pixels, status);
+  char where[4100];
+  snprintf(where, sizeof where, "'%s'", path);
+  const int failed = ct_image_decode(data, size, where, ds->h, ds->w, ds->c, pixels, status);
   free(data);
   *label = s->labels[index];
   return failed;

@@ -169,6 +169,16 @@ void ct_graph_pop_variable_scope(ct_graph *g) {
   pop_scope(g, g->variable_scopes, &g->n_variable_scopes, "variable");
 }
 
+void ct_graph_push_variable_reuse(ct_graph *g) { ++g->variable_reuse; }
+void ct_graph_pop_variable_reuse(ct_graph *g) {
+  if (g->variable_reuse == 0) {
+    ct_graph_set_error(g, CT_FAILED_PRECONDITION,
+                       "variable reuse scope popped more often than pushed");
+    return;
+  }
+  --g->variable_reuse;
+}
+
 /* ---- names ------------------------------------------------------------- */
 
 static size_t name_slot(const ct_graph *g, const char *name) {

@@ -53,6 +53,7 @@ struct ct_graph {
   int n_variable_scopes;
   char *variable_device_scopes[64]; /* where new variables go, whatever the device scope */
   int n_variable_device_scopes;
+  int variable_reuse; /* reuse scopes in force (ct_graph_push_variable_reuse) */
   ct_variable_info *variables;
   int n_variables, variables_cap;
   ct_node **update_ops;

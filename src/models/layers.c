@@ -1,5 +1,7 @@
 /* Layer helpers: variables under the layer's variable scope, nodes under its
- * name scope. */
+ * name scope. A layer creates its variables (ct_variable_create): a second
+ * layer of the same name is an error unless reuse was asked for, never a
+ * silent share of the first one's weights. */
 #include "ctower/models.h"
 
 static ct_output activate(ct_graph *g, ct_output x, ct_activation activation) {
@@ -34,7 +36,7 @@ static const ct_layer_params default_params = {
 
 /* The weights and biases of a layer, tagged with its weight decay. */
 static ct_output weights_of(ct_graph *g, ct_shape shape, const ct_layer_params *p) {
-  ct_output w = ct_variable(g, "weights", shape, p->weights, 1);
+  ct_output w = ct_variable_create(g, "weights", shape, p->weights, 1);
   if (p->weight_decay != 0.0f) ct_variable_set_weight_decay(g, w, p->weight_decay);
   return w;
 }
@@ -42,7 +44,7 @@ static ct_output weights_of(ct_graph *g, ct_shape shape, const ct_layer_params *
 /* The biases [units] of a layer, or a null output when it has none. */
 static ct_output biases_of(ct_graph *g, int units, const ct_layer_params *p) {
   if (p->no_bias) return (ct_output){NULL, 0};
-  return ct_variable(g, "biases", ct_shape_of(1, (int64_t)units), p->biases, 1);
+  return ct_variable_create(g, "biases", ct_shape_of(1, (int64_t)units), p->biases, 1);
 }
 
 /* y + biases, or y. */
@@ -97,10 +99,10 @@ static ct_output batch_norm_layer(ct_graph *g, ct_output x, int training, int re
   ct_shape s = ct_output_shape(x);
   ct_shape c = ct_shape_of(1, s.dims[s.rank - 1]);
   ct_initializer ones = {CT_INIT_ONES, 0.0f}, zeros = {CT_INIT_ZEROS, 0.0f};
-  ct_output gamma = ct_variable(g, "gamma", c, ones, 1);
-  ct_output beta = ct_variable(g, "beta", c, zeros, 1);
-  ct_output mean = ct_variable(g, "moving_mean", c, zeros, 0);
-  ct_output var = ct_variable(g, "moving_variance", c, ones, 0);
+  ct_output gamma = ct_variable_create(g, "gamma", c, ones, 1);
+  ct_output beta = ct_variable_create(g, "beta", c, zeros, 1);
+  ct_output mean = ct_variable_create(g, "moving_mean", c, zeros, 0);
+  ct_output var = ct_variable_create(g, "moving_variance", c, ones, 0);
   ct_output y = (relu ? ct_batch_norm_relu : ct_batch_norm)(g, x, gamma, beta, mean, var,
                                                             training, 0.99f, 1e-3f);
   leave(g);
@@ -116,7 +118,7 @@ ct_output ct_layer_conv2d_bn(ct_graph *g, ct_output x, int filters, int ksize, i
   enter(g, name);
   int64_t channels = ct_output_shape(x).dims[3];
   ct_initializer he = {CT_INIT_HE_NORMAL, 0.0f};
-  ct_output w = ct_variable(
+  ct_output w = ct_variable_create(
       g, "weights", ct_shape_of(4, (int64_t)ksize, (int64_t)ksize, channels, (int64_t)filters), he,
       1);
   ct_output y = ct_conv2d(g, x, w, stride, stride, CT_PADDING_SAME);

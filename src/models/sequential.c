@@ -191,23 +191,14 @@ static ct_output build_layer(ct_graph *g, const layer_at *at, ct_output x, int t
  * *last: where the last one is. */
 static ct_output build_list(ct_graph *g, ct_output x, const ct_layer_spec *specs, int n,
                             const char *where, int training, layer_at *last) {
-  char names[CT_MAX_LAYERS][CT_LAYER_NAME]; /* of this list's layers so far */
   for (int i = 0, index = 0; i < n && x.node && index < CT_MAX_LAYERS; ++index) {
     layer_at *at = last;
     *at = (layer_at){.spec = &specs[i]};
     snprintf(at->where, sizeof at->where, "%s%slayers[%d]", where, where[0] ? "." : "", index);
     const int inner = specs[i].type == CT_LAYER_RESIDUAL ? specs[i].n_inner : 0;
     char base[CT_LAYER_NAME];
-    if (specs[i].name[0])
-      snprintf(base, sizeof base, "%.*s", CT_LAYER_NAME - 1, specs[i].name);
-    else
-      snprintf(base, sizeof base, "%.20s_%d", ct_layer_type_name(specs[i].type), index);
+    ct_layer_spec_name(&specs[i], index, base, sizeof base);
     snprintf(at->name, sizeof at->name, "%s", base);
-    for (int k = 0; k < index; ++k)
-      if (strcmp(names[k], base) == 0)
-        return fail(g, at, "layers[%d] has this name too; give each layer of a list its own "
-                    "name (its variables are named after it)", k);
-    memcpy(names[index], base, sizeof base);
     if (inner < 0 || inner >= n - i)
       return fail(g, at, "its block has %d entries, but the list holds %d after it", inner,
                   n - i - 1);
@@ -228,6 +219,11 @@ ct_output ct_layers_build(ct_graph *g, ct_output x, const ct_layer_list *layers,
                           int training) {
   if (layers == NULL || layers->n < 1) {
     ct_graph_set_error(g, CT_INVALID_ARGUMENT, "a layer list needs at least one layer");
+    return (ct_output){NULL, 0};
+  }
+  ct_status names = CT_STATUS_INIT;
+  if (ct_layer_list_check_names(layers, "", NULL, &names)) {
+    ct_graph_set_error(g, names.code, "%s", names.message);
     return (ct_output){NULL, 0};
   }
   layer_at last;

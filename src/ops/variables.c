@@ -89,11 +89,32 @@ ct_output ct_variable_absolute(ct_graph *g, const char *full_name, ct_shape shap
   return ct_variable_read(g, g->n_variables++);
 }
 
+/* "<variable scopes>/<name>" into full. */
+static void full_name(const ct_graph *g, const char *name, char *full, size_t size) {
+  const char *prefix = g->n_variable_scopes ? g->variable_scopes[g->n_variable_scopes - 1] : "";
+  snprintf(full, size, "%s%s%s", prefix, prefix[0] ? "/" : "", name);
+}
+
 ct_output ct_variable(ct_graph *g, const char *name, ct_shape shape, ct_initializer init,
                       int trainable) {
-  const char *prefix = g->n_variable_scopes ? g->variable_scopes[g->n_variable_scopes - 1] : "";
   char full[1024];
-  snprintf(full, sizeof full, "%s%s%s", prefix, prefix[0] ? "/" : "", name);
+  full_name(g, name, full, sizeof full);
+  return ct_variable_absolute(g, full, shape, init, trainable);
+}
+
+ct_output ct_variable_create(ct_graph *g, const char *name, ct_shape shape, ct_initializer init,
+                             int trainable) {
+  if (g->status.code != CT_OK) return ct_out(NULL, 0);
+  char full[1024];
+  full_name(g, name, full, sizeof full);
+  if (g->variable_reuse == 0 && find_variable(g, full) >= 0) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                       "variable '%s' exists already, so the layer of name scope '%s' would "
+                       "share it by accident; give each layer its own name, or build the "
+                       "second inside ct_graph_push_variable_reuse to share it on purpose",
+                       full, g->n_name_scopes ? g->name_scopes[g->n_name_scopes - 1] : "");
+    return ct_out(NULL, 0);
+  }
   return ct_variable_absolute(g, full, shape, init, trainable);
 }
 

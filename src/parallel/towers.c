@@ -322,7 +322,9 @@ int ct_towers_build(ct_graph *g, const ct_tower_model *model, const ct_tower_opt
     int first_variable = g->n_variables;
     ct_graph_push_device(g, o->devices[k]);
     ct_graph_push_name_scope(g, scope);
+    /* replicated: tower k's own copies; else every tower reads tower 0's */
     if (replicated && k > 0) ct_graph_push_variable_scope(g, scope);
+    if (!replicated && k > 0) ct_graph_push_variable_reuse(g);
     for (int i = 0; i < model->n_inputs; ++i)
       t->inputs[i] = ct_placeholder(g, model->inputs[i].name, model->inputs[i].dtype,
                                     batch_shape(&model->inputs[i].shape));
@@ -338,6 +340,7 @@ int ct_towers_build(ct_graph *g, const ct_tower_model *model, const ct_tower_opt
       ct_graph_pop_variable_scope(g);
       if (g->status.code == CT_OK) link_replicas(g, first_variable, scope);
     }
+    if (!replicated && k > 0) ct_graph_pop_variable_reuse(g);
     ct_graph_pop_name_scope(g);
     ct_graph_pop_device(g);
     if (g->status.code != CT_OK) {

@@ -19,6 +19,7 @@
  * Messages: a worker's to ps task p are a header (step, rate, loss, correct
  * count, interrupt) and p's gradients in order; p answers with a header
  * (stop) and the values of those variables. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,7 @@ struct ct_cluster_run {
   int *pending;              /* per worker: waits for its answer */
   int64_t *read_at;          /* per worker: updates applied when it last read */
   int64_t applied, reads, max_staleness_seen, max_lag;
-  int stop;
+  int stop; /* the signal some rank got (ct_interrupt_combine), or 0 */
   /* where a task's steps went, and what it moved */
   int64_t steps;
   double compute_s, exchange_s; /* worker: its session's run; sending and waiting for answers */
@@ -224,7 +225,7 @@ int ct_cluster_worker_exchange(ct_train_run *r, int64_t step, float rate,
   for (int p = 0; p < c->ps; ++p) {
     double *h = header(&c->out[p]);
     h[H_STEP] = (double)step, h[H_RATE] = rate, h[H_LOSS] = sums[0];
-    h[H_CORRECT] = sums[1], h[H_INTERRUPT] = sums[2];
+    h[H_CORRECT] = sums[1], h[H_INTERRUPT] = ct_interrupt_requested();
   }
   for (int i = 0; i < c->n; ++i)
     memcpy(payload(&c->out[c->owner[i]]) + c->offset[i], gradients[i]->data,
@@ -246,7 +247,8 @@ int ct_cluster_worker_exchange(ct_train_run *r, int64_t step, float rate,
   for (int p = 0; p < c->ps; ++p)
     c->bytes_sent += (double)c->out[p].size, c->bytes_received += (double)c->in[p].size;
   r->interrupted = 0;
-  for (int p = 0; p < c->ps; ++p) r->interrupted |= header(&c->in[p])[R_STOP] != 0;
+  for (int p = 0; p < c->ps; ++p)
+    r->interrupted = ct_interrupt_combine(r->interrupted, (int)header(&c->in[p])[R_STOP]);
   for (int i = 0; i < c->n; ++i) {
     const int v = t->variables[i];
     ct_tensor value = {CT_F32, ct_graph_variable_shape(r->tg.graph, v),
@@ -331,7 +333,7 @@ static int take_header(ct_cluster_run *c, const message *m, int w, int64_t step,
   sums[0] += h[H_LOSS], sums[1] += h[H_CORRECT];
   /* async: the workers are at different steps; a signal stops the job at
    * the end of the epoch (ct_cluster_gather_variables) */
-  if (sync) c->stop |= h[H_INTERRUPT] != 0;
+  if (sync) c->stop = ct_interrupt_combine(c->stop, (int)h[H_INTERRUPT]);
   return 0;
 }
 
@@ -355,7 +357,7 @@ static int sync_step(ct_train_run *r, int64_t step, double *sums, ct_status *sta
     if (w == 0) memcpy(c->sum, g, (size_t)floats * sizeof *g);
     for (int64_t j = 0; w > 0 && j < floats; ++j) c->sum[j] += g[j];
   }
-  c->stop |= ct_interrupt_requested() != 0;
+  c->stop = ct_interrupt_combine(c->stop, ct_interrupt_requested());
   if (failed || apply(r, c->sum, header(&c->in[0])[H_RATE], status)) return 1;
   for (int w = 0; w < c->workers; ++w) c->clock[w]++, c->pending[w] = 1;
   return answer_allowed(r, status);
@@ -420,12 +422,13 @@ void ct_cluster_print_placement(const ct_train_run *r) {
 int ct_cluster_gather_variables(ct_train_run *r, ct_status *status) {
   ct_cluster_run *c = r->cluster;
   if (c == NULL) return 0;
-  /* async: whether any rank was asked to stop during the epoch */
-  double asked = ct_interrupt_requested() ? 1 : 0;
+  /* async: the signals any rank got during the epoch, counted by kind */
+  const int sig = ct_interrupt_requested();
+  double asked[2] = {sig == SIGINT, sig == SIGTERM};
   ct_cluster_progress(-1, -1, "the signals of the epoch");
   if (r->options->train.async_updates) {
-    if (ct_cluster_allreduce_f64(&asked, 1, status)) return 1;
-    r->interrupted = asked > 0;
+    if (ct_cluster_allreduce_f64(asked, 2, status)) return 1;
+    r->interrupted = ct_interrupt_combine(asked[0] > 0 ? SIGINT : 0, asked[1] > 0 ? SIGTERM : 0);
   }
   const int rank = ct_cluster_rank();
   for (int v = 0; v < ct_graph_variable_count(r->tg.graph); ++v) {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,33 +46,148 @@ const char *ct_calibration_default_path(char *buf, size_t size) {
 
 static const char *const k_kind_keys[3] = {NULL, "CPU", "GPU"};
 
-static double number(const ct_json *object, const char *key, double fallback) {
-  const ct_json *v = object ? ct_json_get(object, key) : NULL;
-  return v && v->type == CT_JSON_NUMBER ? v->number : fallback;
+/* The file `ctower bench --calibrate` writes, read strictly: every key it
+ * writes must be there with a value in range, and no other. A file of
+ * another shape (hand-edited, another version, another program's) would
+ * otherwise leave the defaults in place while plan said it was measured. */
+typedef struct calibration_reader {
+  const char *path;
+  ct_status *status;
+} calibration_reader;
+
+static int malformed(const calibration_reader *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* DATA_LOSS naming the file, what is wrong and how to write it again. */
+static int malformed(const calibration_reader *r, const char *fmt, ...) {
+  char what[512];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(what, sizeof what, fmt, args);
+  va_end(args);
+  ct_status_set(r->status, CT_DATA_LOSS,
+                "calibration file '%s' is malformed: %s; run 'ctower bench --calibrate "
+                "--calibration %s' to write it again",
+                r->path, what, r->path);
+  return 1;
 }
 
-static void read_link(const ct_json *object, ct_link *link) {
-  link->latency_s = number(object, "latency_s", link->latency_s);
-  link->bytes_per_s = number(object, "bytes_per_s", link->bytes_per_s);
+/* "CPU.threads", or "version" at the top. */
+static void key_path(const char *where, const char *key, char *out, size_t size) {
+  snprintf(out, size, "%s%s%s", where, where[0] ? "." : "", key);
 }
 
-/* A kind's rates from its object; 0, or 1 when a value is out of range. */
-static int read_kind(const ct_json *o, ct_kind_rates *k) {
-  const ct_json *points = ct_json_get(o, "dense");
-  if (points && points->type == CT_JSON_ARRAY && points->count > 0) {
-    k->n_points = 0;
-    for (size_t i = 0; i < points->count && k->n_points < CT_RATE_POINTS; ++i) {
-      k->flops[k->n_points] = number(&points->items[i], "flops", 0);
-      k->rate[k->n_points] = number(&points->items[i], "flops_per_s", 0);
-      if (k->flops[k->n_points] <= 0 || k->rate[k->n_points] <= 0) return 1;
-      k->n_points++;
-    }
+/* Every key of object o (at `where`) is one of `keys` (NULL-terminated). */
+static int known_keys(const calibration_reader *r, const ct_json *o, const char *where,
+                      const char *const *keys) {
+  for (size_t i = 0; i < o->count; ++i) {
+    int known = 0;
+    for (int k = 0; keys[k] && !known; ++k) known = strcmp(o->keys[i], keys[k]) == 0;
+    char path[128];
+    key_path(where, o->keys[i], path, sizeof path);
+    if (!known)
+      return malformed(r, "it has the key \"%s\", which a calibration does not hold", path);
   }
-  k->threads = (int)number(o, "threads", k->threads);
-  k->memory_bytes_per_s = number(o, "memory_bytes_per_s", k->memory_bytes_per_s);
-  k->op_overhead_s = number(o, "op_overhead_s", k->op_overhead_s);
+  return 0;
+}
+
+/* The member `key` of o: an object (or, with array set, an array). */
+static int member(const calibration_reader *r, const ct_json *o, const char *where, const char *key,
+                  int array, const ct_json **out) {
+  char path[128];
+  key_path(where, key, path, sizeof path);
+  *out = ct_json_get(o, key);
+  const ct_json_type want = array ? CT_JSON_ARRAY : CT_JSON_OBJECT;
+  if (*out == NULL) return malformed(r, "\"%s\" is missing", path);
+  if ((*out)->type != want)
+    return malformed(r, "\"%s\" must be %s", path, array ? "a list" : "an object");
+  return 0;
+}
+
+/* The number `key` of o in [lo, inf) (lo excluded when lo_open; a whole
+ * number when integer). */
+static int number(const calibration_reader *r, const ct_json *o, const char *where, const char *key,
+                  double lo, int lo_open, int integer, double *out) {
+  char path[128];
+  key_path(where, key, path, sizeof path);
+  const ct_json *v = ct_json_get(o, key);
+  if (v == NULL) return malformed(r, "\"%s\" is missing", path);
+  const int fits = v->type == CT_JSON_NUMBER && isfinite(v->number) &&
+                   (lo_open ? v->number > lo : v->number >= lo) && (!integer || v->is_integer);
+  if (!fits) {
+    char got[48] = "not a number";
+    if (v->type == CT_JSON_NUMBER) snprintf(got, sizeof got, "%g", v->number);
+    return malformed(r, "\"%s\" is %s, not %s %s %g", path, got,
+                     integer ? "a whole number" : "a number", lo_open ? ">" : ">=", lo);
+  }
+  *out = v->number;
+  return 0;
+}
+
+static int read_link(const calibration_reader *r, const ct_json *o, const char *where,
+                     ct_link *link) {
+  static const char *const keys[] = {"ranks", "latency_s", "bytes_per_s", NULL};
+  return known_keys(r, o, where, strcmp(where, "mpi") == 0 ? keys : keys + 1) ||
+         number(r, o, where, "latency_s", 0, 0, 0, &link->latency_s) ||
+         number(r, o, where, "bytes_per_s", 0, 1, 0, &link->bytes_per_s);
+}
+
+/* A kind's rates: threads, bandwidth, overhead and 1 ... CT_RATE_POINTS
+ * dense points. */
+static int read_kind(const calibration_reader *r, const ct_json *o, const char *where,
+                     ct_kind_rates *k) {
+  static const char *const keys[] = {"threads", "memory_bytes_per_s", "op_overhead_s", "dense",
+                                     NULL};
+  const ct_json *points;
+  double threads = 0;
+  if (known_keys(r, o, where, keys) || number(r, o, where, "threads", 1, 0, 1, &threads) ||
+      number(r, o, where, "memory_bytes_per_s", 0, 1, 0, &k->memory_bytes_per_s) ||
+      number(r, o, where, "op_overhead_s", 0, 0, 0, &k->op_overhead_s) ||
+      member(r, o, where, "dense", 1, &points))
+    return 1;
+  if (points->count < 1 || points->count > CT_RATE_POINTS)
+    return malformed(r, "\"%s.dense\" must hold 1 to %d points, got %zu", where, CT_RATE_POINTS,
+                     points->count);
+  static const char *const point_keys[] = {"flops", "flops_per_s", NULL};
+  for (size_t i = 0; i < points->count; ++i) {
+    char at[64];
+    snprintf(at, sizeof at, "%s.dense[%zu]", where, i);
+    const ct_json *p = &points->items[i];
+    if (p->type != CT_JSON_OBJECT) return malformed(r, "\"%s\" must be an object", at);
+    if (known_keys(r, p, at, point_keys) || number(r, p, at, "flops", 0, 1, 0, &k->flops[i]) ||
+        number(r, p, at, "flops_per_s", 0, 1, 0, &k->rate[i]))
+      return 1;
+  }
+  k->n_points = (int)points->count;
+  k->threads = (int)threads;
   k->measured = 1;
-  return k->threads < 1 || k->memory_bytes_per_s <= 0 || k->op_overhead_s < 0;
+  return 0;
+}
+
+/* The whole file's tree into c. */
+static int read_calibration(const calibration_reader *r, const ct_json *root, ct_calibration *c) {
+  static const char *const keys[] = {"version", "cpu", "CPU", "GPU", "mpi", "in_process", NULL};
+  if (root->type != CT_JSON_OBJECT) return malformed(r, "it is not a JSON object");
+  double version = 0;
+  if (known_keys(r, root, "", keys) || number(r, root, "", "version", 1, 0, 1, &version)) return 1;
+  if (version != 1) return malformed(r, "\"version\" is %g, and this ctower reads 1", version);
+  const ct_json *cpu = ct_json_get(root, "cpu"), *o;
+  if (cpu == NULL || cpu->type != CT_JSON_STRING)
+    return malformed(r, "\"cpu\" must be the name of the CPU it was measured on");
+  snprintf(c->cpu, sizeof c->cpu, "%s", cpu->string);
+  if (member(r, root, "", "CPU", 0, &o) || read_kind(r, o, "CPU", &c->kinds[CT_DEVICE_KIND_CPU]))
+    return 1;
+  if (ct_json_get(root, "GPU") &&
+      (member(r, root, "", "GPU", 0, &o) || read_kind(r, o, "GPU", &c->kinds[CT_DEVICE_KIND_GPU])))
+    return 1;
+  if (ct_json_get(root, "mpi")) {
+    double ranks = 0;
+    if (member(r, root, "", "mpi", 0, &o) || read_link(r, o, "mpi", &c->mpi) ||
+        number(r, o, "mpi", "ranks", 2, 0, 1, &ranks))
+      return 1;
+    c->mpi_ranks = (int)ranks;
+  }
+  return member(r, root, "", "in_process", 0, &o) || read_link(r, o, "in_process", &c->in_process);
 }
 
 static const ct_file_role k_calibration_role = {
@@ -84,29 +200,13 @@ int ct_calibration_load(const char *path, ct_calibration *c, ct_status *status) 
   char error[256] = "";
   ct_json *root = ct_json_parse(text, size, error, sizeof error);
   free(text);
-  int bad = root == NULL || root->type != CT_JSON_OBJECT;
-  for (int kind = 1; kind < 3 && !bad; ++kind) {
-    const ct_json *o = ct_json_get(root, k_kind_keys[kind]);
-    if (o && o->type == CT_JSON_OBJECT) bad = read_kind(o, &c->kinds[kind]);
-  }
-  if (!bad) {
-    read_link(ct_json_get(root, "in_process"), &c->in_process);
-    const ct_json *mpi = ct_json_get(root, "mpi");
-    if (mpi && mpi->type == CT_JSON_OBJECT) {
-      read_link(mpi, &c->mpi);
-      c->mpi_ranks = (int)number(mpi, "ranks", 0);
-    }
-    const ct_json *cpu = ct_json_get(root, "cpu");
-    if (cpu && cpu->type == CT_JSON_STRING) snprintf(c->cpu, sizeof c->cpu, "%s", cpu->string);
-    bad = c->in_process.bytes_per_s <= 0 || c->mpi.bytes_per_s <= 0;
-  }
+  const calibration_reader reader = {path, status};
+  ct_calibration read = *c;
+  const int failed = root == NULL ? malformed(&reader, "%s", error[0] ? error : "not JSON")
+                                  : read_calibration(&reader, root, &read);
   ct_json_free(root);
-  if (bad) {
-    ct_status_set(status, CT_DATA_LOSS,
-                  "calibration file '%s' is malformed%s%s; run 'ctower bench --calibrate' again",
-                  path, error[0] ? ": " : "", error);
-    return 1;
-  }
+  if (failed) return 1;
+  *c = read;
   c->from_file = 1;
   return 0;
 }

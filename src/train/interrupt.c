@@ -11,6 +11,7 @@
 #include "train/trainer_internal.h"
 
 static volatile sig_atomic_t g_signal, g_training;
+static int g_stopped_by; /* the job's signal, once a run stopped for one */
 static struct sigaction g_old_int, g_old_term;
 
 static void on_signal(int sig) {
@@ -30,6 +31,7 @@ static void on_signal(int sig) {
 void ct_interrupt_install(void) {
   g_signal = 0;
   g_training = 0;
+  g_stopped_by = 0;
   struct sigaction action;
   memset(&action, 0, sizeof action);
   action.sa_handler = on_signal;
@@ -48,4 +50,13 @@ void ct_interrupt_training_started(void) { g_training = 1; }
 
 int ct_interrupt_requested(void) { return g_signal; }
 
-int ct_trainer_interrupt_signal(void) { return g_signal; }
+/* SIGINT wins: it is what Ctrl-C at mpirun sends, and 130 what a shell
+ * reports for it, whichever rank was signalled. */
+int ct_interrupt_combine(int a, int b) {
+  if (a == SIGINT || b == SIGINT) return SIGINT;
+  return a ? a : b;
+}
+
+void ct_interrupt_stopped_by(int sig) { g_stopped_by = sig; }
+
+int ct_trainer_interrupt_signal(void) { return g_stopped_by ? g_stopped_by : g_signal; }

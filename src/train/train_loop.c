@@ -85,7 +85,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
    * loop of links or a FIFO is an error saying so */
   if (flags->resume && checkpoint[0] && (access(checkpoint, F_OK) == 0 || errno != ENOENT)) {
     failed =
-        ct_trainer_restore_checkpoint(r.session, &r.tg, checkpoint, o->model, &at, status);
+        ct_trainer_restore_checkpoint(r.session, &r.tg, o, r.train_set, checkpoint, &at, status);
     if (!failed && at.example >= ct_dataset_size(r.train_set)) {
       ct_status_set(status, CT_DATA_LOSS,
                     "checkpoint '%s' cannot be resumed: its epoch_example %lld is past the end of "
@@ -151,7 +151,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
         ct_progress_update(&prog, epoch + 1, epochs, batch, batches, loss_sum / (double)examples,
                            accuracy_sum / (double)examples, rate, eta);
       if (r.interrupted) {
-        stop = interrupted = 1;
+        stop = 1, interrupted = r.interrupted;
         break;
       }
       if (o->train.max_steps > 0 && global_step >= o->train.max_steps) {
@@ -166,7 +166,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
       failed = 1;
       break;
     }
-    if (r.interrupted) stop = interrupted = 1; /* async: a signal during the epoch */
+    if (r.interrupted) stop = 1, interrupted = r.interrupted; /* async: during the epoch */
     if (interrupted) { /* at once, without evaluating */
       stopped_epoch = epoch;
       if (checkpoint[0]) failed = save_position(&r, epoch, global_step, 1, test.accuracy, status);
@@ -199,6 +199,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
   }
   failed = ct_train_log_close(&log, failed ? NULL : status) || failed;
   if (!failed && interrupted) {
+    ct_interrupt_stopped_by(interrupted); /* every rank exits with the job's signal */
     const int sig = ct_interrupt_requested();
     char where[CT_STATUS_MESSAGE_MAX] = "nothing was saved (train.checkpoint is empty)";
     if (checkpoint[0])

@@ -1,5 +1,6 @@
 /* One training run: its datasets, graph, session and feeds, and its step. */
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -414,9 +415,10 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   if (r->auto_split) update_speeds(r);
   /* this process's part of the loss and of the correct count; the job's
    * are their sums over the ranks */
-  /* with whether this rank was asked to stop: every rank then stops after
-   * the same step */
-  double sums[3] = {ct_tensor_f32(out[0])[0], 0, ct_interrupt_requested() ? 1 : 0};
+  /* with the signal this rank got, counted by kind: every rank then stops
+   * after the same step, with the same signal */
+  const int sig = ct_interrupt_requested();
+  double sums[4] = {ct_tensor_f32(out[0])[0], 0, sig == SIGINT, sig == SIGTERM};
   ct_tensor *logits = ct_towers_concat(towers, out + 1, r->sizes, status);
   if (logits) sums[1] = (double)count_correct(logits, ct_tensor_i32(r->buf.labels), r->rows);
   ct_tensor_free(logits);
@@ -428,9 +430,10 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   free(out);
   if (failed) return 1;
   ct_cluster_progress(global_step, -1, "the step's loss");
-  if (r->towers.across_ranks && ct_cluster_allreduce_f64(sums, 3, status)) return 1;
+  if (r->towers.across_ranks && ct_cluster_allreduce_f64(sums, 4, status)) return 1;
   r->times.sync_end = ct_monotonic_seconds();
-  if (!r->cluster) r->interrupted = sums[2] > 0;
+  if (!r->cluster)
+    r->interrupted = ct_interrupt_combine(sums[2] > 0 ? SIGINT : 0, sums[3] > 0 ? SIGTERM : 0);
   *loss = sums[0];
   *accuracy = sums[1] / (double)n;
   return check_loss(r, *loss, global_step, status);

@@ -40,6 +40,113 @@ static char *classes_json(const ct_dataset *ds) {
   return text;
 }
 
+/* What a checkpoint records of the data its model learned from. Restored
+ * on data where one of these differs, the model would read its labels as
+ * other classes (or its images in another shape), and `ctower eval` would
+ * report a wrong accuracy and `--resume` train on wrong labels: both
+ * refuse such data, naming both values. A fact the checkpoint does not
+ * record (it was written before the fact was) or the data does not have
+ * (class names outside image folders, fine or coarse outside CIFAR-100) is
+ * not compared. In the order they are checked: the first names the cause. */
+enum { FACT_DATASET, FACT_IMAGE_SHAPE, FACT_CLASSES, FACT_LABEL, FACT_NUM_CLASSES, N_FACTS };
+
+static const struct data_fact {
+  const char *key;            /* its metadata key */
+  const char *before, *after; /* around a value, in words: "", " images" */
+  const char *fix;            /* what makes the data match; the saved value follows... */
+  const char *fix_after;      /* ...and this, unless it is NULL (the fix names no value) */
+} k_facts[N_FACTS] = {
+    [FACT_DATASET] = {"dataset", "dataset '", "'", "set dataset.name: ", ""},
+    [FACT_IMAGE_SHAPE] = {"image_shape", "", " images", "give it images of ",
+                          " (dataset.path, dataset.image_shape, dataset.augment.crop)"},
+    [FACT_CLASSES] = {"classes", "the classes ", "",
+                      "give the class folders of dataset.path the names they had", NULL},
+    [FACT_LABEL] = {"label", "", " labels", "set dataset.label: ", ""},
+    [FACT_NUM_CLASSES] = {"num_classes", "", " classes", "set dataset.num_classes: ", ""},
+};
+
+typedef struct data_facts {
+  const char *value[N_FACTS]; /* NULL where the data has none */
+  char num_classes[24];
+  char *classes; /* owned: the class names as a JSON array, or NULL */
+} data_facts;
+
+/* The facts of ds (the run's training set, or eval's test set, which
+ * numbers its classes as the training set does) under the options. */
+static void data_facts_init(data_facts *f, const ct_trainer_options *o, const ct_dataset *ds,
+                            const ct_training_graph *tg) {
+  memset(f, 0, sizeof *f);
+  f->classes = classes_json(ds);
+  snprintf(f->num_classes, sizeof f->num_classes, "%d", ct_dataset_num_classes(ds));
+  f->value[FACT_DATASET] = o->dataset.name;
+  f->value[FACT_IMAGE_SHAPE] = tg->image_shape;
+  f->value[FACT_CLASSES] = f->classes;
+  f->value[FACT_NUM_CLASSES] = f->num_classes;
+  if (strcmp(o->dataset.name, "cifar100") == 0)
+    f->value[FACT_LABEL] = o->dataset.coarse_labels ? "coarse" : "fine";
+}
+
+static void data_facts_free(data_facts *f) { free(f->classes); }
+
+/* INVALID_ARGUMENT naming the first fact the checkpoint records that the
+ * data does not match, both values (long ones shortened) and what to do.
+ * Returns 0 when all agree. */
+static int check_data(const ct_checkpoint *ck, const char *path, const data_facts *f,
+                      ct_status *status) {
+  enum { SHOWN = 300 }; /* characters of a value in the message */
+  for (int i = 0; i < N_FACTS; ++i) {
+    const struct data_fact *d = &k_facts[i];
+    const char *saved = ct_checkpoint_metadata(ck, d->key), *here = f->value[i];
+    if (saved == NULL || here == NULL || strcmp(saved, here) == 0) continue;
+    const char *cut_saved = strlen(saved) > SHOWN ? "..." : "";
+    const char *cut_here = strlen(here) > SHOWN ? "..." : "";
+    const int fix_shown = d->fix_after ? SHOWN : 0;
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "checkpoint '%s' was trained on %s%.*s%s%s, not on %s%.*s%s%s as here; "
+                  "%s%.*s%s to evaluate or resume it, or train a new checkpoint",
+                  path, d->before, SHOWN, saved, cut_saved, d->after, d->before, SHOWN, here,
+                  cut_here, d->after, d->fix, fix_shown, saved, d->fix_after ? d->fix_after : "");
+    return 1;
+  }
+  return 0;
+}
+
+/* The optimizer whose state the checkpoint holds: its metadata's, or, in a
+ * checkpoint written before that was recorded, the one its slots' names
+ * tell ("<variable>/Momentum", "<variable>/Adam"; none: sgd). */
+static const char *saved_optimizer(const ct_checkpoint *ck) {
+  const char *recorded = ct_checkpoint_metadata(ck, "optimizer");
+  if (recorded) return recorded;
+  for (int i = 0; i < ct_checkpoint_count(ck); ++i) {
+    const char *slot = strrchr(ct_checkpoint_name(ck, i), '/');
+    if (slot && strcmp(slot, "/Momentum") == 0) return "momentum";
+    if (slot && strcmp(slot, "/Adam") == 0) return "adam";
+  }
+  return "sgd";
+}
+
+/* The optimizer state a checkpoint of that optimizer holds, in words. */
+static const char *optimizer_state(const char *optimizer) {
+  if (strcmp(optimizer, "momentum") == 0) return "momentum slots (an accumulator per variable)";
+  if (strcmp(optimizer, "adam") == 0) return "Adam slots (the moments m and v per variable)";
+  return "no optimizer slots";
+}
+
+/* --resume goes on with the optimizer state the checkpoint holds: another
+ * optimizer would start from none, or not find its own. INVALID_ARGUMENT
+ * naming both optimizers when the config asks for another; 0 when not. */
+static int check_optimizer(const ct_checkpoint *ck, const char *path, const ct_trainer_options *o,
+                           ct_status *status) {
+  const char *saved = saved_optimizer(ck), *wanted = ct_optimizer_name(o->train.optimizer.kind);
+  if (strcmp(saved, wanted) == 0) return 0;
+  ct_status_set(status, CT_INVALID_ARGUMENT,
+                "checkpoint '%s' was trained with optimizer %s and holds %s, but the config asks "
+                "for %s; set train.optimizer.name: %s to resume it, or start afresh without "
+                "--resume (or with another train.checkpoint)",
+                path, saved, optimizer_state(saved), wanted, saved);
+  return 1;
+}
+
 int ct_trainer_save_checkpoint(ct_session *s, const ct_training_graph *tg,
                                const ct_trainer_options *o, const ct_dataset *train_set,
                                const ct_train_position *at, double test_accuracy,
@@ -81,22 +188,27 @@ int ct_trainer_save_checkpoint(ct_session *s, const ct_training_graph *tg,
   snprintf(epoch_text, sizeof epoch_text, "%lld", (long long)at->epoch);
   snprintf(example_text, sizeof example_text, "%lld", (long long)at->example);
   snprintf(accuracy_text, sizeof accuracy_text, "%.4f", test_accuracy);
-  const char *metadata[] = {"format",        "ctower",        "ctower_version", CTOWER_VERSION,
-                            "model",         o->model,        "dataset",        o->dataset.name,
-                            "image_shape",   tg->image_shape, "global_step",    step_text,
-                            "epoch",         epoch_text,      "epoch_example",  example_text,
-                            "test_accuracy", accuracy_text,   "classes",        NULL};
-  char *classes = classes_json(train_set);
-  metadata[sizeof metadata / sizeof metadata[0] - 1] = classes;
-  const int pairs = (int)(sizeof metadata / sizeof metadata[0] / 2) - (classes == NULL);
+  const char *metadata[2 * (8 + N_FACTS)] = {
+      "format",        "ctower",     "ctower_version", CTOWER_VERSION,
+      "model",         o->model,     "optimizer",      ct_optimizer_name(o->train.optimizer.kind),
+      "global_step",   step_text,    "epoch",          epoch_text,
+      "epoch_example", example_text, "test_accuracy",  accuracy_text};
+  int pairs = 8;
+  data_facts facts;
+  data_facts_init(&facts, o, train_set, tg);
+  for (int i = 0; i < N_FACTS; ++i) {
+    if (facts.value[i] == NULL) continue;
+    metadata[2 * pairs] = k_facts[i].key;
+    metadata[2 * pairs + 1] = facts.value[i];
+    ++pairs;
+  }
   int failed = status->code != CT_OK ||
                ct_checkpoint_write(o->train.checkpoint, tensors, n, metadata, pairs, status);
-  free(classes);
+  data_facts_free(&facts);
   for (int i = 0; i < n; ++i) ct_tensor_free((ct_tensor *)tensors[i].tensor);
   free(tensors);
   return failed;
 }
-
 /* Counts in a checkpoint's metadata stay below this: far past any real run,
  * and far from overflowing when a step or epoch is added to them. */
 #define MAX_METADATA_COUNT 1000000000000000LL
@@ -124,29 +236,32 @@ static int metadata_count(const ct_checkpoint *ck, const char *path, const char 
   return 0;
 }
 
-int ct_trainer_restore_checkpoint(ct_session *s, const ct_training_graph *tg, const char *path,
-                                  const char *model_name, ct_train_position *at,
-                                  ct_status *status) {
+/* The model the checkpoint records is the config's: INVALID_ARGUMENT naming
+ * both when not; 0 when it is (or the checkpoint records none). */
+static int check_model(const ct_checkpoint *ck, const char *path, const char *model,
+                       ct_status *status) {
+  const char *saved = ct_checkpoint_metadata(ck, "model");
+  if (saved == NULL || strcmp(saved, model) == 0) return 0;
+  ct_status_set(status, CT_INVALID_ARGUMENT,
+                "checkpoint '%s' holds model '%s' but the config asks for '%s'; set "
+                "model.name: %s or pass the matching checkpoint",
+                path, saved, model, saved);
+  return 1;
+}
+
+int ct_trainer_restore_checkpoint(ct_session *s, const ct_training_graph *tg,
+                                  const ct_trainer_options *o, const ct_dataset *data,
+                                  const char *path, ct_train_position *at, ct_status *status) {
   const ct_graph *g = tg->graph;
-  const char *image_shape = tg->image_shape;
   ct_checkpoint *ck = ct_checkpoint_read(path, status);
   if (ck == NULL) return 1;
-  const char *saved_model = ct_checkpoint_metadata(ck, "model");
-  const char *saved_shape = ct_checkpoint_metadata(ck, "image_shape");
-  if (saved_model && strcmp(saved_model, model_name) == 0 && saved_shape &&
-      strcmp(saved_shape, image_shape) != 0) {
-    ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "the dataset's images are %s but checkpoint '%s' was trained on %s images; "
-                  "give it data of that shape (dataset.path, dataset.image_shape)",
-                  image_shape, path, saved_shape);
-    ct_checkpoint_free(ck);
-    return 1;
-  }
-  if (saved_model && strcmp(saved_model, model_name) != 0) {
-    ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "checkpoint '%s' holds model '%s' but the config asks for '%s'; set "
-                  "model.name: %s or pass the matching checkpoint",
-                  path, saved_model, model_name, saved_model);
+  data_facts facts;
+  data_facts_init(&facts, o, data, tg);
+  const int refused = check_model(ck, path, o->model, status) ||
+                      check_data(ck, path, &facts, status) ||
+                      (at && check_optimizer(ck, path, o, status));
+  data_facts_free(&facts);
+  if (refused) {
     ct_checkpoint_free(ck);
     return 1;
   }

@@ -86,9 +86,11 @@ typedef struct ct_train_position {
 } ct_train_position;
 
 /* Writes the original variables (not replicas), under their tower-free
- * names, with the position, the model, the dataset, the test accuracy and
- * (for an image folder) the class names of train_set, as a JSON array under
- * "classes", to options->train.checkpoint. Returns 0 or fills status. */
+ * names, with the position, the model, the optimizer, the test accuracy
+ * and what the model learned from: the dataset, the image shape, the class
+ * count, CIFAR-100's fine or coarse labels and (for an image folder) the
+ * class names of train_set as a JSON array under "classes", to
+ * options->train.checkpoint. Returns 0 or fills status. */
 int ct_trainer_save_checkpoint(ct_session *session, const ct_training_graph *tg,
                                const ct_trainer_options *options, const ct_dataset *train_set,
                                const ct_train_position *at, double test_accuracy,
@@ -99,14 +101,18 @@ int ct_trainer_save_checkpoint(ct_session *session, const ct_training_graph *tg,
 void ct_trainer_classes_text(const ct_dataset *dataset, char *buf, size_t size);
 
 /* Copies every variable tg's graph has (replicas from their original's
- * entry) from the checkpoint at path, written for model_name on images of
- * tg's shape (a checkpoint that records another is refused, naming both);
- * fills *at from its metadata when not NULL (then global_step, epoch and
- * epoch_example must each be a count: DATA_LOSS naming the one that is
- * not). Returns 0 or fills status. */
+ * entry) from the checkpoint at path. A checkpoint that records another
+ * model than options->model, or data other than `data` (the run's
+ * training set, or eval's test set) in its dataset, image shape, class
+ * names, class count or CIFAR-100 labels, is refused with INVALID_ARGUMENT
+ * naming both, before anything is restored. When `at` is not NULL
+ * (--resume) the checkpoint's optimizer must be the options' (refused
+ * naming both otherwise), and *at is filled from its metadata (global_step,
+ * epoch and epoch_example must each be a count: DATA_LOSS naming the one
+ * that is not). Returns 0 or fills status. */
 int ct_trainer_restore_checkpoint(ct_session *session, const ct_training_graph *tg,
-                                  const char *path, const char *model_name, ct_train_position *at,
-                                  ct_status *status);
+                                  const ct_trainer_options *options, const ct_dataset *data,
+                                  const char *path, ct_train_position *at, ct_status *status);
 
 /* When the host did what for the last batch and step (ct_monotonic_seconds). */
 typedef struct ct_step_times {
@@ -148,8 +154,9 @@ typedef struct ct_train_run {
   ct_run_metadata *timeline;      /* auto: where the speeds come from; and the steps observed */
   int record_timeline;            /* record the next step's timeline */
   ct_step_times times;            /* of the last batch and step */
-  int interrupted;                /* some rank was asked to stop (SIGINT, SIGTERM) by the end of
-                                     the last step: every rank stops after it */
+  int interrupted;                /* the signal some rank got by the end of the last step
+                                     (ct_interrupt_combine of them all), or 0: every rank stops
+                                     after it */
   double learning_rate;           /* the schedule's rate at the last step */
   /* with train.log_dir, on rank 0: the placement log, kept for TensorBoard
    * (printed too when session.log_device_placement asks) */
@@ -206,9 +213,10 @@ int ct_train_run_check_replicas(ct_train_run *run, int64_t global_step, ct_statu
 int ct_cluster_run_new(ct_train_run *run, ct_status *status);
 void ct_cluster_run_free(ct_cluster_run *cluster);
 /* A worker, after the run that fetched its gradients (gradients[i] of the
- * towers' gradient i): sends them with the step's rate and sums (loss,
- * correct count, interrupt) to the ps tasks, and assigns the variables
- * they answer with; sets run->interrupted. Returns 0 or fills status. */
+ * towers' gradient i): sends them with the step's rate, sums (loss,
+ * correct count) and the signal it got to the ps tasks, and assigns the
+ * variables they answer with; sets run->interrupted. Returns 0 or fills
+ * status. */
 int ct_cluster_worker_exchange(ct_train_run *run, int64_t step, float rate,
                                ct_tensor *const *gradients, const double *sums, ct_status *status);
 /* A ps task's step: sync, every worker's gradients of `step` applied as
@@ -234,6 +242,13 @@ void ct_interrupt_restore(void);
 void ct_interrupt_training_started(void);
 /* The signal received since ct_interrupt_install, or 0. */
 int ct_interrupt_requested(void);
+/* The signal a job stops with when one rank got a and another b (0:
+ * none): SIGINT when either is, else the other; so every rank of a job
+ * exits with the same status, whichever rank was signalled. */
+int ct_interrupt_combine(int a, int b);
+/* The run stopped for the job's signal `sig`: ct_trainer_interrupt_signal
+ * reports it, on every rank, from now on. */
+void ct_interrupt_stopped_by(int sig);
 
 /* observe.c: the trace (--trace) and the efficiency report of a run. It
  * samples a few steps' timelines (every tenth from `first_sampled`) and

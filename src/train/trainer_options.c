@@ -76,7 +76,10 @@ int ct_trainer_check_options(const ct_trainer_options *o, ct_status *status) {
                   (long long)o->dataset.threads, (long long)o->dataset.prefetch);
     return 1;
   }
-  if (ct_augment_check(a, a->crop[0] + (a->crop[0] == 0), a->crop[1] + (a->crop[1] == 0), status))
+  /* before any image is read: the ranges, and the pad against a crop (the
+   * images' own size, when there is none, is checked when they are read) */
+  if (ct_augment_check(a, a->crop[0] ? a->crop[0] : INT32_MAX, a->crop[1] ? a->crop[1] : INT32_MAX,
+                       status))
     return 1;
   if (!(o->train.schedule.base_rate > 0)) {
     ct_status_set(status, CT_INVALID_ARGUMENT, "the learning rate must be > 0, got %g",

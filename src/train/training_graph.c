@@ -29,6 +29,7 @@ int ct_training_graph_build(ct_training_graph *tg, const ct_model_def *model, in
    * towers (`ctower eval`) there is one copy. */
   const int ps = towers->variable_update == CT_VARIABLE_UPDATE_PARAMETER_SERVER;
   tg->n_eval = optimizer ? towers->n_towers : 1;
+  if (optimizer) ct_graph_push_variable_reuse(g); /* the training towers made them */
   for (int k = 0; k < tg->n_eval; ++k) {
     struct ct_eval_tower *e = &tg->eval[k];
     char scope[32];
@@ -46,6 +47,7 @@ int ct_training_graph_build(ct_training_graph *tg, const ct_model_def *model, in
     ct_graph_pop_variable_device(g);
     ct_graph_pop_device(g);
   }
+  if (optimizer) ct_graph_pop_variable_reuse(g);
   const ct_status *gs = ct_graph_status(g);
   if (gs->code != CT_OK) {
     ct_status_set(status, gs->code, "building model '%s': %s", model->name, gs->message);

@@ -57,7 +57,7 @@ run train job.yaml dataset.path=small --quiet
 [ "$rc" -eq 0 ] || fail "training on 8x8 images: rc $rc: $err"
 idx large train 64 16 16 && idx large t10k 16 16 16
 expect_data_error "eval on other images" \
-  "the dataset's images are 16x16x1 but checkpoint 'ck.safetensors' was trained on 8x8x1 images" \
+  "checkpoint 'ck.safetensors' was trained on 8x8x1 images, not on 16x16x1 images as here" \
   eval job.yaml dataset.path=large
 expect_data_error "resume on other images" "was trained on 8x8x1 images" \
   train job.yaml dataset.path=large train.max_steps=4 --resume

@@ -5,8 +5,9 @@
 # layer's device shows in the placement log and the summary; a model of a
 # shared library (examples/model_library) trains on 2 towers and evaluates;
 # a library of another ABI version, one without exports, a missing file or
-# model, a file that is not a library, a shape that does not fit and a
-# mistyped layer are clear errors.
+# model, a file that is not a library, a shape that does not fit, a
+# mistyped layer and layer names that would share variables are clear
+# errors.
 # Usage: bash layers.sh /path/to/ctower
 source "$(dirname "$0")/lib/common.sh" layers "${1:-}"
 EXAMPLES=${CT_SOURCE_DIR:-$(dirname "$0")/../..}/examples
@@ -117,6 +118,23 @@ expect_error "a shape that does not fit" 2 \
   'model.layers=[{conv2d: {filters: 4, kernel: 4, stride: 4}}, {max_pool: {name: pool, size: 8}}, {dense: {units: 10}}]'
 expect_error "a mistyped layer" 2 "unknown layer type 'maxpool'; did you mean 'max_pool'?" \
   train parallel.yaml 'model.layers=[maxpool]'
+# a layer named as another's repeat copy would share its variables: refused
+# at the file's line, by train and plan alike, before anything runs
+cat >clash.yaml <<'EOF'
+model:
+  name: clash
+  layers:
+    - dense: {name: d, units: 8, repeat: 2}
+    - dense: {name: d_2, units: 8}
+    - dense: {name: logits, units: 10}
+EOF
+clash="clash.yaml:5: model.layers[1] (dense 'd_2') has the name of copy 2 of model.layers[0] (dense 'd', repeat 2), so both would build in scope 'd_2' and share the variables under it ('d_2/...') by accident; rename one of them"
+expect_error "a layer named as another's copy (train)" 2 "$clash" train clash.yaml "$data"
+expect_error "a layer named as another's copy (plan)" 2 "$clash" plan clash.yaml "$data"
+expect_error "a default name taken by another's copy" 2 \
+  "model.layers[1] (dense 'dense_0_2') has the name of copy 2 of model.layers[0] (dense, by default 'dense_0', repeat 2)" \
+  train parallel.yaml "$data" session.log_device_placement=false \
+  'model.layers=[{dense: {units: 8, repeat: 2}}, {dense: {name: dense_0_2, units: 8}}, {dense: {units: 10}}]'
 run train library.yaml "$data" model.library= model.name=mlp --quiet train.checkpoint=
 [ "$rc" -eq 0 ] && pass "overrides change library and name in any order (the model is checked after all of them)" ||
   fail "model.library= model.name=mlp: rc $rc: $err"

@@ -61,6 +61,30 @@ if [ "$rc" -eq 1 ] && grep -q "calibration file 'bad.json' is malformed" <<<"$er
 else
   fail "malformed calibration: rc $rc: $err"
 fi
+# a calibration of another shape is never read as the defaults: the file,
+# the key at fault and how to write it again
+# expect_schema WHAT EDIT NEEDLE: the calibration bench wrote, changed by
+# the Python statement EDIT on `h`, is refused with NEEDLE
+expect_schema() {
+  /usr/bin/python3 -c "import json, sys; h = json.load(open('cal/calibration.json')); $2
+json.dump(h, open('schema.json', 'w'))"
+  run plan small.yaml --calibration schema.json
+  if [ "$rc" -eq 1 ] && [ "$(grep -c '^ctower: error: ' <<<"$err")" -eq 1 ] &&
+     [[ "$err" == *"calibration file 'schema.json' is malformed: $3; run 'ctower bench --calibrate --calibration schema.json' to write it again"* ]]; then
+    pass "$1: ${err#ctower: error: }"
+  else
+    fail "$1: rc $rc: $err $(grep 'cost model' <<<"$out")"
+  fi
+}
+expect_schema "a calibration without in_process" "del h['in_process']" '"in_process" is missing'
+expect_schema "a calibration of version 2" "h['version'] = 2" '"version" is 2, and this ctower reads 1'
+expect_schema "a calibration with a key renamed" "h['cpus'] = h.pop('CPU')" \
+  'it has the key "cpus", which a calibration does not hold'
+expect_schema "a calibration whose CPU is a string" "h['CPU'] = 'fast'" '"CPU" must be an object'
+expect_schema "a calibration of 0 threads" "h['CPU']['threads'] = 0" \
+  '"CPU.threads" is 0, not a whole number >= 1'
+expect_schema "a calibration with a point as a number" "h['CPU']['dense'][0] = 1e9" \
+  '"CPU.dense[0]" must be an object'
 
 # --- will not fit: exit 1, the device, predicted bytes vs limit, what to change
 run plan small.yaml session.memory_limit_mb.CPU=20 --calibration none.json
@@ -78,7 +102,7 @@ expect_usage_error "plan without a config" "'ctower plan' needs a CONFIG.yaml ar
 expect_usage_error "an unknown flag" "unknown option '--verbos' for 'ctower plan'; did you mean '--verbose'?" \
   plan small.yaml --verbos
 expect_usage_error "a missing config file" "config file 'missing.yaml' not found" plan missing.yaml
-expect_usage_error "a bad --link-gbps" "--link-gbps needs bandwidths in Gb/s > 0" \
+expect_usage_error "a bad --link-gbps" "--link-gbps needs bandwidths in Gb/s in (0, 1000000]" \
   plan small.yaml --link-gbps fast
 expect_usage_error "a bad override" "'dataset.batch_size' must be" plan small.yaml dataset.batch_size=x
 [ -n "$err" ] && [ "$(printf "%s\n" "$err" | grep -c "")" -eq 1 ] && pass "one line on stderr" || fail "stderr: $err"

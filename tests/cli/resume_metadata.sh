@@ -3,7 +3,8 @@
 # or epoch_example that is not a plain count ("-1", "abc", "0x32", "1e3",
 # 2^63-1), an epoch_example past the epoch, a missing field or a missing
 # __metadata__, and a dtype "F32\u0000" are each one clear error naming the
-# field (exit 1), never a silent start from step 0.
+# field (exit 1), never a silent start from step 0. Another optimizer than
+# the checkpoint's is refused naming both (exit 2).
 # Usage: bash resume_metadata.sh /path/to/ctower
 source "$(dirname "$0")/lib/common.sh" resume_metadata "${1:-}"
 
@@ -56,6 +57,23 @@ expect_refused "a missing global_step" "del h['__metadata__']['global_step']" \
 expect_refused "a missing __metadata__" "del h['__metadata__']" "its metadata global_step is missing"
 expect_refused 'a dtype "F32\u0000"' \
   "k = next(k for k in h if k != '__metadata__'); h[k]['dtype'] = 'F32\\u0000'" "unknown dtype"
+
+# another optimizer than the one whose slots the checkpoint holds: named,
+# with what to do, rather than a missing variable; a checkpoint that does
+# not record its optimizer is judged by its slots
+expect_optimizer_refused() {
+  run train job.yaml train.checkpoint="$1" train.max_steps=6 train.optimizer.name=adam --quiet --resume
+  if [ "$rc" -eq 2 ] && [ "$(grep -c '^ctower: error: ' <<<"$err")" -eq 1 ] &&
+     [[ "$err" == *"was trained with optimizer momentum and holds momentum slots"*"the config asks for adam; set train.optimizer.name: momentum to resume it, or start afresh without --resume"* ]] &&
+     ! grep -q '^done' <<<"$out"; then
+    pass "$2: ${err#ctower: error: }"
+  else
+    fail "$2: rc $rc: $err $out"
+  fi
+}
+expect_optimizer_refused good.safetensors "momentum's checkpoint resumed with adam"
+tamper bad.safetensors "del h['__metadata__']['optimizer']"
+expect_optimizer_refused bad.safetensors "momentum's slots without the optimizer recorded, resumed with adam"
 
 # the untouched one still resumes
 run train job.yaml train.max_steps=6 --quiet --resume

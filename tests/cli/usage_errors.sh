@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `ctower` usage and config errors: --help and --version succeed; every bad
 # input exits 2 with one line on stderr naming the file:line, key or option
-# at fault, and never dumps core.
+# at fault (and, for a value out of range, the range), and never dumps core.
 # Usage: bash usage_errors.sh /path/to/ctower
 source "$(dirname "$0")/lib/common.sh" usage "${1:-}"
 
@@ -130,6 +130,29 @@ expect_usage "override with malformed YAML" "override 'devices.towers=[/cpu:0'" 
   train good.yaml 'devices.towers=[/cpu:0'
 expect_usage "override of a map entry" "'session.device_count.CPU' must be >= 1" \
   devices good.yaml 'session.device_count={CPU: 0}'
+
+# --- augmentation that can only wash images out or overflow to NaN: refused
+# when the config is read, with the range, before a step runs -----------------
+expect_usage "brightness 1e30" "'dataset.augment.brightness' must be in [0, 1], got '1e30'" \
+  train good.yaml dataset.augment.brightness=1e30
+expect_usage "brightness 1.5" "'dataset.augment.brightness' must be in [0, 1], got '1.5'" \
+  train good.yaml dataset.augment.brightness=1.5
+expect_usage "contrast up to 1e30" "'dataset.augment.contrast' must be in [0, 10], got '1e30'" \
+  train good.yaml 'dataset.augment.contrast=[0.2, 1e30]'
+expect_usage "contrast [2, 1]" "'dataset.augment.contrast' must not decrease, but 1 follows 2" \
+  train good.yaml 'dataset.augment.contrast=[2, 1]'
+expect_usage "a pad as wide as the crop" \
+  "dataset.augment.pad must lie in [0, 24): a pad of 24 around 24x24 crops lets a crop hold padding alone" \
+  train good.yaml dataset.augment.pad=24 'dataset.augment.crop=[24, 24]'
+
+# --- plan --link-gbps: a finite bandwidth above 0, at most 8 of them -----------
+for gbps in inf nan -1 0 1e400 10,inf; do
+  expect_usage "--link-gbps $gbps" \
+    "--link-gbps needs bandwidths in Gb/s in (0, 1000000], such as 10 or 10,100, got '$gbps'" \
+    plan good.yaml --link-gbps "$gbps"
+done
+expect_usage "--link-gbps with 9 links" "--link-gbps takes at most 8 bandwidths" \
+  plan good.yaml --link-gbps 1,2,3,4,5,6,7,8,9
 
 # No core files, whatever ulimit said.
 if compgen -G "core*" >/dev/null; then

@@ -2,7 +2,8 @@
  * parameters and names; lists write and read back the same; a mistyped
  * type, parameter or value suggests the right one; shapes that do not fit
  * name the layer and both shapes, as do parameters out of range in a list
- * made in C; a layer's device scope reaches its nodes. */
+ * made in C; names that would share variables are refused; a layer's
+ * device scope reaches its nodes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,22 @@ static void layers_of(const char *list, ct_config *c) {
   ct_status st = CT_STATUS_INIT;
   ct_config_defaults(c);
   if (ct_config_apply_override(c, assignment, &st)) fail_msg("%s: %s", list, st.message);
+}
+
+/* model.layers=<list> is refused (INVALID_ARGUMENT) with each of expect
+ * (NULL-terminated, at most 3) in its message. */
+static void expect_list_refused(const char *list, const char *const *expect) {
+  char assignment[1024];
+  snprintf(assignment, sizeof assignment, "model.layers=%s", list);
+  ct_config c;
+  ct_config_defaults(&c);
+  ct_status st = CT_STATUS_INIT;
+  assert_int_equal(ct_config_apply_override(&c, assignment, &st), 1);
+  printf("  %s\n", st.message);
+  assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+  for (int k = 0; k < 3 && expect[k]; ++k)
+    if (strstr(st.message, expect[k]) == NULL)
+      fail_msg("%s: no '%s' in: %s", list, expect[k], st.message);
 }
 
 /* Builds the layers on [?, h, w, ch] images; the graph (its status says how it went). */
@@ -119,18 +136,8 @@ static void test_layer_errors_suggest(void **state) {
       {"[{dense: 10}]", {"the parameters of dense must be a mapping", NULL}},
       {"[{dense: {units: 1}, flatten: ~}]", {"a layer is its type", NULL}},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-    char assignment[512];
-    snprintf(assignment, sizeof assignment, "model.layers=%s", cases[i].list);
-    ct_config c;
-    ct_config_defaults(&c);
-    ct_status st = CT_STATUS_INIT;
-    assert_int_equal(ct_config_apply_override(&c, assignment, &st), 1);
-    printf("  %s\n", st.message);
-    for (int k = 0; k < 3 && cases[i].expect[k]; ++k)
-      if (strstr(st.message, cases[i].expect[k]) == NULL)
-        fail_msg("%s: no '%s' in: %s", cases[i].list, cases[i].expect[k], st.message);
-  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+    expect_list_refused(cases[i].list, cases[i].expect);
 }
 
 /* A file's error names its line. */
@@ -179,8 +186,6 @@ static void test_shapes_that_do_not_fit(void **state) {
       {"[flatten, {conv2d: {filters: 8, kernel: 3}}]",
        "layers[1] (conv2d 'conv2d_1'): needs images [?, height, width, channels], got "
        "[?, 784]"},
-      {"[{dense: {name: fc, units: 10}}, {dense: {name: fc, units: 10}}]",
-       "layers[1] (dense 'fc'): layers[0] has this name too"},
       {"[{dense: {units: 5}}]",
        "layers[0] (dense 'dense_0'): the last layer gives [?, 5], but the logits of 10 classes"},
   };
@@ -197,6 +202,101 @@ static void test_shapes_that_do_not_fit(void **state) {
       fail_msg("no '%s' in: %s", cases[i].expect, st->message);
     ct_graph_free(g);
   }
+}
+
+/* No two layers of a list share a scope, and so its variables: a name given
+ * twice, a name one layer gives that another's repeat copy or default name
+ * takes (and the other way round), or a block's projection's, is refused
+ * when the config is read, at the later layer's line, naming both layers. */
+static void test_names_that_clash(void **state) {
+  (void)state;
+  static const struct {
+    const char *list, *expect;
+  } cases[] = {
+      {"[{dense: {name: d, units: 8, repeat: 2}}, {dense: {name: d_2, units: 8}}, "
+       "{dense: {name: logits, units: 10}}]",
+       "model.layers[1] (dense 'd_2') has the name of copy 2 of model.layers[0] (dense 'd', "
+       "repeat 2), so both would build in scope 'd_2' and share the variables under it "
+       "('d_2/...') by accident; rename one of them"},
+      {"[{dense: {name: fc, units: 10}}, {dense: {name: fc, units: 10}}]",
+       "model.layers[1] (dense 'fc') has the name of model.layers[0] (dense 'fc')"},
+      {"[{conv2d: {name: c_3, filters: 4, kernel: 3}}, {conv2d: {name: c, filters: 4, kernel: 3, "
+       "repeat: 3}}, {dense: {units: 10}}]",
+       "model.layers[0] (conv2d 'c_3') has the name of copy 3 of model.layers[1] (conv2d 'c', "
+       "repeat 3)"},
+      {"[{dense: {units: 8, repeat: 2}}, {dense: {name: dense_0_2, units: 8}}, "
+       "{dense: {units: 10}}]",
+       "model.layers[1] (dense 'dense_0_2') has the name of copy 2 of model.layers[0] (dense, "
+       "by default 'dense_0', repeat 2)"},
+      {"[{dense: {name: dense, units: 8, repeat: 3}}, {dense: {units: 8}}, {dense: {units: 8}}, "
+       "{dense: {units: 10}}]",
+       "model.layers[2] (dense, by default 'dense_2') has the name of copy 2 of model.layers[0] "
+       "(dense 'dense', repeat 3)"},
+      {"[{residual: {name: r, repeat: 2, layers: [relu]}}, {residual: {name: r_2, layers: "
+       "[relu]}}, {dense: {units: 10}}]",
+       "model.layers[1] (residual 'r_2') has the name of copy 2 of model.layers[0] (residual 'r', "
+       "repeat 2)"},
+      {"[{residual: {layers: [{conv2d: {filters: 1, kernel: 3, padding: same, repeat: 2}}, "
+       "{conv2d: {name: conv2d_0_2, filters: 1, kernel: 3, padding: same}}]}}, "
+       "{dense: {units: 10}}]",
+       "model.layers[0].layers[1] (conv2d 'conv2d_0_2') has the name of copy 2 of "
+       "model.layers[0].layers[0] (conv2d, by default 'conv2d_0', repeat 2)"},
+      {"[{residual: {shortcut: projection, layers: [{conv2d: {name: shortcut, filters: 4, "
+       "kernel: 3, padding: same}}]}}, {dense: {units: 10}}]",
+       "model.layers[0].layers[0] (conv2d 'shortcut') has the name of the projection shortcut of "
+       "model.layers[0] (residual, by default 'residual_0')"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+    expect_list_refused(cases[i].list, (const char *const[]){cases[i].expect, NULL});
+  /* names that only look alike are a model */
+  ct_config c;
+  layers_of(
+      "[{dense: {name: d, units: 8, repeat: 2}}, {dense: {name: d_02, units: 8}}, "
+      "{dense: {name: d_3, units: 8}}, {dense: {name: d_2_2, units: 10}}]",
+      &c);
+  ct_output logits;
+  ct_graph *g = build(&c.model.layers, 28, 28, 1, &logits);
+  assert_status_ok(ct_graph_status(g));
+  ct_graph_free(g);
+  /* a file names the later layer's line */
+  char path[] = "/tmp/ctower_layers_XXXXXX";
+  const int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *out = fdopen(fd, "w");
+  fputs(
+      "model:\n  layers:\n    - dense: {name: d, units: 8, repeat: 2}\n    - flatten\n"
+      "    - dense: {name: d_2, units: 10}\n",
+      out);
+  fclose(out);
+  ct_status st = CT_STATUS_INIT;
+  ct_config_defaults(&c);
+  assert_int_equal(ct_config_load(&c, path, &st), 1);
+  unlink(path);
+  printf("  %s\n", st.message);
+  assert_non_null(strstr(st.message, ":5: model.layers[2] (dense 'd_2') has the name of copy 2"));
+}
+
+/* A list made in C meets the same rule when it is built, before any layer. */
+static void test_c_list_names_that_clash(void **state) {
+  (void)state;
+  ct_layer_list list = {.n = 3};
+  ct_layer_spec_defaults(&list.layers[0], CT_LAYER_DENSE);
+  list.layers[0].units = 8;
+  list.layers[0].repeat = 2;
+  ct_layer_spec_defaults(&list.layers[1], CT_LAYER_DENSE);
+  list.layers[1].units = 8;
+  snprintf(list.layers[1].name, sizeof list.layers[1].name, "dense_0_2");
+  ct_layer_spec_defaults(&list.layers[2], CT_LAYER_DENSE);
+  list.layers[2].units = 10;
+  ct_output logits;
+  ct_graph *g = build(&list, 28, 28, 1, &logits);
+  printf("  %s\n", ct_graph_status(g)->message);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  assert_non_null(strstr(ct_graph_status(g)->message,
+                         "layers[1] (dense 'dense_0_2') has the name of copy 2 of layers[0] "
+                         "(dense, by default 'dense_0', repeat 2)"));
+  assert_int_equal(ct_graph_variable_count(g), 0);
+  ct_graph_free(g);
 }
 
 /* A list made in C is checked too: what would divide by zero is an error. */
@@ -248,6 +348,8 @@ int main(void) {
       cmocka_unit_test(test_layer_errors_suggest),
       cmocka_unit_test(test_layer_error_line),
       cmocka_unit_test(test_shapes_that_do_not_fit),
+      cmocka_unit_test(test_names_that_clash),
+      cmocka_unit_test(test_c_list_names_that_clash),
       cmocka_unit_test(test_c_list_out_of_range),
       cmocka_unit_test(test_dense_flattens_and_devices_scope),
   };

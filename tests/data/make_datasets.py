@@ -262,9 +262,13 @@ def make_bad():
     write(path, data[:-7])
     copy("tfrecord", "tfrecord_missing")  # record 0 of the second file has no label
     copy("tfrecord", "tfrecord_label")  # record 0 of the second file has label 99
+    copy("tfrecord", "tfrecord_image")  # record 0 of the second file: a JPEG cut short
+    jpeg = encoded(random_image("RGB", (64, 64)), "JPEG")
     for kind, features in (("missing", {"image/encoded": encoded(random_image("RGB"), "PNG")}),
                            ("label", {"image/encoded": encoded(random_image("RGB"), "PNG"),
-                                      "image/class/label": 99})):
+                                      "image/class/label": 99}),
+                           ("image", {"image/encoded": jpeg[:len(jpeg) * 3 // 4],
+                                      "image/class/label": 1})):
         path = f"{OUT}/bad/tfrecord_{kind}/train-00001-of-00002"
         data = open(path, "rb").read()
         write(path, tfrecord([example(features)]) + data)

@@ -148,6 +148,22 @@ static void test_bad_options(void **state) {
   const ct_augment_options contrast = {{0, 0}, 0, 0, 0, {1.5, 0.5}, 0};
   assert_int_equal(ct_augment_check(&contrast, H, W, &st), 1);
   ct_status_clear(&st);
+  /* past their ranges: washed out, blown up, NaN; a crop of padding alone */
+  const ct_augment_options absurd[] = {{{0, 0}, 0, 0, 1e30, {1, 1}, 0},
+                                       {{0, 0}, 0, 0, 1.5, {1, 1}, 0},
+                                       {{0, 0}, 0, 0, 0, {0.2, 1e30}, 0},
+                                       {{0, 0}, 0, 0, NAN, {1, 1}, 0},
+                                       {{7, 6}, 6, 0, 0, {1, 1}, 0}};
+  const char *const named[] = {"brightness must lie in [0, 1]", "brightness must lie in [0, 1]",
+                               "hi <= 10", "brightness", "pad must lie in [0, 6)"};
+  for (size_t i = 0; i < sizeof absurd / sizeof absurd[0]; ++i) {
+    ct_status_clear(&st);
+    assert_int_equal(ct_augment_check(&absurd[i], H, W, &st), 1);
+    printf("  %s\n", st.message);
+    assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+    assert_non_null(strstr(st.message, named[i]));
+  }
+  ct_status_clear(&st);
   const ct_augment_options fine = {{7, 6}, 4, 1, 0.1, {0.5, 1.5}, 1};
   assert_int_equal(ct_augment_check(&fine, H, W, &st), 0);
 }

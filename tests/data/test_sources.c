@@ -396,6 +396,32 @@ static void test_bad_tfrecord(void **state) {
   assert_non_null(strstr(st.message, "train-*"));
 }
 
+/* A record's bad image: its place ('file' record N (byte B)) said once,
+ * quoted once. */
+static void test_tfrecord_image_error_says_where_once(void **state) {
+  (void)state;
+  expect_bad("tfrecord_image", "tfrecord", 1, CT_DATA_LOSS,
+             (const char *const[]){"train-00001-of-00002' record 0 (byte 0) is a corrupt JPEG "
+                                   "image",
+                                   NULL},
+             1);
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/bad/tfrecord_image", g_dir);
+  ct_dataset_read_options o = options_8x8(5);
+  o.label_offset = 1;
+  ct_status st = CT_STATUS_INIT;
+  ct_dataset *ds = ct_dataset_open_tfrecord(dir, 1, &o, &st);
+  assert_non_null(ds);
+  uint8_t px[8 * 8 * 3];
+  int32_t label;
+  for (int64_t i = 0; i < ct_dataset_size(ds) && st.code == CT_OK; ++i)
+    ct_dataset_read(ds, i, px, &label, &st);
+  printf("  %s\n", st.message);
+  assert_null(strstr(st.message, "''"));
+  assert_int_equal(st.message[0], '\'');
+  ct_dataset_free(ds);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cifar10_reads_back),
@@ -409,6 +435,7 @@ int main(void) {
       cmocka_unit_test(test_bad_images),
       cmocka_unit_test(test_test_class_missing_from_train),
       cmocka_unit_test(test_bad_tfrecord),
+      cmocka_unit_test(test_tfrecord_image_error_says_where_once),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

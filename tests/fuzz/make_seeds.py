@@ -3,7 +3,8 @@
 
 Usage: make_seeds.py SOURCE_DIR OUT
 
-Configs are the examples/*.yaml and a few overrides; device names, the
+Configs are the examples/*.yaml and a few overrides; layer lists, the
+examples' and a few whose names come close to clashing; device names, the
 forms users write; checkpoints, IDX, CIFAR and TFRecord files, small
 valid ones (the datasets from tests/data/make_datasets.py) and a few
 broken ones.
@@ -33,6 +34,27 @@ for i, text in enumerate(["train.epochs=3", "session.device_count={CPU: 2, GPU: 
                           "devices.towers=[/cpu:0, /job:worker/task:1/cpu:0]",
                           "train: {optimizer: {name: adam, learning_rate: 1e-3}}\n"]):
     seed("config", f"override_{i}", text)
+
+# layer lists, as the value of model.layers: the examples' (their block
+# lists, dedented) and a few that give names alike, repeats and blocks
+for path in glob.glob(f"{SOURCE}/examples/*_layers.yaml"):
+    lines = open(path).read().split("\n")
+    start = lines.index("  layers:") + 1
+    block = []
+    for line in lines[start:]:
+        if line.strip() and not line.startswith("    "):
+            break
+        block.append(line[4:])
+    seed("layers", os.path.basename(path), "\n".join(block))
+for i, text in enumerate([
+        "[{dense: {name: d, units: 8, repeat: 2}}, {dense: {name: d_2, units: 8}}, {dense: {units: 10}}]",
+        "[{dense: {units: 8, repeat: 3}}, {dense: {name: dense_0_3, units: 8}}, {dense: {units: 10}}]",
+        "[{conv2d: {filters: 4, kernel: 3, padding: same, repeat: 2}}, batch_norm, {residual: {name: r, "
+        "repeat: 2, shortcut: projection, layers: [{conv2d: {filters: 8, kernel: 3, stride: 2, padding: same}}, "
+        "{batch_norm: {name: shortcut}}]}}, global_avg_pool, {dense: {units: 10}}]",
+        "[{residual: {layers: [{conv2d: {filters: 3, kernel: 1, repeat: 2}}, {conv2d: {name: conv2d_0_2, "
+        "filters: 3, kernel: 1}}]}}, flatten, {dense: {name: logits, units: 10}}]"]):
+    seed("layers", f"list_{i}", text)
 
 for i, text in enumerate(["/cpu:0", "/gpu:1", "/device:GPU:1", "/job:localhost/replica:0/task:0/device:CPU:0",
                           "/job:worker/task:3/cpu:*", "cpu:0", "/GPU:0"]):

@@ -45,7 +45,8 @@ static void test_device_scopes_are_recorded(void **state) {
   ct_graph_free(g);
 }
 
-/* The same model code under two name scopes shares its variables. */
+/* The same model code under two name scopes shares its variables when the
+ * second asks for reuse, as TensorFlow's variable_scope(reuse=True). */
 static void test_towers_share_variables(void **state) {
   (void)state;
   ct_graph *g = ct_graph_new();
@@ -58,7 +59,9 @@ static void test_towers_share_variables(void **state) {
   ct_graph_pop_name_scope(g);
   int n_vars = ct_graph_variable_count(g);
   ct_graph_push_name_scope(g, "tower_1");
+  ct_graph_push_variable_reuse(g);
   ct_output logits1 = model->build(g, x, 10, 1);
+  ct_graph_pop_variable_reuse(g);
   ct_graph_pop_name_scope(g);
   assert_status_ok(ct_graph_status(g));
   assert_int_equal(n_vars, 8); /* weights and biases of conv1, conv2, fc1, logits */

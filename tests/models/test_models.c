@@ -2,7 +2,8 @@
  * trains a few steps on synthetic images of its input shape; a ResNet depth
  * that is not 6n + 2 is refused; cifar10_cnn decays only its two dense
  * layers' weights, and a variable's own weight decay makes the optimizer
- * step along the gradient of the decayed loss. */
+ * step along the gradient of the decayed loss; layers share variables only
+ * inside a reuse scope. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -217,6 +218,47 @@ static void test_variable_weight_decay_steps_along_the_decayed_loss(void **state
   }
 }
 
+/* A variable name is one layer's: a second layer of the same name, built
+ * with the layer API (dense, convolution, batch norm), is an error naming
+ * the variable rather than a silent share of the first one's weights; in a
+ * reuse scope, as TensorFlow's variable_scope(reuse=True), it shares them. */
+static void test_layers_share_variables_only_when_asked(void **state) {
+  (void)state;
+  for (int kind = 0; kind < 3; ++kind) {
+    ct_graph *g = ct_graph_new();
+    ct_output x = ct_placeholder(g, "images", CT_F32, ct_shape_of(4, (int64_t)-1, 4L, 4L, 2L));
+    for (int copy = 0; copy < 2; ++copy) {
+      if (kind == 0) ct_layer_dense(g, x, 2, CT_ACTIVATION_NONE, "d");
+      if (kind == 1) ct_layer_conv2d(g, x, 2, 3, 1, CT_PADDING_SAME, CT_ACTIVATION_RELU, "c");
+      if (kind == 2) ct_layer_batch_norm(g, x, 1, "bn");
+    }
+    static const char *const first[] = {"d/weights", "c/weights", "bn/gamma"};
+    const ct_status *st = ct_graph_status(g);
+    printf("  %s\n", st->message);
+    assert_int_equal(st->code, CT_INVALID_ARGUMENT);
+    char want[128];
+    snprintf(want, sizeof want, "variable '%s' exists already", first[kind]);
+    assert_non_null(strstr(st->message, want));
+    assert_non_null(strstr(st->message, "give each layer its own name"));
+    ct_graph_free(g);
+  }
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "images", CT_F32, ct_shape_of(2, (int64_t)-1, 3L));
+  ct_graph_push_name_scope(g, "tower_0");
+  ct_layer_dense(g, x, 2, CT_ACTIVATION_NONE, "d");
+  ct_graph_pop_name_scope(g);
+  ct_graph_push_name_scope(g, "tower_1");
+  ct_graph_push_variable_reuse(g);
+  ct_layer_dense(g, x, 2, CT_ACTIVATION_NONE, "d");
+  ct_graph_pop_variable_reuse(g);
+  ct_graph_pop_name_scope(g);
+  assert_status_ok(ct_graph_status(g));
+  assert_int_equal(ct_graph_variable_count(g), 2); /* d/weights, d/biases: one layer's */
+  ct_graph_pop_variable_reuse(g);
+  assert_int_equal(ct_graph_status(g)->code, CT_FAILED_PRECONDITION);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parameter_counts_are_the_papers),
@@ -224,6 +266,7 @@ int main(void) {
       cmocka_unit_test(test_cifar10_cnn_decays_its_dense_weights),
       cmocka_unit_test(test_variable_weight_decay_steps_along_the_decayed_loss),
       cmocka_unit_test(test_models_train_on_their_input_shape),
+      cmocka_unit_test(test_layers_share_variables_only_when_asked),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
 # is named with the all-reduce it never reached and the job ends non-zero;
 # a rank killed (SIGKILL) ends the job and leaves the last checkpoint
 # intact and loadable; a SIGINT to one rank stops every rank after the same
-# step, with one checkpoint that --resume continues bitwise.
+# step, with one checkpoint that --resume continues bitwise, and the job
+# exits 130 whichever rank got it (143 for SIGTERM).
 # Usage: faults.sh CTOWER MPIEXEC
 source "$(dirname "$0")/../cli/lib/common.sh" faults "$1"
 source "$(dirname "$0")/lib/pids.sh"
@@ -64,11 +65,39 @@ for _ in $(seq 600); do grep -q '^epoch 1/3' interrupt.out && break; sleep 0.1; 
 interrupted=$(rank_pid 1 interrupt.yaml) && kill -INT "$interrupted"
 wait $job
 rc=$?
-if [ $rc -ge 130 ] && [ $rc -ne 137 ] && grep -qE '^(\[worker 0\] )?ctower: stopped by another rank.s signal after step [0-9]+; checkpoint stopped.safetensors holds it \(epoch 2 at example [1-9]' interrupt.out; then
+if [ $rc -eq 130 ] && grep -qE '^(\[worker 0\] )?ctower: stopped by another rank.s signal after step [0-9]+; checkpoint stopped.safetensors holds it \(epoch 2 at example [1-9]' interrupt.out; then
   pass "SIGINT to rank 1: every rank stops, rank 0 saves where (rc $rc)"
 else
   fail "SIGINT to rank 1: rc $rc: $(tail -5 interrupt.out)"
 fi
+# 5. SIGINT to rank 0, SIGTERM to rank 1: every rank exits with the
+#    signal's status, whichever rank got it, so mpirun's is that too
+#    (each rank's status is kept in status.<rank>)
+signal_rank() { # SIGNAL RANK: mpirun's status into rc, each rank's into status.*
+  rm -f status.*
+  timeout -k 10 120 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 2 bash -c \
+    '"$0" train interrupt.yaml --quiet train.checkpoint=signal.safetensors; s=$?; echo $s >status.$OMPI_COMM_WORLD_RANK; exit $s' \
+    "$CTOWER" >signal.out 2>&1 &
+  job=$!
+  for _ in $(seq 600); do grep -q '^epoch 1/3' signal.out && break; sleep 0.1; done
+  signalled=$(rank_pid "$2" interrupt.yaml) && kill "-$1" "$signalled"
+  wait $job
+  rc=$?
+  statuses=$(cat status.0 status.1 2>/dev/null | tr '\n' ' ')
+}
+signal_rank INT 0
+if [ $rc -eq 130 ] && [ "$statuses" = "130 130 " ] && grep -q '^ctower: stopped by SIGINT after step' signal.out; then
+  pass "SIGINT to rank 0: every rank stops and exits 130"
+else
+  fail "SIGINT to rank 0: rc $rc, the ranks' $statuses: $(tail -5 signal.out)"
+fi
+signal_rank TERM 1
+if [ $rc -eq 143 ] && [ "$statuses" = "143 143 " ]; then
+  pass "SIGTERM to rank 1: every rank stops and exits 143"
+else
+  fail "SIGTERM to rank 1: rc $rc, the ranks' $statuses: $(tail -5 signal.out)"
+fi
+
 mpirun2 train interrupt.yaml --quiet --resume >resume.out 2>&1
 if grep -q '^resumed from stopped.safetensors: epoch 2 at example' resume.out &&
    cmp -s stopped.safetensors whole.safetensors; then

@@ -191,22 +191,20 @@ static void cpu_model(char *buf, size_t size) {
   if (f) fclose(f);
 }
 
-static void print_kind(const char *device, const ct_kind_rates *k) {
-  printf("%s (%d threads): per op %.1f us; memory %.2f GB/s; dense", device, k->threads,
-         k->op_overhead_s * 1e6, k->memory_bytes_per_s / 1e9);
+static void print_kind(FILE *report, const char *device, const ct_kind_rates *k) {
+  if (report == NULL) return;
+  fprintf(report, "%s (%d threads): per op %.1f us; memory %.2f GB/s; dense", device, k->threads,
+          k->op_overhead_s * 1e6, k->memory_bytes_per_s / 1e9);
   for (int i = 0; i < k->n_points; ++i)
-    printf("%s %.3g MFLOP at %.2f GFLOP/s", i ? "," : "", k->flops[i] / 1e6, k->rate[i] / 1e9);
-  printf("\n");
+    fprintf(report, "%s %.3g MFLOP at %.2f GFLOP/s", i ? "," : "", k->flops[i] / 1e6,
+            k->rate[i] / 1e9);
+  fprintf(report, "\n");
 }
 
-int ct_calibrate_main(const ct_session_options *session, const char *path, ct_status *status) {
-  char default_path[1024];
-  if (path == NULL) path = ct_calibration_default_path(default_path, sizeof default_path);
-  /* a file that cannot be written fails now, not after the measuring */
-  if (ct_cluster_rank() == 0 && ct_calibration_check_path(path, status)) return 1;
-  ct_calibration c;
-  ct_calibration_defaults(&c);
-  cpu_model(c.cpu, sizeof c.cpu);
+int ct_calibration_measure(const ct_session_options *session, ct_calibration *c, FILE *report,
+                           ct_status *status) {
+  ct_calibration_defaults(c);
+  cpu_model(c->cpu, sizeof c->cpu);
   ct_session_options one = *session;
   one.log_device_placement = 0;
   one.device_count_cpu = 1;
@@ -218,9 +216,9 @@ int ct_calibrate_main(const ct_session_options *session, const char *path, ct_st
     ct_device_info info;
     ct_session_device_info(probe, d, &info);
     const int kind = strcmp(info.kind, "GPU") == 0 ? CT_DEVICE_KIND_GPU : CT_DEVICE_KIND_CPU;
-    if (c.kinds[kind].measured) continue;
-    failed = calibrate_kind(&one, info.name, info.threads, &c.kinds[kind], status);
-    if (!failed) print_kind(info.name, &c.kinds[kind]);
+    if (c->kinds[kind].measured) continue;
+    failed = calibrate_kind(&one, info.name, info.threads, &c->kinds[kind], status);
+    if (!failed) print_kind(report, info.name, &c->kinds[kind]);
   }
   ct_session_free(probe);
   ct_graph_free(g);
@@ -232,19 +230,32 @@ int ct_calibrate_main(const ct_session_options *session, const char *path, ct_st
            time_all_reduce(&two, large, &large_s, status);
   if (!failed) {
     /* the bytes of both parts: what the cost model charges an AllReduce for */
-    c.in_process = fit_link(8.0 * small, small_s, 8.0 * large, large_s);
-    printf("all-reduce between /cpu:0 and /cpu:1: latency %.1f us, %.2f GB/s\n",
-           c.in_process.latency_s * 1e6, c.in_process.bytes_per_s / 1e9);
+    c->in_process = fit_link(8.0 * small, small_s, 8.0 * large, large_s);
+    if (report)
+      fprintf(report, "all-reduce between /cpu:0 and /cpu:1: latency %.1f us, %.2f GB/s\n",
+              c->in_process.latency_s * 1e6, c->in_process.bytes_per_s / 1e9);
   }
   if (!failed && ct_cluster_size() > 1) {
     failed = time_mpi(small, &small_s, status) || time_mpi(large, &large_s, status);
     if (!failed) {
-      c.mpi_ranks = ct_cluster_size();
-      c.mpi = fit_link(4.0 * small, small_s, 4.0 * large, large_s);
-      printf("MPI all-reduce over %d ranks: latency %.1f us, %.2f GB/s\n", c.mpi_ranks,
-             c.mpi.latency_s * 1e6, c.mpi.bytes_per_s / 1e9);
+      c->mpi_ranks = ct_cluster_size();
+      c->mpi = fit_link(4.0 * small, small_s, 4.0 * large, large_s);
+      if (report)
+        fprintf(report, "MPI all-reduce over %d ranks: latency %.1f us, %.2f GB/s\n",
+                c->mpi_ranks, c->mpi.latency_s * 1e6, c->mpi.bytes_per_s / 1e9);
     }
   }
+  c->measured = !failed;
+  return failed;
+}
+
+int ct_calibrate_main(const ct_session_options *session, const char *path, ct_status *status) {
+  char default_path[1024];
+  if (path == NULL) path = ct_calibration_default_path(default_path, sizeof default_path);
+  /* a file that cannot be written fails now, not after the measuring */
+  if (ct_cluster_rank() == 0 && ct_calibration_check_path(path, status)) return 1;
+  ct_calibration c;
+  int failed = ct_calibration_measure(session, &c, stdout, status);
   if (!failed && ct_cluster_rank() == 0) {
     failed = ct_calibration_save(path, &c, status);
     if (!failed) printf("calibration written to %s\n", path);

@@ -207,7 +207,7 @@ int ct_calibration_load(const char *path, ct_calibration *c, ct_status *status) 
   ct_json_free(root);
   if (failed) return 1;
   *c = read;
-  c->from_file = 1;
+  c->measured = 1;
   return 0;
 }
 

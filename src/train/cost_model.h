@@ -5,6 +5,7 @@
 #ifndef CTOWER_TRAIN_COST_MODEL_H
 #define CTOWER_TRAIN_COST_MODEL_H
 
+#include <stdio.h>
 #include <stddef.h>
 
 #include "exec/estimate.h"
@@ -28,7 +29,7 @@ typedef struct ct_link {
 } ct_link;
 
 typedef struct ct_calibration {
-  int from_file;          /* 0: conservative defaults */
+  int measured;           /* 0: conservative defaults */
   char cpu[128];          /* /proc/cpuinfo's model name where it was measured */
   ct_kind_rates kinds[3]; /* indexed by ct_device_kind (CPU, GPU) */
   ct_link in_process;     /* all-reduce between two devices of a process */
@@ -52,6 +53,13 @@ int ct_calibration_check_path(const char *path, ct_status *status);
 /* Writes it (making its folder), replacing the file path leads to at once
  * (core/files.h). Returns 0 or fills status. */
 int ct_calibration_save(const char *path, const ct_calibration *calibration, ct_status *status);
+/* Measures this machine (calibrate.c): kernel rates of each kind of device
+ * a session with these options has, the all-reduce between two CPU
+ * devices, and under mpirun the ranks' MPI all-reduce (every rank takes
+ * part). Prints each figure to report (NULL: nothing). Returns 0 or fills
+ * status. */
+int ct_calibration_measure(const ct_session_options *session, ct_calibration *calibration,
+                           FILE *report, ct_status *status);
 
 /* The model's time for a step of the estimate on the session's devices:
  * each device's kernels (dense ops at the calibrated rate for their size,

@@ -161,16 +161,18 @@ static double gradient_bytes(const ct_graph *g) {
   return bytes;
 }
 
-/* The same config on its first tower's device alone (a CPU device then
- * takes every core): the step time of one tower, or 0 when it cannot be
- * planned. */
+/* The same config as one tower on its first tower's device: with
+ * whole_cpu, a CPU device then takes every core the CPU devices share
+ * (what one tower would run on instead of the towers); else that device as
+ * configured (one of the towers, alone). The step time, or 0 when it cannot
+ * be planned. */
 static double one_tower_seconds(const ct_trainer_options *o, const ct_tower_options *towers,
-                                const ct_calibration *c) {
+                                const ct_calibration *c, int whole_cpu) {
   ct_trainer_options single = *o;
   ct_tower_options one = *towers;
   one.n_towers = 1;
   one.across_ranks = 0;
-  if (strstr(towers->devices[0], "cpu") || strstr(towers->devices[0], "CPU")) {
+  if (whole_cpu && (strstr(towers->devices[0], "cpu") || strstr(towers->devices[0], "CPU"))) {
     single.session.device_count_cpu = 1;
     memset(single.session.cpu_device_threads, 0, sizeof single.session.cpu_device_threads);
   }
@@ -185,6 +187,14 @@ static double one_tower_seconds(const ct_trainer_options *o, const ct_tower_opti
   ct_run_estimate_free(&e);
   ct_train_run_free(&r);
   return seconds;
+}
+
+/* The towers' step against one tower's: the speed-up, and the efficiency
+ * (the speed-up per tower). */
+static void print_speed_up(const char *against, double one, double step, int towers) {
+  if (one > 0)
+    printf("  against one tower %s: %.2f ms, speed-up %.2f, efficiency %.0f%%\n", against,
+           one * 1e3, one / step, 100.0 * one / step / towers);
 }
 
 /* Section 5: step time, speed-up over one tower, and ranks until the
@@ -202,10 +212,14 @@ static void print_speed(const ct_trainer_options *o, const ct_train_run *r,
       printf(" %s %.2f ms", short_device(ct_session_device_name(r->session, d)), device_s[d] * 1e3);
   printf("; all-reduce %.2f ms)\n", reduce_s * 1e3);
   if (towers > 1 && ranks == 1) { /* across ranks: the ranks' lines below */
-    const double one = one_tower_seconds(o, &r->towers, c);
-    if (one > 0)
-      printf("one tower, same batch: %.2f ms; %d towers: speed-up %.2f, efficiency %.0f%%\n",
-             one * 1e3, towers, one / step, 100.0 * one / step / towers);
+    char device[sizeof r->towers.devices[0] + 32];
+    snprintf(device, sizeof device, "on %s alone, as configured", r->towers.devices[0]);
+    printf("%d towers, the same batch (speed-up: one tower's step time over the towers'):\n",
+           towers);
+    print_speed_up(device, one_tower_seconds(o, &r->towers, c, 0), step, towers);
+    if (strstr(r->towers.devices[0], "cpu") || strstr(r->towers.devices[0], "CPU"))
+      print_speed_up("on one CPU device of all the CPU devices' cores",
+                     one_tower_seconds(o, &r->towers, c, 1), step, towers);
   }
   const double compute = step - ct_cost_ring_seconds(e->collective_bytes, ranks, &c->mpi);
   if (ranks > 1)
@@ -232,14 +246,47 @@ static void print_speed(const ct_trainer_options *o, const ct_train_run *r,
   }
 }
 
-static void print_calibration(const ct_calibration *c, const char *path) {
-  if (c->from_file)
+static void print_calibration(const ct_calibration *c, const char *path, int measured_now) {
+  if (measured_now)
+    printf("cost model: this machine, measured now and saved to %s for later plans ('ctower "
+           "bench --calibrate' measures again)\n",
+           path);
+  else if (c->measured)
     printf("cost model: calibration %s (measured on %s)\n", path, c->cpu);
   else
     printf(
         "cost model: no calibration at %s; conservative defaults (run 'ctower bench "
         "--calibrate' to measure this machine)\n",
         path);
+}
+
+/* The cost model: the calibration file; where the default one is missing
+ * on any rank, this machine measured now (every rank together) and saved
+ * there for later plans. A file named with --calibration that is missing
+ * leaves the conservative defaults. Sets *measured_now. Returns 0 or fills
+ * status. */
+static int load_cost_model(const ct_trainer_options *o, const ct_plan_flags *flags,
+                           const char *path, ct_calibration *c, int *measured_now,
+                           ct_status *status) {
+  *measured_now = 0;
+  ct_calibration_defaults(c);
+  int missing = 0;
+  if (ct_calibration_load(path, c, status)) {
+    if (status->code != CT_NOT_FOUND) return 1;
+    ct_status_clear(status);
+    ct_calibration_defaults(c);
+    missing = flags->calibration == NULL;
+  }
+  double any_missing = missing;
+  if (ct_cluster_size() > 1 && ct_cluster_allreduce_f64(&any_missing, 1, status)) return 1;
+  if (any_missing == 0) return 0;
+  if (ct_calibration_measure(&o->session, c, NULL, status)) return 1;
+  *measured_now = 1;
+  ct_status not_saved = CT_STATUS_INIT;
+  if (missing && ct_calibration_save(path, c, &not_saved))
+    fprintf(stderr, "note: the plan's measurement of this machine could not be saved: %s\n",
+            not_saved.message);
+  return 0;
 }
 
 int ct_plan_main(const ct_trainer_options *o, const ct_tower_options *towers,
@@ -249,12 +296,8 @@ int ct_plan_main(const ct_trainer_options *o, const ct_tower_options *towers,
                          ? flags->calibration
                          : ct_calibration_default_path(default_path, sizeof default_path);
   ct_calibration c;
-  ct_calibration_defaults(&c);
-  if (ct_calibration_load(path, &c, status)) {
-    if (status->code != CT_NOT_FOUND) return 1;
-    ct_calibration_defaults(&c);
-    ct_status_clear(status);
-  }
+  int measured_now;
+  if (load_cost_model(o, flags, path, &c, &measured_now, status)) return 1;
   ct_train_run r;
   ct_run_estimate e;
   memset(&e, 0, sizeof e);
@@ -267,7 +310,7 @@ int ct_plan_main(const ct_trainer_options *o, const ct_tower_options *towers,
     if (ct_cluster_size() > 1)
       printf(", %d ranks (%d towers in all)", ct_cluster_size(), r.global_towers);
     printf("\n");
-    print_calibration(&c, path);
+    print_calibration(&c, path, measured_now);
     failed = ct_print_model_summary(r.session, r.tg.graph, o->model, status) ||
              print_placement(r.session, r.tg.graph, flags->verbose, status);
   }

@@ -35,7 +35,12 @@ expect_out "parameter, optimizer and peak bytes" \
 expect_out "FLOPs per device" 'CPU:1 +[0-9.]+ GFLOP \(conv/matmul [0-9.]+ GFLOP\)'
 expect_out "bytes all-reduced in process" 'all-reduced in process 13\.[0-9]+ MB, across ranks 0 B'
 expect_out "predicted step time" '^predicted step: [0-9.]+ ms, [0-9]+ images/s'
-expect_out "speed-up over one tower" 'one tower, same batch: [0-9.]+ ms; 2 towers: speed-up [0-9.]+'
+expect_out "speed-ups, saying what they compare" \
+  '^2 towers, the same batch \(speed-up: one tower.s step time over the towers.\):$'
+expect_out "... against one of the towers alone" \
+  '^  against one tower on /cpu:0 alone, as configured: [0-9.]+ ms, speed-up [0-9.]+, efficiency [0-9]+%$'
+expect_out "... against one tower on all their cores" \
+  '^  against one tower on one CPU device of all the CPU devices. cores: [0-9.]+ ms, speed-up [0-9.]+'
 expect_out "ranks until 90% at the default links" '^  10 Gb/s link: .*'
 expect_out "ranks until 90% at 100 Gb/s" '^  100 Gb/s link: .*'
 
@@ -45,6 +50,18 @@ expect_out "--verbose names colocated ops" '\(ApplyMomentum\): colocated$'
 
 run plan small.yaml devices.variable_update=parameter_server devices.ps_device=/cpu:3 --calibration none.json
 expect_out "a missing ps device: soft placement" 'ops: explicit [0-9]+, colocated 0, default [0-9]+, soft [1-9]'
+
+# no calibration at the default place: the first plan measures this
+# machine and saves it there (common.sh points XDG_CACHE_HOME into WORK);
+# the next reads it
+cached=$XDG_CACHE_HOME/ctower/calibration.json
+run plan small.yaml
+[ "$rc" -eq 0 ] && [ -s "$cached" ] && grep -q '"in_process"' "$cached" ||
+  fail "a first plan without calibration: rc $rc, $(ls -l "$cached" 2>&1): $err"
+expect_out "a first plan measures this machine and says so" \
+  "^cost model: this machine, measured now and saved to $cached for later plans"
+run plan small.yaml
+expect_out "the next plan reads what the first saved" "^cost model: calibration $cached \\(measured on"
 
 run bench --calibrate --calibration cal/calibration.json
 [ "$rc" -eq 0 ] && [ -s cal/calibration.json ] || fail "bench --calibrate: rc $rc: $err"

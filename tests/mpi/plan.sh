@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `ctower plan` on 2 ranks: rank 0 prints one plan of the whole job, which
 # sums each bucket of gradients across the ranks (CollectiveReduce), and
-# predicts the ring all-reduce's share of the step; nothing runs.
+# predicts the ring all-reduce's share of the step; nothing runs. Without a
+# calibration the ranks measure the machine together first.
 # Usage: bash plan.sh /path/to/ctower /path/to/mpiexec
 source "$(dirname "$0")/lib/mpi.sh" plan "${1:-}" "${2:-}"
 
@@ -15,5 +16,15 @@ if [ "$rc" -eq 0 ] && grep -q '^plan: mlp, .*, 2 ranks (2 towers in all)$' <<<"$
   pass "one plan of the job, with the bytes summed across ranks ($grads)"
 else
   fail "plan on 2 ranks: rc $rc: $out $err"
+fi
+# without a calibration at the default place, the ranks measure the machine
+# together (their MPI all-reduce too) and save it
+mpi -np 2 "$CTOWER" plan small.yaml
+cached=$XDG_CACHE_HOME/ctower/calibration.json
+if [ "$rc" -eq 0 ] && grep -q '^cost model: this machine, measured now and saved to' <<<"$out" &&
+   grep -q '"mpi": {"ranks": 2' "$cached"; then
+  pass "2 ranks without a calibration: measured together, MPI all-reduce included"
+else
+  fail "2 ranks without a calibration: rc $rc: $out $err; $(cat "$cached" 2>&1)"
 fi
 finish

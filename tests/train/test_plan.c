@@ -125,7 +125,7 @@ static void test_calibration_round_trip_and_ring_cost(void **state) {
   ct_calibration_defaults(&back);
   assert_int_not_equal(ct_calibration_load(path, &back, &st), 0);
   assert_int_equal(st.code, CT_NOT_FOUND);
-  assert_int_equal(back.from_file, 0);
+  assert_int_equal(back.measured, 0);
   ct_calibration_defaults(&c);
   snprintf(c.cpu, sizeof c.cpu, "a \"quoted\" CPU");
   ct_kind_rates *k = &c.kinds[CT_DEVICE_KIND_CPU];
@@ -137,7 +137,7 @@ static void test_calibration_round_trip_and_ring_cost(void **state) {
   assert_int_equal(ct_calibration_save(path, &c, &st), 0); /* makes the folder */
   ct_calibration_defaults(&back);
   assert_int_equal(ct_calibration_load(path, &back, &st), 0);
-  assert_int_equal(back.from_file, 1);
+  assert_int_equal(back.measured, 1);
   assert_string_equal(back.cpu, "a \"quoted\" CPU");
   const ct_kind_rates *r = &back.kinds[CT_DEVICE_KIND_CPU];
   assert_int_equal(r->n_points, 2);

@@ -1,5 +1,6 @@
 # Shared by the command-line tests (sourced, not run): a scratch folder that
-# is removed on exit, no core dumps, and pass/fail bookkeeping.
+# is removed on exit (ctower's cache, XDG_CACHE_HOME, inside it), no core
+# dumps, and pass/fail bookkeeping.
 #   source common.sh NAME CTOWER   sets CTOWER, WORK (the current folder) and failures
 #   run ARGS...                    runs ctower; sets rc, out and err
 #   expect_usage_error WHAT TEXT ARGS...
@@ -12,6 +13,8 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/ctower_$1.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK" || exit 1
 ulimit -c 0
+# what ctower caches (a plan's measurement of the machine) stays in WORK
+export XDG_CACHE_HOME=$WORK/cache
 
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }

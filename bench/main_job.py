@@ -2,7 +2,7 @@
 """The main job end to end: time to a test accuracy, ctower against PyTorch.
 
 Runs, one after the other, `build/ctower train examples/fmnist_cnn.yaml`
-(its towers on the local devices: two CPU devices of a core each on a
+(its towers on the local devices: one CPU device of all the cores on a
 machine without a GPU) and bench/torch_fmnist.py (the same model, batch 128
 and Adam lr 0.001, --threads cores, PyTorch at its best: bench/bench_train.py's
 environment), each until the first epoch whose test accuracy reaches

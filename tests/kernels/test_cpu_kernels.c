@@ -435,34 +435,39 @@ static void test_own_winograd(void **state) {
   }
 }
 
-/* conv_algorithm auto on devices of 1 and 2 threads: Winograd for 3x3
- * stride-1 layers of 32 channels or more in and out where the CPU has it
+/* conv_algorithm auto on devices of 1 and 2 threads: Winograd for 3x3 (and
+ * 5x5 where the device reports it) stride-1 layers of as many channels in
+ * and out as the device reports where the CPU has it
  * (bits other than the direct convolution's), the direct convolution's bits
  * on narrower layers, all within 1e-4 of the naive loop. */
 static void test_conv2d_auto_algorithm(void **state) {
   (void)state;
-  /* "winograd (...), from N channels", or no Winograd at all */
+  /* "winograd: 3x3 (...), from N channels" or "winograd: 3x3 and 5x5 (...),
+   * from N channels", or no Winograd at all */
   char description[512];
   cpu_description(CT_PRECISION_FP32, CT_CONV_AUTO, description, sizeof description);
   const char *from = strstr(description, "winograd: 3x3");
+  const int takes_5x5 = strstr(description, "winograd: 3x3 and 5x5") != NULL;
   int min_channels = 0;
   if (from) {
     from = strstr(from, "from ");
     assert_non_null(from);
     assert_int_equal(sscanf(from, "from %d channels", &min_channels), 1);
   }
-  const int64_t channels[3][2] = {{16, 16}, {16, 32}, {32, 32}}; /* in, out */
-  for (int i = 0; i < 6; ++i) {
-    g_threads = 1 + i / 3;
-    const int64_t in = channels[i % 3][0], out = channels[i % 3][1];
-    const conv_geom cg = geometry(2, 12, 12, in, 3, 3, out, 1, 1);
+  const int64_t layers[4][3] = {{16, 16, 3}, {16, 32, 3}, {32, 32, 3}, {32, 48, 5}}; /* in, out, taps */
+  for (int i = 0; i < 8; ++i) {
+    g_threads = 1 + i / 4;
+    const int64_t in = layers[i % 4][0], out = layers[i % 4][1], taps = layers[i % 4][2];
+    const conv_geom cg = geometry(2, 12, 12, in, taps, taps, out, 1, 1);
     ct_tensor *direct[3], *chosen[3];
     check_conv_geometry(cg, 1, 1e-4, direct);
     g_conv_algorithm = CT_CONV_AUTO;
-    check_conv_geometry(cg, 1, 1e-4, chosen);
+    check_conv_geometry(cg, 1, taps == 5 ? 2e-4 : 1e-4, chosen);
     g_conv_algorithm = CT_CONV_DIRECT;
-    const int winograd = from && in >= min_channels && out >= min_channels;
-    printf("  %lld to %lld channels, %d thread(s): %s\n", (long long)in, (long long)out, g_threads,
+    const int winograd =
+        from && (taps == 3 || takes_5x5) && in >= min_channels && out >= min_channels;
+    printf("  %lldx%lld, %lld to %lld channels, %d thread(s): %s\n", (long long)taps,
+           (long long)taps, (long long)in, (long long)out, g_threads,
            winograd ? "Winograd" : "direct");
     assert_int_equal(same_bits(direct, chosen, 3), !winograd);
     free_all(direct, 3);

@@ -21,9 +21,11 @@ start() {
   "$CTOWER" "$@" >"$name.out" 2>"$name.err" &
   pid=$!
 }
-# wait_for TEXT FILE: until FILE has TEXT (at most 60 s)
+# wait_for TEXT FILE: until FILE has TEXT (at most 600 s: an epoch on a
+# loaded machine may take minutes, and a signal sent before it would land
+# elsewhere than the checks expect)
 wait_for() {
-  for _ in $(seq 600); do grep -q "$1" "$2" && return 0; sleep 0.1; done
+  for _ in $(seq 6000); do grep -q "$1" "$2" && return 0; sleep 0.1; done
   return 1
 }
 finished() { wait "$pid"; rc=$?; }

@@ -299,12 +299,26 @@ def release_python(venv):
     return python
 
 
-def ctower_loops_isa(ctower, env):
-    """The instruction set ctower's own loops were built for, as `ctower
-    devices` reports it in this environment ("avx512", "avx2"), or None."""
-    proc = subprocess.run([ctower, "devices"], capture_output=True, text=True, env=env)
-    m = re.search(r"isa: \S+ \(oneDNN\), (\S+) \(ctower's loops\)", proc.stdout)
+def ctower_reports(ctower, env, pattern, overrides=()):
+    """The first group of `pattern` in what `ctower devices` says of its CPU
+    devices in this environment (with these config overrides), or None."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as config:
+        config.write("model: {name: mlp}\n")
+        config.flush()
+        proc = subprocess.run([ctower, "devices", config.name, *overrides], capture_output=True,
+                              text=True, env=env)
+    m = re.search(pattern, proc.stdout)
     return m.group(1) if m else None
+
+
+def ctower_loops_isa(ctower, env):
+    """The instruction set ctower's own loops were built for ("avx512", "avx2")."""
+    return ctower_reports(ctower, env, r"isa: \S+ \(oneDNN\), (\S+) \(ctower's loops\)")
+
+
+def ctower_math(ctower, env, precision):
+    """What ctower's CPU devices compute in when train.precision is asked ("fp32", "bf16")."""
+    return ctower_reports(ctower, env, r"  math: (\S+)", ["train.precision=" + precision])
 
 
 def main():
@@ -381,9 +395,9 @@ def main():
     if a.isa == "avx2" and "bf16" in precisions:
         sys.stderr.write("bench_train: --isa avx2: bf16 rows are left out\n")
         precisions = [x for x in precisions if x != "bf16"]
-    if "bf16" in precisions and peak["bf16"] is None:
-        sys.stderr.write("bench_train: this CPU has no AVX512_BF16: bf16 rows are skipped "
-                         "(ctower would compute them in fp32)\n")
+    if "bf16" in precisions and ctower_math(a.ctower, os.environ, "bf16") != "bf16":
+        sys.stderr.write("bench_train: ctower's CPU devices compute bf16 in fp32 here (ctower "
+                         "devices): bf16 rows are skipped\n")
         precisions = [x for x in precisions if x != "bf16"]
     load_start = os.getloadavg()[0]
     if load_start > 0.5:

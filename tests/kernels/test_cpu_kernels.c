@@ -417,7 +417,7 @@ static void test_own_winograd(void **state) {
     float *got[2][3];
     for (int run = 0; run < 2; ++run) {
       for (int k = 0; k < 3; ++k) got[run][k] = malloc((size_t)n[k] * 4);
-      ct_winograd_forward(&s, X, F, got[run][0], scratch, threads);
+      ct_winograd_forward(&s, X, F, NULL, got[run][0], scratch, threads);
       ct_winograd_backward_data(&s, F, DY, got[run][1], scratch, threads);
       ct_winograd_backward_filter(&s, X, DY, got[run][2], scratch, threads);
     }

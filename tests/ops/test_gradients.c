@@ -210,35 +210,39 @@ static void conv_bias_relu_run(const conv_layer *l, int fused, int pooled, ct_te
  * every CPU (scripts/test.sh runs it held to AVX2 too, where oneDNN's
  * kernels differ) and on each path of the CPU convolution: a
  * direct primitive doing the bias and ReLU itself, a forward convolution
- * run transposed (16 output channels or fewer) and one by Winograd (32
- * channels, 3x3) followed by a pass of their own, a strided one; and so
+ * run transposed (16 output channels or fewer) followed by a pass of its
+ * own, ones by Winograd (32 channels, 3x3 and 5x5: oneDNN's followed by a
+ * pass, ctower's own adding them in its output transform), a strided one;
+ * and so
  * under a max pool, whose gradient is then masked for the fused ReLU as
  * for a Relu (no ReluGrad over the convolution's output). */
 static void test_conv_bias_relu_fused(void **state) {
   (void)state;
-  const conv_layer layers[4] = {{9, 8, 3, 32, 5, 1, CT_PADDING_SAME},
-                                {7, 6, 5, 8, 3, 1, CT_PADDING_SAME},
-                                {8, 8, 32, 32, 3, 1, CT_PADDING_SAME},
-                                {9, 9, 4, 24, 3, 2, CT_PADDING_VALID}};
+  enum { LAYERS = 5 };
+  const conv_layer layers[LAYERS] = {{9, 8, 3, 32, 5, 1, CT_PADDING_SAME},
+                                     {7, 6, 5, 8, 3, 1, CT_PADDING_SAME},
+                                     {8, 8, 32, 32, 3, 1, CT_PADDING_SAME},
+                                     {8, 7, 32, 48, 5, 1, CT_PADDING_SAME},
+                                     {9, 9, 4, 24, 3, 2, CT_PADDING_VALID}};
   static const char *const what[4] = {"y", "dx", "dfilter", "dbias"};
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 2 * LAYERS; ++i) {
     ct_tensor *fused[4], *separate[4];
-    const int pooled = i >= 4;
+    const int pooled = i >= LAYERS;
     int fused_relu_grads, separate_relu_grads;
-    conv_bias_relu_run(&layers[i % 4], 1, pooled, fused, &fused_relu_grads);
-    conv_bias_relu_run(&layers[i % 4], 0, pooled, separate, &separate_relu_grads);
+    conv_bias_relu_run(&layers[i % LAYERS], 1, pooled, fused, &fused_relu_grads);
+    conv_bias_relu_run(&layers[i % LAYERS], 0, pooled, separate, &separate_relu_grads);
     assert_int_equal(fused_relu_grads, !pooled);
     assert_int_equal(separate_relu_grads, !pooled);
     for (int k = 0; k < 4; ++k) {
       const size_t bytes = (size_t)ct_tensor_elements(separate[k]) * sizeof(float);
       assert_int_equal(ct_tensor_elements(fused[k]), ct_tensor_elements(separate[k]));
       if (memcmp(ct_tensor_f32(fused[k]), ct_tensor_f32(separate[k]), bytes) != 0)
-        fail_msg("layer %d%s: %s differs between the fused and the separate ops", i % 4,
+        fail_msg("layer %d%s: %s differs between the fused and the separate ops", i % LAYERS,
                  pooled ? " pooled" : "", what[k]);
       ct_tensor_free(fused[k]);
       ct_tensor_free(separate[k]);
     }
-    const conv_layer *l = &layers[i % 4];
+    const conv_layer *l = &layers[i % LAYERS];
     printf("  %lld to %lld channels, %lldx%lld /%lld%s: the same bits\n", (long long)l->in,
            (long long)l->out, (long long)l->ksize, (long long)l->ksize, (long long)l->stride,
            pooled ? ", max pooled" : "");

@@ -22,8 +22,9 @@
  *
  * A forward convolution with a bias (a third input) and a ReLU
  * (attrs.relu: ct_conv2d_bias) adds them as its primitive writes y (oneDNN's
- * post-ops) where the primitive takes them, else in one pass over y after
- * it (transposed, ctower's own Winograd). Its contract, on every path and
+ * post-ops; ctower's own Winograd in its output transform) where the
+ * primitive takes them, else in one pass over y after it (transposed). Its
+ * contract, on every path and
  * every CPU: the bits of the separate Conv2D, Add and Relu. Both ways add
  * the bias to the finished sum of products in one fp32 addition and then
  * clamp, as Add and Relu do, so fusing never changes a result
@@ -56,7 +57,7 @@ typedef struct conv_state {
   int transposed; /* a forward convolution run as a backward-data one (above) */
   int own_winograd; /* run by winograd.c, not by a primitive */
   ct_winograd_shape winograd_shape;
-  int fused;          /* the primitive adds the bias and applies the ReLU itself */
+  int fused;          /* the primitive (or own Winograd) adds the bias and ReLU itself */
   dnnl_memory_t bias; /* its bias post-op's operand, when fused with a bias */
 } conv_state;
 
@@ -391,6 +392,7 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
   }
   memcpy(s->key, key, sizeof s->key);
   s->own_winograd = own_winograd(ctx->device, xs, fs, ys, &ctx->attrs->conv2d, &s->winograd_shape);
+  s->fused = s->own_winograd; /* its forward pass adds the epilogue as it writes y */
   if (s->own_winograd) return s;
   conv_desc d;
   const conv_epilogue e = epilogue_of(ctx, kind);
@@ -478,9 +480,11 @@ static void own_winograd_run(ct_kernel_ctx *ctx, conv_kind kind, const ct_winogr
   if (scratch == NULL) return;
   const float *in0 = ctx->inputs[0].data, *in1 = ctx->inputs[1].data;
   float *out = ctx->outputs[0].data;
-  if (kind == CONV_FORWARD)
-    ct_winograd_forward(s, in0, in1, out, scratch, ctx->threads);
-  else if (kind == CONV_BACKWARD_DATA)
+  if (kind == CONV_FORWARD) {
+    const conv_epilogue e = epilogue_of(ctx, kind);
+    const ct_winograd_epilogue fused = {e.bias ? ctx->inputs[2].data : NULL, e.relu};
+    ct_winograd_forward(s, in0, in1, &fused, out, scratch, ctx->threads);
+  } else if (kind == CONV_BACKWARD_DATA)
     ct_winograd_backward_data(s, in0, in1, out, scratch, ctx->threads);
   else
     ct_winograd_backward_filter(s, in0, in1, out, scratch, ctx->threads);

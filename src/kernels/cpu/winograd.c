@@ -179,12 +179,14 @@ static inline __attribute__((always_inline)) void transform_input(
   }
 }
 
-/* y around tiles first..first+n-1: A^T m A of their products M[p][t][o]. */
+/* y around tiles first..first+n-1: A^T m A of their products M[p][t][o],
+ * then epilogue e. */
 static inline __attribute__((always_inline)) void transform_output(
     const algorithm *k, const ct_winograd_shape *s, const tiling *tl, const float *M,
-    int64_t first, int64_t n, int64_t rows, float *y) {
+    int64_t first, int64_t n, int64_t rows, const ct_winograd_epilogue *e, float *y) {
   const int64_t O = s->out_c;
   const int a = k->tile;
+  const __m256 zero = _mm256_setzero_ps();
   for (int64_t t = 0; t < n; ++t) {
     int64_t image, row0, col0;
     tile_origin(tl, first + t, &image, &row0, &col0);
@@ -195,9 +197,15 @@ static inline __attribute__((always_inline)) void transform_output(
       for (int i = 0; i < a; ++i)
         for (int j = 0; j < a; ++j) m[i][j] = load8(M + ((i * a + j) * rows + t) * O + o);
       transform_2d(k->AT[0], MAX_TILE, 1, OUT, a, m[0], r[0]);
+      const v8 bias = e->bias ? load8(e->bias + o) : (v8){0};
       for (int i = 0; i < height; ++i)
-        for (int j = 0; j < width; ++j)
-          store8(out + ((row0 + i) * s->out_w + col0 + j) * O + o, r[i][j]);
+        for (int j = 0; j < width; ++j) {
+          v8 value = r[i][j];
+          if (e->bias) value += bias;
+          /* max(value, 0) is 0 where value is not above 0, NaN included: Relu's rule */
+          if (e->relu) value = (v8)_mm256_max_ps((__m256)value, zero);
+          store8(out + ((row0 + i) * s->out_w + col0 + j) * O + o, value);
+        }
     }
   }
 }
@@ -339,24 +347,28 @@ static size_t filter_floats(const ct_winograd_shape *s) {
 /* The output around tiles first..first+n-1 of block buffers V and M. */
 static inline __attribute__((always_inline)) void forward_block_of(
     const algorithm *k, const ct_winograd_shape *s, const tiling *tl, const float *x,
-    const float *U, int64_t first, int64_t n, float *V, float *M, float *y) {
+    const float *U, int64_t first, int64_t n, float *V, float *M, const ct_winograd_epilogue *e,
+    float *y) {
   const int64_t rows = (n + PANEL_ROWS - 1) / PANEL_ROWS * PANEL_ROWS;
   transform_input(k, s, tl, x, first, n, rows, V);
   multiply_forward(tl->positions, rows, s->in_c, s->out_c, V, U, M);
-  transform_output(k, s, tl, M, first, n, rows, y);
+  transform_output(k, s, tl, M, first, n, rows, e, y);
 }
 
 static void forward_block(const ct_winograd_shape *s, const tiling *tl, const float *x,
-                          const float *U, int64_t first, int64_t n, float *V, float *M, float *y) {
+                          const float *U, int64_t first, int64_t n, float *V, float *M,
+                          const ct_winograd_epilogue *e, float *y) {
   if (s->taps == 5)
-    forward_block_of(&F2X2_5X5, s, tl, x, U, first, n, V, M, y);
+    forward_block_of(&F2X2_5X5, s, tl, x, U, first, n, V, M, e, y);
   else
-    forward_block_of(&F2X2_3X3, s, tl, x, U, first, n, V, M, y);
+    forward_block_of(&F2X2_3X3, s, tl, x, U, first, n, V, M, e, y);
 }
 
-/* y = conv(x, U) with U the filter transformed; work: block_floats(s) a thread. */
+/* y = conv(x, U) with U the filter transformed, then epilogue e; work:
+ * block_floats(s) a thread. */
 static void forward_transformed(const ct_winograd_shape *s, const float *x, const float *U,
-                                float *y, float *work, int threads) {
+                                const ct_winograd_epilogue *e, float *y, float *work,
+                                int threads) {
   const tiling tl = tiling_of(s);
   const size_t per_thread = block_floats(s);
 #pragma omp parallel num_threads(threads)
@@ -366,7 +378,7 @@ static void forward_transformed(const ct_winograd_shape *s, const float *x, cons
     for (int64_t b = tl.blocks * part / parts; b < tl.blocks * (part + 1) / parts; ++b) {
       const int64_t first = b * tl.block;
       const int64_t n = tl.count - first < tl.block ? tl.count - first : tl.block;
-      forward_block(s, &tl, x, U, first, n, V, M, y);
+      forward_block(s, &tl, x, U, first, n, V, M, e, y);
     }
   }
 }
@@ -380,11 +392,12 @@ size_t ct_winograd_forward_scratch(const ct_winograd_shape *s, int threads) {
   return (filter_floats(s) + (size_t)threads * block_floats(s)) * sizeof(float);
 }
 
-void ct_winograd_forward(const ct_winograd_shape *s, const float *x, const float *filter, float *y,
-                         void *scratch, int threads) {
+void ct_winograd_forward(const ct_winograd_shape *s, const float *x, const float *filter,
+                         const ct_winograd_epilogue *e, float *y, void *scratch, int threads) {
+  static const ct_winograd_epilogue none = {NULL, 0};
   float *U = scratch;
   transform_filter(s->taps, filter, s->in_c, s->out_c, 0, U, threads);
-  forward_transformed(s, x, U, y, U + filter_floats(s), threads);
+  forward_transformed(s, x, U, e ? e : &none, y, U + filter_floats(s), threads);
 }
 
 /* The convolution whose forward pass computes dx from dy: dy's shape in
@@ -406,8 +419,9 @@ void ct_winograd_backward_data(const ct_winograd_shape *s, const float *filter, 
                                float *dx, void *scratch, int threads) {
   const ct_winograd_shape t = transposed_shape(s);
   float *U = scratch;
+  static const ct_winograd_epilogue none = {NULL, 0};
   transform_filter(s->taps, filter, s->in_c, s->out_c, 1, U, threads);
-  forward_transformed(&t, dy, U, dx, U + filter_floats(s), threads);
+  forward_transformed(&t, dy, U, &none, dx, U + filter_floats(s), threads);
 }
 
 size_t ct_winograd_backward_filter_scratch(const ct_winograd_shape *s, int threads) {
@@ -509,9 +523,9 @@ size_t ct_winograd_backward_filter_scratch(const ct_winograd_shape *s, int threa
   return 0;
 }
 
-void ct_winograd_forward(const ct_winograd_shape *s, const float *x, const float *filter, float *y,
-                         void *scratch, int threads) {
-  (void)s, (void)x, (void)filter, (void)y, (void)scratch, (void)threads;
+void ct_winograd_forward(const ct_winograd_shape *s, const float *x, const float *filter,
+                         const ct_winograd_epilogue *e, float *y, void *scratch, int threads) {
+  (void)s, (void)x, (void)filter, (void)e, (void)y, (void)scratch, (void)threads;
 }
 
 void ct_winograd_backward_data(const ct_winograd_shape *s, const float *filter, const float *dy,

@@ -38,11 +38,19 @@ size_t ct_winograd_forward_scratch(const ct_winograd_shape *s, int threads);
 size_t ct_winograd_backward_data_scratch(const ct_winograd_shape *s, int threads);
 size_t ct_winograd_backward_filter_scratch(const ct_winograd_shape *s, int threads);
 
-/* y = conv(x, filter); dx = the gradient of x given dy; dfilter = the
- * gradient of the filter given x and dy. scratch: as many bytes as the
- * matching _scratch function says, 64-byte aligned. */
-void ct_winograd_forward(const ct_winograd_shape *s, const float *x, const float *filter, float *y,
-                         void *scratch, int threads);
+/* What the forward pass adds to each output as it writes it: bias[o]
+ * (NULL: none), then max(0, y) with relu; the bits of a separate Add and
+ * Relu after it. */
+typedef struct ct_winograd_epilogue {
+  const float *bias;
+  int relu;
+} ct_winograd_epilogue;
+
+/* y = conv(x, filter) with epilogue e (NULL: none); dx = the gradient of x
+ * given dy; dfilter = the gradient of the filter given x and dy. scratch:
+ * as many bytes as the matching _scratch function says, 64-byte aligned. */
+void ct_winograd_forward(const ct_winograd_shape *s, const float *x, const float *filter,
+                         const ct_winograd_epilogue *e, float *y, void *scratch, int threads);
 void ct_winograd_backward_data(const ct_winograd_shape *s, const float *filter, const float *dy,
                                float *dx, void *scratch, int threads);
 void ct_winograd_backward_filter(const ct_winograd_shape *s, const float *x, const float *dy,

@@ -47,6 +47,13 @@ ct_output ct_assign(ct_graph *graph, ct_output variable, ct_output value);
  * not a variable read records INVALID_ARGUMENT. */
 void ct_variable_set_weight_decay(ct_graph *graph, ct_output variable, float decay);
 
+/* Gives the variable that `variable` reads an initializer seed of its own,
+ * as the seed= of TensorFlow's initializers: its initial values are drawn
+ * from a stream of the graph seed and `seed` rather than of the graph seed
+ * and its name, so that variables of one shape, initializer and seed start
+ * equal. A `variable` that is not a variable read records INVALID_ARGUMENT. */
+void ct_variable_set_initializer_seed(ct_graph *graph, ct_output variable, uint64_t seed);
+
 /* Sources. */
 ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape shape);
 /* A constant holding a copy of `value` (the graph keeps the copy). */

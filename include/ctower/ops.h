@@ -145,7 +145,18 @@ ct_output ct_reduce_mean(ct_graph *g, ct_output x, unsigned axes_mask, int keep_
  * Returns the per-example loss [N]. A label out of range fails the run with
  * INVALID_ARGUMENT naming the example. */
 ct_output ct_sparse_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels);
+/* TensorFlow's softmax_cross_entropy_with_logits: logits [N, C] f32,
+ * labels [N, C] f32 (each row a distribution), the per-example loss [N] =
+ * -sum over c of labels * log softmax(logits). Its gradient flows to the
+ * logits only (TensorFlow 1.x's v1 op). */
+ct_output ct_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels);
 ct_output ct_argmax(ct_graph *g, ct_output x); /* over the last axis, i32 */
+/* 1 where a == b, else 0 (u8, TensorFlow's bool): a and b of one dtype and
+ * one shape, or one a scalar. No gradient. */
+ct_output ct_equal(ct_graph *g, ct_output a, ct_output b);
+/* x converted to `dtype` element by element as C converts (floats to
+ * integers truncate toward zero). No gradient. */
+ct_output ct_cast(ct_graph *g, ct_output x, ct_dtype dtype);
 /* Fraction of rows whose argmax equals the label: f32 scalar. */
 ct_output ct_accuracy(ct_graph *g, ct_output logits, ct_output labels);
 

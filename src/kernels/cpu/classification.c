@@ -1,4 +1,5 @@
-/* Softmax cross-entropy with integer labels, argmax and accuracy. */
+/* Softmax cross-entropy with integer labels and with a distribution of
+ * labels, argmax and accuracy. */
 #include <math.h>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -34,6 +35,32 @@ void ct_cpu_sparse_softmax_xent(ct_kernel_ctx *ctx) {
     for (int64_t c = 0; c < C; ++c) p[c] *= inv;
     loss[n] = logf(sum) + max - z[labels[n]];
     p[labels[n]] -= 1.0f;
+  }
+}
+
+/* loss[n] = sum over c of labels * (logsumexp(logits[n]) - logits[n, c]);
+ * backprop = softmax - labels. */
+void ct_cpu_softmax_xent(ct_kernel_ctx *ctx) {
+  const int64_t N = ctx->inputs[0].shape.dims[0], C = ctx->inputs[0].shape.dims[1];
+  const float *logits = ct_in_f32(ctx, 0), *labels = ct_in_f32(ctx, 1);
+  float *loss = ct_out_f32(ctx, 0), *backprop = ct_out_f32(ctx, 1);
+  for (int64_t n = 0; n < N; ++n) {
+    const float *z = logits + n * C, *y = labels + n * C;
+    float *p = backprop + n * C;
+    float max = C ? z[0] : 0.0f;
+    for (int64_t c = 1; c < C; ++c) max = z[c] > max ? z[c] : max;
+    float sum = 0.0f;
+    for (int64_t c = 0; c < C; ++c) {
+      p[c] = expf(z[c] - max);
+      sum += p[c];
+    }
+    const float inv = 1.0f / sum, log_sum = logf(sum) + max;
+    float l = 0.0f;
+    for (int64_t c = 0; c < C; ++c) {
+      l += y[c] * (log_sum - z[c]);
+      p[c] = p[c] * inv - y[c];
+    }
+    loss[n] = l;
   }
 }
 

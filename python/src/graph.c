@@ -361,6 +361,34 @@ static PyObject *g_binary(ct_py_graph *g, PyObject *args) {
   return built(g, o);
 }
 
+/* equal(a, b), softmax_xent(logits, labels), cast(x, dtype) */
+static PyObject *pair_op(ct_py_graph *g, PyObject *args,
+                         ct_output (*build)(ct_graph *, ct_output, ct_output)) {
+  PyObject *oa, *ob;
+  ct_output a, b;
+  if (!PyArg_ParseTuple(args, "OO", &oa, &ob) || ct_py_output(g, oa, &a) || ct_py_output(g, ob, &b))
+    return NULL;
+  write_lock(g);
+  ct_output o = build(g->graph, a, b);
+  unlock(g);
+  return built(g, o);
+}
+static PyObject *g_equal(ct_py_graph *g, PyObject *args) { return pair_op(g, args, ct_equal); }
+static PyObject *g_softmax_xent(ct_py_graph *g, PyObject *args) {
+  return pair_op(g, args, ct_softmax_cross_entropy);
+}
+static PyObject *g_cast(ct_py_graph *g, PyObject *args) {
+  PyObject *ox;
+  int dtype;
+  ct_output x;
+  if (!PyArg_ParseTuple(args, "Oi", &ox, &dtype) || ct_py_output(g, ox, &x)) return NULL;
+  if (dtype < 0 || dtype >= CT_DTYPE_COUNT) return PyErr_Format(PyExc_ValueError, "no dtype %d", dtype);
+  write_lock(g);
+  ct_output o = ct_cast(g->graph, x, (ct_dtype)dtype);
+  unlock(g);
+  return built(g, o);
+}
+
 static PyObject *g_matmul(ct_py_graph *g, PyObject *args) {
   PyObject *oa, *ob;
   int ta, tb;
@@ -632,6 +660,7 @@ static PyMethodDef graph_methods[] = {
     M(add_n, METH_VARARGS),        M(split, METH_VARARGS),          M(reduce, METH_VARARGS),
     M(gradients, METH_VARARGS),    M(variable_gradients, METH_VARARGS),
     M(apply_gradients, METH_VARARGS), M(variables, METH_NOARGS),
+    M(equal, METH_VARARGS),        M(softmax_xent, METH_VARARGS),   M(cast, METH_VARARGS),
     {NULL, NULL, 0, NULL},
 };
 #undef M

@@ -633,7 +633,7 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
             array = array.reshape(shape)
         elif verify_shape or array.size != 1:
             raise TypeError("Expected Tensor's shape: %s, got %s." % (tuple(shape), array.shape))
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array, order="C")
     engine = array.view(np.uint8) if dtype is bool else array
     out = graph._c.constant(name, dtype._code, engine)
     t = graph._built(out, rename=False)

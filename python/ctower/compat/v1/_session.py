@@ -294,7 +294,7 @@ class Session:
                                 "feed values include Python scalars, strings, lists, numpy "
                                 "ndarrays, or TensorHandles.")
             try:
-                array = np.ascontiguousarray(value, dtype=dtype.as_numpy_dtype)
+                array = np.asarray(value, dtype=dtype.as_numpy_dtype, order="C")
             except (TypeError, ValueError) as e:
                 raise ValueError("Cannot feed value %r to Tensor %r of dtype %s: %s"
                                  % (value, tensor.name, dtype.name, e))
@@ -308,7 +308,7 @@ class Session:
 
     # -- for Variable.load, Saver and optimizers --
     def _assign(self, variable, value):
-        array = np.ascontiguousarray(value, dtype=np.float32)
+        array = np.asarray(value, dtype=np.float32, order="C")
         self._engine().assign_variable(variable._index, array)
 
     def _read(self, variable):

@@ -6,6 +6,7 @@
  * Python (take_log), which prints it where print() writes. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "binding.h"
 
@@ -120,10 +121,23 @@ static PyObject *s_take_log(ct_py_session *s, PyObject *unused) {
   return text;
 }
 
-/* run([(output, dtype, buffer)], [output], [node id]) -> [HostTensor] */
+static double seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* run([(output, dtype, buffer)], [output], [node id], repeat=0) -> [HostTensor]
+ * With repeat > 0 (benchmarks: the same run from C, without Python between
+ * the runs), the run is made `repeat` times and the result is the list of
+ * each run's seconds. */
 static PyObject *s_run(ct_py_session *s, PyObject *args) {
   PyObject *feed_seq, *fetch_seq, *target_seq;
-  if (!PyArg_ParseTuple(args, "OOO", &feed_seq, &fetch_seq, &target_seq)) return NULL;
+  int repeat = 0;
+  if (!PyArg_ParseTuple(args, "OOO|i", &feed_seq, &fetch_seq, &target_seq, &repeat)) return NULL;
+  double *times = NULL;
+  if (repeat > 0 && (times = PyMem_Calloc((size_t)repeat, sizeof *times)) == NULL)
+    return PyErr_NoMemory();
   if (check_open(s)) return NULL;
   ct_py_graph *g = s->graph;
   PyObject *feeds_fast = PySequence_Fast(feed_seq, "feeds are a sequence");
@@ -173,17 +187,24 @@ static PyObject *s_run(ct_py_session *s, PyObject *args) {
     }
   }
   ct_status status = CT_STATUS_INIT;
-  int failed;
+  int failed = 0;
   lock_session(s);
   if (check_open(s)) {
     pthread_mutex_unlock(&s->mutex);
     goto done;
   }
-  ct_session_set_step(s->session, s->step++);
   Py_BEGIN_ALLOW_THREADS
   pthread_rwlock_rdlock(&g->lock);
-  failed = ct_session_run(s->session, feeds, (int)n_feeds, fetches, (int)n_fetches, targets,
-                          (int)n_targets, results, &status);
+  for (int k = 0; k < (repeat > 0 ? repeat : 1); ++k) {
+    const double start = seconds_now();
+    if (k > 0)
+      for (Py_ssize_t i = 0; i < n_fetches; ++i) ct_tensor_free(results[i]);
+    ct_session_set_step(s->session, s->step++);
+    failed = ct_session_run(s->session, feeds, (int)n_feeds, fetches, (int)n_fetches, targets,
+                            (int)n_targets, results, &status);
+    if (times) times[k] = seconds_now() - start;
+    if (failed) break;
+  }
   pthread_rwlock_unlock(&g->lock);
   Py_END_ALLOW_THREADS
   pthread_mutex_unlock(&s->mutex);
@@ -193,6 +214,11 @@ static PyObject *s_run(ct_py_session *s, PyObject *args) {
   }
   /* Ctrl-C during the run: the step has finished; the interrupt is raised now */
   if (PyErr_CheckSignals() != 0) goto done;
+  if (times) {
+    result = PyList_New(repeat);
+    for (int k = 0; result && k < repeat; ++k) PyList_SET_ITEM(result, k, PyFloat_FromDouble(times[k]));
+    goto done;
+  }
   result = PyList_New(n_fetches);
   for (Py_ssize_t i = 0; result && i < n_fetches; ++i) {
     PyObject *t = ct_py_tensor_wrap(results[i]);
@@ -204,7 +230,7 @@ done:
   for (Py_ssize_t i = 0; i < n_views; ++i) PyBuffer_Release(&views[i]);
   for (Py_ssize_t i = 0; results && i < n_fetches; ++i) ct_tensor_free(results[i]);
   PyMem_Free(feeds), PyMem_Free(values), PyMem_Free(views);
-  PyMem_Free(fetches), PyMem_Free(results), PyMem_Free(targets);
+  PyMem_Free(fetches), PyMem_Free(results), PyMem_Free(targets), PyMem_Free(times);
   Py_XDECREF(feeds_fast), Py_XDECREF(fetches_fast), Py_XDECREF(targets_fast);
   return result;
 }

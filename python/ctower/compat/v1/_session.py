@@ -249,6 +249,25 @@ class Session:
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         engine = self._engine()
+        leaves, positions, rebuild, feeds, fetch_list, targets = self._request(fetches,
+                                                                               feed_dict)
+        results = engine.run(feeds, fetch_list, targets)
+        self._print_log()
+        values = []
+        for element, position in zip(leaves, positions):
+            values.append(None if position is None else _as_value(results[position],
+                                                                  element.dtype))
+        return rebuild(values)
+
+    def _run_repeated(self, fetches, feed_dict, repeat):
+        """For benchmarks: the run `repeat` times from C, without Python
+        between the runs (each optimizer's learning rate fed as for the
+        first); each run's seconds."""
+        engine = self._engine()
+        _, _, _, feeds, fetch_list, targets = self._request(fetches, feed_dict)
+        return engine.run(feeds, fetch_list, targets, repeat)
+
+    def _request(self, fetches, feed_dict):
         graph = self._graph
         leaves = []
         rebuild = _flatten(fetches, graph, leaves)
@@ -265,18 +284,11 @@ class Session:
                     fetch_list.append(key)
                 positions.append(fetch_slot[key])
         feeds = self._feeds(feed_dict)
-        hooks = graph._hooks_for([k[0] for k in fetch_list] + targets)
-        for hook in hooks:
+        for hook in graph._hooks_for([k[0] for k in fetch_list] + targets):
             extra = hook(self)
             if extra:
                 feeds.extend(extra)
-        results = engine.run(feeds, fetch_list, targets)
-        self._print_log()
-        values = []
-        for element, position in zip(leaves, positions):
-            values.append(None if position is None else _as_value(results[position],
-                                                                  element.dtype))
-        return rebuild(values)
+        return leaves, positions, rebuild, feeds, fetch_list, targets
 
     def _feeds(self, feed_dict):
         feeds = []

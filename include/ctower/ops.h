@@ -150,6 +150,8 @@ ct_output ct_sparse_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_outp
  * -sum over c of labels * log softmax(logits). Its gradient flows to the
  * logits only (TensorFlow 1.x's v1 op). */
 ct_output ct_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels);
+/* sum(x^2) / 2, a scalar (tf.nn.l2_loss); its gradient is x * dy. */
+ct_output ct_l2_loss(ct_graph *g, ct_output x);
 ct_output ct_argmax(ct_graph *g, ct_output x); /* over the last axis, i32 */
 /* 1 where a == b, else 0 (u8, TensorFlow's bool): a and b of one dtype and
  * one shape, or one a scalar. No gradient. */

@@ -1099,6 +1099,32 @@ static void test_dense_cross_entropy(void **state) {
   run_end(&r);
 }
 
+/* L2Loss against sum x^2 / 2 in double, its gradient against x * dy */
+static void test_l2_loss(void **state) {
+  (void)state;
+  ct_shape shapes[1] = {ct_shape_of(2, (int64_t)7, (int64_t)9)};
+  op_run r;
+  run_begin(&r, 1, shapes, 83);
+  ct_output loss = ct_mul(r.g, ct_l2_loss(r.g, r.in[0]), ct_scalar(r.g, 0.004f));
+  ct_output dx;
+  ct_gradients(r.g, loss, 1, r.in, &dx);
+  ct_output fetches[2] = {loss, dx};
+  ct_tensor *out[2];
+  run_fetch(&r, 2, fetches, out);
+  const float *x = input(&r, 0);
+  double sum = 0;
+  float grad_ref[63];
+  for (int i = 0; i < 63; ++i) {
+    sum += (double)x[i] * x[i];
+    grad_ref[i] = x[i] * 0.004f;
+  }
+  float ref = (float)(0.5 * sum) * 0.004f;
+  expect_close("L2Loss", out[0], &ref, 1, 1e-6);
+  expect_close("its gradient, bit for bit", out[1], grad_ref, 63, 0);
+  ct_tensor_free(out[0]), ct_tensor_free(out[1]);
+  run_end(&r);
+}
+
 /* Equal of argmaxes cast to f32 and averaged (TensorFlow's accuracy) equals
  * Accuracy; Cast converts as C does, element by element. */
 static void test_equal_and_cast(void **state) {
@@ -1291,6 +1317,7 @@ int main(void) {
       cmocka_unit_test(test_cross_entropy_and_accuracy),
       cmocka_unit_test(test_dense_cross_entropy),
       cmocka_unit_test(test_equal_and_cast),
+      cmocka_unit_test(test_l2_loss),
       cmocka_unit_test(test_bad_label_is_an_error),
       cmocka_unit_test(test_dropout_statistics),
       cmocka_unit_test(test_optimizer_updates),

@@ -119,6 +119,7 @@ static ct_output b_dense_xent(ct_graph *g, const ct_output *x) {
   ct_tensor t = {CT_F32, ct_shape_of(2, (int64_t)3, (int64_t)4), labels, 0};
   return ct_softmax_cross_entropy(g, x[0], ct_constant(g, "labels", &t));
 }
+static ct_output b_l2_loss(ct_graph *g, const ct_output *x) { return ct_l2_loss(g, x[0]); }
 static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
   return ct_tanh(g, ct_add(g, ct_matmul(g, x[0], x[1], 0, 0), x[2]));
 }
@@ -220,6 +221,7 @@ static void build_table(void) {
   add_case("SoftmaxCrossEntropy", 1, S2(4, 5), none, none, VALUES_UNIFORM, b_xent);
   add_case("SoftmaxCrossEntropyWithLogits", 1, S2(3, 4), none, none, VALUES_UNIFORM,
            b_dense_xent);
+  add_case("L2Loss", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_l2_loss);
   add_case("dense chain", 3, S2(3, 4), S2(4, 2), S1(2), VALUES_UNIFORM, b_dense_chain);
 }
 

@@ -1,5 +1,5 @@
 /* Softmax cross-entropy with integer labels and with a distribution of
- * labels, argmax and accuracy. */
+ * labels, L2 loss, argmax and accuracy. */
 #include <math.h>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -62,6 +62,15 @@ void ct_cpu_softmax_xent(ct_kernel_ctx *ctx) {
     }
     loss[n] = l;
   }
+}
+
+/* sum(x^2) / 2, summed in double in index order. */
+void ct_cpu_l2_loss(ct_kernel_ctx *ctx) {
+  const float *x = ct_in_f32(ctx, 0);
+  const int64_t n = ct_in_elements(ctx, 0);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += (double)x[i] * (double)x[i];
+  ct_out_f32(ctx, 0)[0] = (float)(0.5 * sum);
 }
 
 static int64_t row_argmax(const float *z, int64_t C) {

@@ -54,6 +54,7 @@ const ct_kernel_def ct_cpu_kernels[] = {
     K("DropoutGrad", ct_cpu_dropout_grad),
     K("SparseSoftmaxCrossEntropyWithLogits", ct_cpu_sparse_softmax_xent),
     K("SoftmaxCrossEntropyWithLogits", ct_cpu_softmax_xent),
+    K("L2Loss", ct_cpu_l2_loss),
     K("ArgMax", ct_cpu_argmax),
     K("Equal", ct_cpu_equal),
     K("Cast", ct_cpu_cast),

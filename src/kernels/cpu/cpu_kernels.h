@@ -69,6 +69,7 @@ CT_CPU_KERNEL(ct_cpu_dropout_grad);
 /* classification.c */
 CT_CPU_KERNEL(ct_cpu_sparse_softmax_xent);
 CT_CPU_KERNEL(ct_cpu_softmax_xent);
+CT_CPU_KERNEL(ct_cpu_l2_loss);
 CT_CPU_KERNEL(ct_cpu_argmax);
 /* compare.c */
 CT_CPU_KERNEL(ct_cpu_equal);

@@ -39,6 +39,7 @@ CT_GPU_KERNEL(ct_gpu_reduce_grad);
 /* gpu_classification.c */
 CT_GPU_KERNEL(ct_gpu_sparse_softmax_xent);
 CT_GPU_KERNEL(ct_gpu_softmax_xent);
+CT_GPU_KERNEL(ct_gpu_l2_loss);
 CT_GPU_KERNEL(ct_gpu_argmax);
 /* gpu_compare.c */
 CT_GPU_KERNEL(ct_gpu_equal);

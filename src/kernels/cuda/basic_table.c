@@ -37,6 +37,7 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     K("DropoutGrad", ct_gpu_dropout_grad),
     K("SparseSoftmaxCrossEntropyWithLogits", ct_gpu_sparse_softmax_xent),
     K("SoftmaxCrossEntropyWithLogits", ct_gpu_softmax_xent),
+    K("L2Loss", ct_gpu_l2_loss),
     K("ArgMax", ct_gpu_argmax),
     K("Equal", ct_gpu_equal),
     K("Cast", ct_gpu_cast),

@@ -106,6 +106,27 @@ extern "C" cudaError_t ct_launch_dense_softmax_xent(const float *logits, const f
   return cudaGetLastError();
 }
 
+/* out[0] = sum(x^2) / 2: one block, each thread a strided partial sum in
+ * double, then a tree (a fixed order). */
+__global__ static void l2_loss_kernel(const float *x, float *out, int64_t n) {
+  __shared__ double partial[THREADS];
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < n; i += THREADS) sum += (double)x[i] * (double)x[i];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int half = THREADS / 2; half > 0; half /= 2) {
+    if ((int)threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[0] = (float)(0.5 * partial[0]);
+}
+
+extern "C" cudaError_t ct_launch_l2_loss(const float *x, float *out, int64_t n,
+                                         cudaStream_t stream) {
+  l2_loss_kernel<<<1, THREADS, 0, stream>>>(x, out, n);
+  return cudaGetLastError();
+}
+
 /* The CPU's scan (best = c when z[c] > z[best], from best = 0) as a
  * reduction: with z[0] a number, the first index of the largest number
  * (NaNs never win); with z[0] NaN, 0. (v, i) beats (best_v, best_i) when

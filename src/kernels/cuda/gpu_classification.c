@@ -23,6 +23,12 @@ void ct_gpu_softmax_xent(ct_kernel_ctx *ctx) {
   ct_kernel_launch_failed(ctx, err);
 }
 
+void ct_gpu_l2_loss(ct_kernel_ctx *ctx) {
+  cudaError_t err = ct_launch_l2_loss(ct_in_f32(ctx, 0), ct_out_f32(ctx, 0), ct_in_elements(ctx, 0),
+                                      ct_kernel_gpu(ctx)->stream);
+  ct_kernel_launch_failed(ctx, err);
+}
+
 void ct_gpu_argmax(ct_kernel_ctx *ctx) {
   const ct_shape *s = &ctx->inputs[0].shape;
   const int64_t C = s->dims[s->rank - 1], rows = C ? ct_shape_elements(s) / C : 0;

@@ -139,6 +139,9 @@ cudaError_t ct_launch_dense_softmax_xent(const float *logits, const float *label
                                          float *backprop, int64_t rows, int64_t classes,
                                          cudaStream_t stream);
 
+/* out[0] = sum(x^2) / 2 over n >= 0 elements. */
+cudaError_t ct_launch_l2_loss(const float *x, float *out, int64_t n, cudaStream_t stream);
+
 /* ---- comparison and conversion (compare.cu); dtypes are ct_dtype codes ---- */
 
 /* out[i] = a[i] == b[i] (1 or 0); a_scalar or b_scalar: that one's element 0 everywhere. */

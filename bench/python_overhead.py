@@ -4,13 +4,14 @@ pool, conv 5x5x64, pool, dense 1024, dropout 0.4, dense 10; Adam), batch
 128, built with ctower.compat.v1, one step through Session.run with NumPy
 feeds against the same run of the same session made from C (a loop around
 ct_session_run, no Python between the steps), side by side in one process:
-rounds alternate the two, each timing --steps steps, and the medians of the
-steps' times are compared.
+each round times --steps pairs of steps, one of each way after the other
+(so that a busy machine slows both alike), and compares the medians.
 
   PYTHONPATH=build/python /usr/bin/python3 bench/python_overhead.py [--rounds 7] [--steps 10]
 
-Prints one line per round and a JSON line: the medians (ms) and Python's
-overhead in percent (of the median, and the median of the rounds' ratios).
+Prints one line per round (the median of its pairs' ratios) and a JSON
+line: the medians of all steps (ms) and Python's overhead in percent (of
+those medians, and the median of the rounds').
 """
 import argparse
 import json
@@ -62,19 +63,20 @@ def main():
         for _ in range(5):
             sess.run([loss, train], feed)
         for r in range(args.rounds):
-            times = []
-            for _ in range(args.steps):
+            times, from_c, pair_ratios = [], [], []
+            for _ in range(args.steps):  # pairs, so that the machine's load hits both alike
                 start = time.perf_counter()
                 sess.run([loss, train], feed)
                 times.append(time.perf_counter() - start)
-            from_c = sess._run_repeated([loss, train], feed, args.steps)
+                from_c += sess._run_repeated([loss, train], feed, 1)
+                pair_ratios.append(times[-1] / from_c[-1])
             python_steps += times
             c_steps += from_c
-            ratio = statistics.median(times) / statistics.median(from_c)
+            ratio = statistics.median(pair_ratios)
             ratios.append(ratio)
             print("round %d: Session.run %.2f ms, from C %.2f ms, +%.2f%%"
                   % (r + 1, 1e3 * statistics.median(times), 1e3 * statistics.median(from_c),
-                     100 * (ratio - 1)))
+                     100 * (ratio - 1)), flush=True)
     py, c = statistics.median(python_steps), statistics.median(c_steps)
     print(json.dumps({"model": "fmnist_cnn", "batch": args.batch, "steps": len(c_steps),
                       "session_run_ms": round(1e3 * py, 3), "from_c_ms": round(1e3 * c, 3),

@@ -325,7 +325,7 @@ static PyObject *g_set_weight_decay(ct_py_graph *g, PyObject *args) {
 /* ---- ops ----------------------------------------------------------------------------------- */
 
 enum { UNARY_IDENTITY, UNARY_NEG, UNARY_RELU, UNARY_SIGMOID, UNARY_TANH, UNARY_ZEROS_LIKE,
-       UNARY_ONES_LIKE, UNARY_ARGMAX };
+       UNARY_ONES_LIKE, UNARY_ARGMAX, UNARY_L2_LOSS };
 
 static PyObject *g_unary(ct_py_graph *g, PyObject *args) {
   int kind;
@@ -333,8 +333,9 @@ static PyObject *g_unary(ct_py_graph *g, PyObject *args) {
   ct_output x;
   if (!PyArg_ParseTuple(args, "iO", &kind, &obj) || ct_py_output(g, obj, &x)) return NULL;
   ct_output (*const table[])(ct_graph *, ct_output) = {
-      ct_identity, ct_neg, ct_relu, ct_sigmoid, ct_tanh, ct_zeros_like, ct_ones_like, ct_argmax};
-  if (kind < 0 || kind > UNARY_ARGMAX) return PyErr_Format(PyExc_ValueError, "no unary op %d", kind);
+      ct_identity, ct_neg,        ct_relu,   ct_sigmoid, ct_tanh,
+      ct_zeros_like, ct_ones_like, ct_argmax, ct_l2_loss};
+  if (kind < 0 || kind > UNARY_L2_LOSS) return PyErr_Format(PyExc_ValueError, "no unary op %d", kind);
   write_lock(g);
   ct_output o = table[kind](g->graph, x);
   unlock(g);

@@ -163,3 +163,12 @@ def test_shape_errors_raise_value_error_and_the_graph_goes_on():
         tf.matmul(a, a)
     b = a + 1.0
     assert run(b).shape == (2, 3)
+
+
+def test_l2_loss_and_its_gradient():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    x = tf.constant(a)
+    loss = tf.multiply(tf.nn.l2_loss(x), 0.004)
+    value, grad = run(loss, tf.gradients(loss, x)[0])
+    assert value == pytest.approx(0.004 * (a * a).sum() / 2, rel=1e-6)
+    np.testing.assert_array_equal(grad, a * np.float32(0.004))

@@ -133,10 +133,7 @@ softmax_cross_entropy_with_logits_v2 = softmax_cross_entropy_with_logits
 
 
 def l2_loss(t, name=None):
-    graph, (x,) = _tensors([t])
-    with graph.name_scope(name or "L2Loss") as scope:
-        half = _ops.multiply(_ops.reduce_sum(_ops.multiply(x, x)), 0.5)
-    return _ops.identity(half, name=scope[:-1])
+    return _ops._unary(_ops._L2_LOSS, t, name)
 
 
 def cast(x, dtype, name=None):

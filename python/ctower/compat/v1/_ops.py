@@ -7,7 +7,7 @@ from ctower.compat.v1 import _framework as fw
 from ctower.compat.v1._framework import Tensor, convert_to_tensor, get_default_graph
 
 # the extension's op codes (python/src/graph.c)
-_IDENTITY, _NEG, _RELU, _SIGMOID, _TANH, _ZEROS_LIKE, _ONES_LIKE, _ARGMAX = range(8)
+_IDENTITY, _NEG, _RELU, _SIGMOID, _TANH, _ZEROS_LIKE, _ONES_LIKE, _ARGMAX, _L2_LOSS = range(9)
 _ADD, _SUB, _MUL, _DIV, _SPARSE_XENT, _ACCURACY, _ASSIGN = range(7)
 
 

@@ -44,6 +44,7 @@ PyObject *ct_py_shape_tuple(const ct_shape *shape);
 extern PyTypeObject ct_py_graph_type;
 extern PyTypeObject ct_py_session_type;
 extern PyTypeObject ct_py_tensor_type;
+extern PyTypeObject ct_py_batcher_type;
 
 /* The session options from keyword arguments (ConfigProto's fields). */
 int ct_py_session_options(PyObject *kwargs, ct_session_options *options);

@@ -350,16 +350,18 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_ctower",
 
 PyMODINIT_FUNC PyInit__ctower(void) {
   if (PyType_Ready(&ct_py_graph_type) < 0 || PyType_Ready(&ct_py_session_type) < 0 ||
-      PyType_Ready(&ct_py_tensor_type) < 0)
+      PyType_Ready(&ct_py_tensor_type) < 0 || PyType_Ready(&ct_py_batcher_type) < 0)
     return NULL;
   PyObject *m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;
   Py_INCREF(&ct_py_graph_type);
   Py_INCREF(&ct_py_session_type);
   Py_INCREF(&ct_py_tensor_type);
+  Py_INCREF(&ct_py_batcher_type);
   if (PyModule_AddObject(m, "Graph", (PyObject *)&ct_py_graph_type) ||
       PyModule_AddObject(m, "Session", (PyObject *)&ct_py_session_type) ||
       PyModule_AddObject(m, "HostTensor", (PyObject *)&ct_py_tensor_type) ||
+      PyModule_AddObject(m, "Batcher", (PyObject *)&ct_py_batcher_type) ||
       PyModule_AddStringConstant(m, "version", CTOWER_VERSION)) {
     Py_DECREF(m);
     return NULL;

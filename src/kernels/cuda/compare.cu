@@ -24,48 +24,47 @@ __global__ static void cast_kernel(const X *x, Y *y, int64_t n) {
   FOR_EACH(i, n) y[i] = (Y)x[i];
 }
 
+template <typename T>
+static void equal_of(const void *a, const void *b, uint8_t *out, int64_t n, int a_scalar,
+                     int b_scalar, cudaStream_t stream) {
+  equal_kernel<T><<<blocks_for(n), THREADS, 0, stream>>>((const T *)a, (const T *)b, out, n,
+                                                         a_scalar, b_scalar);
+}
+
 extern "C" cudaError_t ct_launch_equal(const void *a, const void *b, uint8_t *out, int dtype,
                                        int64_t n, int a_scalar, int b_scalar,
                                        cudaStream_t stream) {
-  const unsigned blocks = blocks_for(n);
   switch (dtype) {
-    case 0:
-      equal_kernel<<<blocks, THREADS, 0, stream>>>((const float *)a, (const float *)b, out, n,
-                                                   a_scalar, b_scalar);
-      break;
-    case 1:
-      equal_kernel<<<blocks, THREADS, 0, stream>>>((const int32_t *)a, (const int32_t *)b, out, n,
-                                                   a_scalar, b_scalar);
-      break;
-    case 2:
-      equal_kernel<<<blocks, THREADS, 0, stream>>>((const int64_t *)a, (const int64_t *)b, out, n,
-                                                   a_scalar, b_scalar);
-      break;
-    default:
-      equal_kernel<<<blocks, THREADS, 0, stream>>>((const uint8_t *)a, (const uint8_t *)b, out, n,
-                                                   a_scalar, b_scalar);
+    case 0: equal_of<float>(a, b, out, n, a_scalar, b_scalar, stream); break;
+    case 1: equal_of<int32_t>(a, b, out, n, a_scalar, b_scalar, stream); break;
+    case 2: equal_of<int64_t>(a, b, out, n, a_scalar, b_scalar, stream); break;
+    default: equal_of<uint8_t>(a, b, out, n, a_scalar, b_scalar, stream);
   }
   return cudaGetLastError();
 }
 
+template <typename X, typename Y>
+static void cast_to(const void *x, void *y, int64_t n, cudaStream_t stream) {
+  cast_kernel<X, Y><<<blocks_for(n), THREADS, 0, stream>>>((const X *)x, (Y *)y, n);
+}
+
 template <typename X>
-static void cast_from(const X *x, void *y, int to, int64_t n, cudaStream_t stream) {
-  const unsigned blocks = blocks_for(n);
+static void cast_from(const void *x, void *y, int to, int64_t n, cudaStream_t stream) {
   switch (to) {
-    case 0: cast_kernel<<<blocks, THREADS, 0, stream>>>(x, (float *)y, n); break;
-    case 1: cast_kernel<<<blocks, THREADS, 0, stream>>>(x, (int32_t *)y, n); break;
-    case 2: cast_kernel<<<blocks, THREADS, 0, stream>>>(x, (int64_t *)y, n); break;
-    default: cast_kernel<<<blocks, THREADS, 0, stream>>>(x, (uint8_t *)y, n);
+    case 0: cast_to<X, float>(x, y, n, stream); break;
+    case 1: cast_to<X, int32_t>(x, y, n, stream); break;
+    case 2: cast_to<X, int64_t>(x, y, n, stream); break;
+    default: cast_to<X, uint8_t>(x, y, n, stream);
   }
 }
 
 extern "C" cudaError_t ct_launch_cast(const void *x, void *y, int from, int to, int64_t n,
                                       cudaStream_t stream) {
   switch (from) {
-    case 0: cast_from((const float *)x, y, to, n, stream); break;
-    case 1: cast_from((const int32_t *)x, y, to, n, stream); break;
-    case 2: cast_from((const int64_t *)x, y, to, n, stream); break;
-    default: cast_from((const uint8_t *)x, y, to, n, stream);
+    case 0: cast_from<float>(x, y, to, n, stream); break;
+    case 1: cast_from<int32_t>(x, y, to, n, stream); break;
+    case 2: cast_from<int64_t>(x, y, to, n, stream); break;
+    default: cast_from<uint8_t>(x, y, to, n, stream);
   }
   return cudaGetLastError();
 }

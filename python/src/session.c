@@ -19,6 +19,7 @@ typedef struct {
   char *log_text;
   size_t log_size, log_taken;
   uint64_t step;           /* runs so far: dropout masks differ from run to run */
+  double last_run_seconds; /* the engine's time in the last run (ct_session_run) */
 } ct_py_session;
 
 static void lock_session(ct_py_session *s) {
@@ -202,7 +203,8 @@ static PyObject *s_run(ct_py_session *s, PyObject *args) {
     ct_session_set_step(s->session, s->step++);
     failed = ct_session_run(s->session, feeds, (int)n_feeds, fetches, (int)n_fetches, targets,
                             (int)n_targets, results, &status);
-    if (times) times[k] = seconds_now() - start;
+    s->last_run_seconds = seconds_now() - start;
+    if (times) times[k] = s->last_run_seconds;
     if (failed) break;
   }
   pthread_rwlock_unlock(&g->lock);
@@ -300,6 +302,11 @@ static PyObject *s_node_device(ct_py_session *s, PyObject *args) {
                        ct_placement_reason_name(reason));
 }
 
+static PyObject *s_last_run_seconds(ct_py_session *s, PyObject *unused) {
+  (void)unused;
+  return PyFloat_FromDouble(s->last_run_seconds);
+}
+
 static PyObject *s_devices(ct_py_session *s, PyObject *unused) {
   (void)unused;
   if (check_open(s)) return NULL;
@@ -316,7 +323,8 @@ static PyMethodDef session_methods[] = {
     M(closed, METH_NOARGS),         M(take_log, METH_NOARGS),
     M(read_variable, METH_VARARGS), M(assign_variable, METH_VARARGS),
     M(initialize_variable, METH_VARARGS), M(node_device, METH_VARARGS),
-    M(devices, METH_NOARGS),        {NULL, NULL, 0, NULL},
+    M(devices, METH_NOARGS),        M(last_run_seconds, METH_NOARGS),
+    {NULL, NULL, 0, NULL},
 };
 #undef M
 

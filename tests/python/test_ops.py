@@ -49,8 +49,9 @@ def test_shape_ops():
 
 def test_argmax_equal_cast_accuracy():
     logits = np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]], np.float32)
-    labels = tf.placeholder(tf.int32, [None])
+    labels = tf.placeholder(tf.int64, [None])  # argmax gives int64, as in TensorFlow
     correct = tf.equal(tf.argmax(logits, 1), labels)
+    assert tf.argmax(logits, 1, output_type=tf.int32).dtype == tf.int32
     accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))
     c, acc = run(correct, accuracy, feed_dict={labels: [1, 0, 0]})
     assert c.dtype == np.bool_ and c.tolist() == [True, True, False]

@@ -246,7 +246,16 @@ def argmax(input, axis=None, name=None, dimension=None, output_type=fw.int64):
     if _axis(axis, x.shape.ndims) != x.shape.ndims - 1:
         raise NotImplementedError("ctower's argmax runs over the last axis (%d), not axis %s"
                                   % (x.shape.ndims - 1, axis))
-    return graph._built(graph._c.unary(_ARGMAX, x._output()), name)
+    output_type = fw.as_dtype(output_type)
+    if output_type is fw.int32:
+        return graph._built(graph._c.unary(_ARGMAX, x._output()), name)
+    if output_type is not fw.int64:
+        raise TypeError("argmax's output_type is int32 or int64, not %s" % output_type.name)
+    # the engine's ArgMax gives int32: TensorFlow's default int64 is its Cast
+    index = graph._built(graph._c.unary(_ARGMAX, x._output()))
+    out = graph._built(graph._c.cast(index._output(), fw.int64._code), name)
+    out._dtype = fw.int64
+    return out
 
 
 # ---- grouping -----------------------------------------------------------------------------

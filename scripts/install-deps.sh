@@ -4,7 +4,8 @@
 # nothing when all are installed.
 set -euo pipefail
 packages=(build-essential clang cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libyaml-dev zlib1g-dev
-          libcmocka-dev python3 python3-venv libopenmpi-dev openmpi-bin
+          libcmocka-dev python3 python3-venv python3-dev python3-numpy python3-pytest
+          libopenmpi-dev openmpi-bin
           libprotobuf-c-dev protobuf-c-compiler libjpeg62-turbo-dev libpng-dev python3-pil
           dataset-fashion-mnist)
 missing=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds ctower and runs its tests: the whole suite on a release build (with
 # the CUDA device whenever nvcc is there; the GPU tests report themselves
-# skipped without a GPU), the instruction-set-dependent ones again built and
+# skipped without a GPU; the Python package's under pytest, label python), the instruction-set-dependent ones again built and
 # held to AVX2, then the unit tests again under AddressSanitizer and
 # UndefinedBehaviorSanitizer (host code only: the sanitizers do not see into
 # CUDA), the threaded ones under ThreadSanitizer, and the fuzz targets for a
@@ -33,12 +33,13 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 # ctower's own Winograd).
 if grep -qw avx2 /proc/cpuinfo; then
   cmake -S . -B build-avx2 -DCMAKE_BUILD_TYPE=Release -DCTOWER_MARCH=x86-64-v3 \
-    -DCTOWER_CUDA=off -DCTOWER_MPI=off
+    -DCTOWER_CUDA=off -DCTOWER_MPI=off -DCTOWER_PYTHON=off
   cmake --build build-avx2 -j "$jobs"
   DNNL_MAX_CPU_ISA=AVX2 ctest --test-dir build-avx2 --output-on-failure -j "$jobs" -L isa
 fi
 
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCTOWER_SANITIZE=ON -DCTOWER_CUDA=off
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCTOWER_SANITIZE=ON -DCTOWER_CUDA=off \
+  -DCTOWER_PYTHON=off
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit
@@ -50,7 +51,8 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 # (OMP_THREAD_LIMIT=1): libgomp is not built with
 # ThreadSanitizer, so its barriers are invisible to it and every parallel
 # region would look like a race; with them gone no suppression is needed.
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCTOWER_TSAN=ON -DCTOWER_CUDA=off -DCTOWER_MPI=off
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCTOWER_TSAN=ON -DCTOWER_CUDA=off -DCTOWER_MPI=off \
+  -DCTOWER_PYTHON=off
 cmake --build build-tsan -j "$jobs"
 OMP_THREAD_LIMIT=1 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure \
   -j "$jobs" -R '^test_(allocator|device|session|towers|schedule|placement|batcher|pipeline|augment|cluster|dataset|sources|evaluate)$'
@@ -59,6 +61,6 @@ OMP_THREAD_LIMIT=1 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --ou
 # every dataset reader), built with clang's libFuzzer and the sanitizers,
 # each run for a short fixed time from its seeds.
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCTOWER_FUZZ=ON \
-  -DCTOWER_TESTS=OFF -DCTOWER_CUDA=off -DCTOWER_MPI=off
+  -DCTOWER_TESTS=OFF -DCTOWER_CUDA=off -DCTOWER_MPI=off -DCTOWER_PYTHON=off
 cmake --build build-fuzz -j "$jobs"
 ctest --test-dir build-fuzz --output-on-failure -j "$jobs" -L fuzz

@@ -101,12 +101,28 @@ void ct_graph_pop_variable_reuse(ct_graph *graph);
 void ct_graph_push_variable_device(ct_graph *graph, const char *device);
 void ct_graph_pop_variable_device(ct_graph *graph);
 
+/* Forgets the error recorded in the graph, so that building goes on: for a
+ * front end that reports each failed call at once (the Python binding
+ * raises it as TensorFlow raises a ValueError). A builder that fails adds
+ * no node of its own; nodes and variables that a builder of several nodes
+ * made before it failed stay in the graph, unused unless fetched. */
+void ct_graph_clear_error(ct_graph *graph);
+
+/* Renames `node` to "<current name scope>/<name>", made unique with _1, _2,
+ * ... as the names of new nodes are: TensorFlow's name= of an op whose
+ * builder takes no name. Random streams keep the seeds of the old name.
+ * Returns 0, or 1 with the error recorded in the graph (an empty name, a
+ * node of another graph). */
+int ct_graph_rename_node(ct_graph *graph, ct_node *node, const char *name);
+
 /* Nodes, in creation order (a topological order). */
 int ct_graph_node_count(const ct_graph *graph);
 ct_node *ct_graph_node(const ct_graph *graph, int index);
 /* The node with that full name, or NULL. */
 ct_node *ct_graph_find(const ct_graph *graph, const char *name);
 
+/* Its index in creation order (ct_graph_node(graph, ct_node_id(node)) is node). */
+int ct_node_id(const ct_node *node);
 const char *ct_node_name(const ct_node *node);
 const char *ct_node_op(const ct_node *node);            /* "Conv2D" */
 const char *ct_node_requested_device(const ct_node *node); /* "" when none */
@@ -133,7 +149,8 @@ typedef enum ct_init_kind {
   CT_INIT_UNIFORM,         /* U(-scale, scale) */
   CT_INIT_NORMAL,          /* N(0, scale^2) truncated at 2 scale, as TF */
   CT_INIT_GLOROT_UNIFORM,  /* U(-l, l), l = sqrt(6 / (fan_in + fan_out)) */
-  CT_INIT_HE_NORMAL        /* truncated N(0, 2 / fan_in) */
+  CT_INIT_HE_NORMAL,       /* truncated N(0, 2 / fan_in) */
+  CT_INIT_RANDOM_NORMAL    /* N(0, scale^2), not truncated (TF's random_normal_initializer) */
 } ct_init_kind;
 
 typedef struct ct_initializer {

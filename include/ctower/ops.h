@@ -47,6 +47,13 @@ ct_output ct_assign(ct_graph *graph, ct_output variable, ct_output value);
  * not a variable read records INVALID_ARGUMENT. */
 void ct_variable_set_weight_decay(ct_graph *graph, ct_output variable, float decay);
 
+/* Gives the variable that `variable` reads an initializer seed of its own,
+ * as the seed= of TensorFlow's initializers: its initial values are drawn
+ * from a stream of the graph seed and `seed` rather than of the graph seed
+ * and its name, so that variables of one shape, initializer and seed start
+ * equal. A `variable` that is not a variable read records INVALID_ARGUMENT. */
+void ct_variable_set_initializer_seed(ct_graph *graph, ct_output variable, uint64_t seed);
+
 /* Sources. */
 ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape shape);
 /* A constant holding a copy of `value` (the graph keeps the copy). */
@@ -138,7 +145,20 @@ ct_output ct_reduce_mean(ct_graph *g, ct_output x, unsigned axes_mask, int keep_
  * Returns the per-example loss [N]. A label out of range fails the run with
  * INVALID_ARGUMENT naming the example. */
 ct_output ct_sparse_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels);
+/* TensorFlow's softmax_cross_entropy_with_logits: logits [N, C] f32,
+ * labels [N, C] f32 (each row a distribution), the per-example loss [N] =
+ * -sum over c of labels * log softmax(logits). Its gradient flows to the
+ * logits only (TensorFlow 1.x's v1 op). */
+ct_output ct_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels);
+/* sum(x^2) / 2, a scalar (tf.nn.l2_loss); its gradient is x * dy. */
+ct_output ct_l2_loss(ct_graph *g, ct_output x);
 ct_output ct_argmax(ct_graph *g, ct_output x); /* over the last axis, i32 */
+/* 1 where a == b, else 0 (u8, TensorFlow's bool): a and b of one dtype and
+ * one shape, or one a scalar. No gradient. */
+ct_output ct_equal(ct_graph *g, ct_output a, ct_output b);
+/* x converted to `dtype` element by element as C converts (floats to
+ * integers truncate toward zero). No gradient. */
+ct_output ct_cast(ct_graph *g, ct_output x, ct_dtype dtype);
 /* Fraction of rows whose argmax equals the label: f32 scalar. */
 ct_output ct_accuracy(ct_graph *g, ct_output logits, ct_output labels);
 

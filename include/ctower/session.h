@@ -62,6 +62,12 @@ ct_tensor *ct_session_read_variable(ct_session *session, int index, ct_status *s
 int ct_session_assign_variable(ct_session *session, int index, const ct_tensor *value,
                                ct_status *status);
 
+/* Sets variable `index` to its initial value again, drawn as when the
+ * session first initialized it (TensorFlow's variable initializer; a
+ * session initializes every variable on first use by itself). Returns 0 or
+ * fills status as ct_session_read_variable. */
+int ct_session_initialize_variable(ct_session *session, int index, ct_status *status);
+
 /* Bytes in use now and at most, summed over the session's devices. */
 void ct_session_memory(ct_session *session, size_t *in_use, size_t *peak);
 

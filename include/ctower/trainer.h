@@ -86,6 +86,17 @@ typedef struct ct_observe_options {
   int64_t trace_end;      /*   A = B = 0: the command's default (see its help) */
 } ct_observe_options;
 
+/* One epoch of training, as `ctower train` prints it. */
+typedef struct ct_epoch_result {
+  int64_t epoch;           /* 1 for the first */
+  int64_t epochs;          /* of the run */
+  int64_t step;            /* global steps done */
+  double train_loss, train_accuracy; /* means over the epoch's examples */
+  double test_loss, test_accuracy;
+  double seconds;          /* the epoch's training time */
+  double images_per_second;
+} ct_epoch_result;
+
 typedef struct ct_train_flags {
   int memory_stats;      /* --memory-stats: print per-device allocator stats */
   int quiet;             /* --quiet: no progress bar, only epoch lines */
@@ -97,6 +108,10 @@ typedef struct ct_train_flags {
   ct_observe_options observe;
   const char *config_text; /* the effective config (YAML), logged as text in train.log_dir;
                               NULL: none */
+  /* Called after each epoch's line is printed (the history of a run), on
+   * the thread that called ct_train_main; NULL: none. */
+  void (*on_epoch)(void *user, const ct_epoch_result *result);
+  void *on_epoch_user;
 } ct_train_flags;
 
 typedef struct ct_bench_flags {

@@ -247,6 +247,18 @@ int ct_session_assign_variable(ct_session *s, int index, const ct_tensor *value,
          ct_device_synchronize(device, status);
 }
 
+int ct_session_initialize_variable(ct_session *s, int index, ct_status *status) {
+  if (variable_ready(s, index, status)) return 1;
+  const ct_graph *g = s->graph;
+  ct_tensor *initial = ct_tensor_new(CT_F32, &g->variables[index].shape, status);
+  if (initial == NULL) return 1;
+  int source = g->variables[index].replica_of >= 0 ? g->variables[index].replica_of : index;
+  ct_initialize_variable(&g->variables[source], g->seed, initial);
+  int failed = ct_session_assign_variable(s, index, initial, status);
+  ct_tensor_free(initial);
+  return failed;
+}
+
 int ct_session_memory_stats(const ct_session *s, int device, ct_memory_stats *out) {
   if (device < 0 || device >= s->n_devices) return 1;
   ct_allocator_stats stats = ct_allocator_get_stats(s->devices[device]->allocator);

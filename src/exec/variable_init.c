@@ -1,5 +1,6 @@
-/* Variable initializers (zeros, constants, uniform, truncated normal,
- * Glorot, He), each a pure function of the graph seed and the name. */
+/* Variable initializers (zeros, constants, uniform, normal, truncated
+ * normal, Glorot, He), each a pure function of the graph seed and the name,
+ * or of the graph seed and the variable's own seed when it has one. */
 #include <math.h>
 #include <string.h>
 
@@ -16,6 +17,14 @@ static uint64_t rng_next(rng *r) {
 }
 /* Uniform in [0, 1). */
 static double rng_uniform(rng *r) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+
+/* Normal by Box-Muller. */
+static double rng_normal(rng *r) {
+  for (;;) {
+    double u1 = rng_uniform(r), u2 = rng_uniform(r);
+    if (u1 > 0) return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+  }
+}
 
 /* Normal by Box-Muller, redrawn past two standard deviations (TF's truncation). */
 static double rng_truncated_normal(rng *r) {
@@ -43,7 +52,8 @@ static void fans(const ct_shape *s, double *fan_in, double *fan_out) {
 void ct_initialize_variable(const ct_variable_info *var, uint64_t graph_seed, ct_tensor *out) {
   float *v = ct_tensor_f32(out);
   int64_t n = ct_tensor_elements(out);
-  rng r = {ct_hash_string(graph_seed, var->name)};
+  rng r = {var->has_seed ? ct_mix64(ct_mix64(graph_seed) ^ var->seed)
+                         : ct_hash_string(graph_seed, var->name)};
   double fan_in, fan_out;
   fans(&var->shape, &fan_in, &fan_out);
   const double scale = var->init.value;
@@ -55,6 +65,7 @@ void ct_initialize_variable(const ct_variable_info *var, uint64_t graph_seed, ct
       case CT_INIT_CONSTANT: x = scale; break;
       case CT_INIT_UNIFORM: x = scale * (2 * rng_uniform(&r) - 1); break;
       case CT_INIT_NORMAL: x = scale * rng_truncated_normal(&r); break;
+      case CT_INIT_RANDOM_NORMAL: x = scale * rng_normal(&r); break;
       case CT_INIT_GLOROT_UNIFORM:
         x = sqrt(6.0 / (fan_in + fan_out)) * (2 * rng_uniform(&r) - 1);
         break;

@@ -62,6 +62,8 @@ void ct_graph_set_error(ct_graph *g, ct_code code, const char *fmt, ...) {
   va_end(args);
 }
 
+void ct_graph_clear_error(ct_graph *g) { ct_status_clear(&g->status); }
+
 void ct_graph_prefix_error(ct_graph *g, const char *fmt, ...) {
   if (g->status.code == CT_OK) return;
   char prefix[256];
@@ -224,6 +226,43 @@ static char *unique_name(const ct_graph *g, const char *base) {
   return name;
 }
 
+/* Takes `node` out of the name table: its slot emptied, and the entries
+ * after it in its probe run moved back where a lookup finds them. */
+static void name_table_remove(ct_graph *g, const ct_node *node) {
+  const size_t mask = g->name_table_cap - 1;
+  size_t hole = name_slot(g, node->name);
+  if (g->name_table[hole] != node) return;
+  g->name_table[hole] = NULL;
+  for (size_t i = (hole + 1) & mask; g->name_table[i]; i = (i + 1) & mask) {
+    size_t home = (size_t)ct_hash_string(0, g->name_table[i]->name) & mask;
+    /* the entry may move into the hole when its home is not in (hole, i] */
+    int stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+    if (stays) continue;
+    g->name_table[hole] = g->name_table[i];
+    g->name_table[i] = NULL;
+    hole = i;
+  }
+}
+
+int ct_graph_rename_node(ct_graph *g, ct_node *node, const char *name) {
+  if (node == NULL || node->id < 0 || node->id >= g->n_nodes || g->nodes[node->id] != node ||
+      name == NULL || name[0] == '\0') {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                       "a node is renamed to a non-empty name, and only in its own graph");
+    return 1;
+  }
+  char *unique = unique_name(g, name);
+  if (unique == NULL) {
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the graph");
+    return 1;
+  }
+  name_table_remove(g, node);
+  free(node->name);
+  node->name = unique;
+  g->name_table[name_slot(g, node->name)] = node;
+  return 0;
+}
+
 /* ---- nodes ------------------------------------------------------------- */
 
 ct_node *ct_graph_add_node(ct_graph *g, const ct_op_def *op, const char *base_name, int n_inputs,
@@ -307,6 +346,7 @@ int ct_graph_node_count(const ct_graph *g) { return g->n_nodes; }
 ct_node *ct_graph_node(const ct_graph *g, int index) {
   return index >= 0 && index < g->n_nodes ? g->nodes[index] : NULL;
 }
+int ct_node_id(const ct_node *n) { return n->id; }
 const char *ct_node_name(const ct_node *n) { return n->name; }
 const char *ct_node_op(const ct_node *n) { return n->op->name; }
 const char *ct_node_requested_device(const ct_node *n) { return n->requested_device; }

@@ -18,6 +18,8 @@ typedef struct ct_variable_info {
                            one's index, whose name seeds the initializer; else -1 */
   int colocate_with;    /* an optimizer slot: the variable it lives beside; else -1 */
   float weight_decay;   /* the model's own L2 decay, added to the optimizer's; 0 */
+  int has_seed;         /* an op-level seed (ct_variable_set_initializer_seed) ... */
+  uint64_t seed;        /* ... which seeds the initializer instead of the name */
 } ct_variable_info;
 
 struct ct_node {

@@ -375,6 +375,49 @@ ct_output ct_sparse_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_outp
   return ct_out(add_with(g, &ct_op_sparse_softmax_xent, 2, in, 2, NULL), 0);
 }
 
+/* SoftmaxCrossEntropyWithLogits(logits [N, C], labels [N, C] f32) ->
+ *   loss [N], backprop [N, C] (softmax - labels). */
+static int infer_dense_xent(ct_infer_ctx *ctx) {
+  if (ct_require_rank(ctx, 0, 2) || ct_require_dtype(ctx, 0, CT_F32) ||
+      ct_require_rank(ctx, 1, 2) || ct_require_dtype(ctx, 1, CT_F32))
+    return 1;
+  const ct_shape *z = &ctx->in_shapes[0], *y = &ctx->in_shapes[1];
+  for (int d = 0; d < 2; ++d)
+    if (z->dims[d] >= 0 && y->dims[d] >= 0 && z->dims[d] != y->dims[d]) {
+      char sz[96], sy[96];
+      return ct_infer_fail(ctx, "logits %s and labels %s differ in shape",
+                           ct_shape_str(z, sz, sizeof sz), ct_shape_str(y, sy, sizeof sy));
+    }
+  ctx->out_shapes[0] = ct_shape_of(1, z->dims[0]);
+  ctx->out_shapes[1] = *z;
+  ctx->out_dtypes[0] = ctx->out_dtypes[1] = CT_F32;
+  return 0;
+}
+const ct_op_def ct_op_softmax_xent = {"SoftmaxCrossEntropyWithLogits", infer_dense_xent,
+                                      grad_xent, 0};
+
+ct_output ct_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels) {
+  ct_output in[2] = {logits, labels};
+  return ct_out(add_with(g, &ct_op_softmax_xent, 2, in, 2, NULL), 0);
+}
+
+/* L2Loss(x) -> sum(x^2) / 2, a scalar (tf.nn.l2_loss: the weight decay of
+ * TensorFlow's tutorials). Its gradient is x * dy. */
+static int infer_l2_loss(ct_infer_ctx *ctx) {
+  if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
+  ctx->out_shapes[0] = ct_shape_of(0);
+  ctx->out_dtypes[0] = CT_F32;
+  return 0;
+}
+static void grad_l2_loss(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  if (gy[0].node) gx[0] = ct_mul(g, n->inputs[0], gy[0]);
+}
+const ct_op_def ct_op_l2_loss = {"L2Loss", infer_l2_loss, grad_l2_loss, 0};
+
+ct_output ct_l2_loss(ct_graph *g, ct_output x) {
+  return ct_out(add_with(g, &ct_op_l2_loss, 1, &x, 1, NULL), 0);
+}
+
 static int infer_argmax(ct_infer_ctx *ctx) {
   if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
   ct_shape s = ctx->in_shapes[0];

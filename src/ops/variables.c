@@ -76,6 +76,8 @@ ct_output ct_variable_absolute(ct_graph *g, const char *full_name, ct_shape shap
   var->colocate_with = -1;
   var->replica_of = -1;
   var->weight_decay = 0.0f;
+  var->has_seed = 0;
+  var->seed = 0;
   var->device = strdup(g->n_variable_device_scopes
                            ? g->variable_device_scopes[g->n_variable_device_scopes - 1]
                        : g->n_device_scopes ? g->device_scopes[g->n_device_scopes - 1]
@@ -127,4 +129,14 @@ void ct_variable_set_weight_decay(ct_graph *g, ct_output variable, float decay) 
     return;
   }
   g->variables[variable.node->variable].weight_decay = decay;
+}
+
+void ct_variable_set_initializer_seed(ct_graph *g, ct_output variable, uint64_t seed) {
+  if (g->status.code != CT_OK) return;
+  if (variable.node == NULL || variable.node->variable < 0) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "an initializer seed needs a variable read");
+    return;
+  }
+  g->variables[variable.node->variable].has_seed = 1;
+  g->variables[variable.node->variable].seed = seed;
 }

@@ -193,6 +193,13 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
         accuracy_sum / (double)(examples ? examples : 1), test.loss, test.accuracy, epoch_time,
         (double)examples / (epoch_time > 0 ? epoch_time : 1e-9));
     fflush(stdout);
+    if (flags->on_epoch) {
+      const double n_seen = (double)(examples ? examples : 1);
+      const ct_epoch_result result = {
+          epoch + 1, epochs, global_step, loss_sum / n_seen, accuracy_sum / n_seen, test.loss,
+          test.accuracy, epoch_time, (double)examples / (epoch_time > 0 ? epoch_time : 1e-9)};
+      flags->on_epoch(flags->on_epoch_user, &result);
+    }
     /* stopped by max_steps inside the epoch: the checkpoint says where */
     if (checkpoint[0]) failed = save_position(&r, epoch, global_step, stop, test.accuracy, status);
     failed = failed || ct_train_log_epoch_end(&log, &r, global_step, &test, status);

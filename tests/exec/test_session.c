@@ -1,5 +1,6 @@
 /* Sessions: feeds and fetches, errors, buffer reuse across steps,
  * deterministic initialization, a run's end waited for. */
+#include <math.h>
 #include <string.h>
 
 #include "device/device.h"
@@ -197,6 +198,47 @@ static void test_run_longer_than_the_last(void **state) {
   ct_graph_free(g);
 }
 
+/* Variables of one initializer seed start equal whatever their names;
+ * random_normal is not truncated; ct_session_initialize_variable sets a
+ * variable to its first value again. */
+static void test_initializer_seeds_and_reinitializing(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_graph_set_seed(g, 7);
+  const ct_shape s = ct_shape_of(1, (int64_t)4000);
+  ct_output a = ct_variable(g, "a", s, (ct_initializer){CT_INIT_NORMAL, 1.0f}, 1);
+  ct_output b = ct_variable(g, "b", s, (ct_initializer){CT_INIT_NORMAL, 1.0f}, 1);
+  ct_output c = ct_variable(g, "c", s, (ct_initializer){CT_INIT_NORMAL, 1.0f}, 1);
+  ct_output n = ct_variable(g, "n", s, (ct_initializer){CT_INIT_RANDOM_NORMAL, 1.0f}, 1);
+  ct_variable_set_initializer_seed(g, a, 3);
+  ct_variable_set_initializer_seed(g, b, 3);
+  assert_status_ok(ct_graph_status(g));
+  ct_status st = CT_STATUS_INIT;
+  ct_session *sess = ct_session_new(g, NULL, &st);
+  assert_status_ok(&st);
+  ct_tensor *va = ct_session_read_variable(sess, 0, &st), *vb = ct_session_read_variable(sess, 1, &st);
+  ct_tensor *vc = ct_session_read_variable(sess, 2, &st), *vn = ct_session_read_variable(sess, 3, &st);
+  assert_status_ok(&st);
+  assert_memory_equal(va->data, vb->data, ct_tensor_nbytes(va));
+  assert_memory_not_equal(va->data, vc->data, ct_tensor_nbytes(va));
+  float largest = 0;
+  for (int i = 0; i < 4000; ++i) largest = fmaxf(largest, fabsf(ct_tensor_f32(vn)[i]));
+  assert_true(largest > 2.5f); /* a truncated normal stays within 2 */
+  ct_tensor *zeros = ct_tensor_new(CT_F32, &s, &st);
+  assert_int_equal(ct_session_assign_variable(sess, 2, zeros, &st), 0);
+  assert_int_equal(ct_session_initialize_variable(sess, 2, &st), 0);
+  ct_tensor *again = ct_session_read_variable(sess, 2, &st);
+  assert_status_ok(&st);
+  assert_memory_equal(again->data, vc->data, ct_tensor_nbytes(vc));
+  assert_int_equal(ct_session_initialize_variable(sess, 9, &st), 1);
+  assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+  (void)c, (void)n;
+  ct_tensor_free(va), ct_tensor_free(vb), ct_tensor_free(vc), ct_tensor_free(vn);
+  ct_tensor_free(zeros), ct_tensor_free(again);
+  ct_session_free(sess);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_missing_and_misshaped_feeds),
@@ -204,6 +246,7 @@ int main(void) {
       cmocka_unit_test(test_initialization_depends_on_seed_and_name_only),
       cmocka_unit_test(test_memory_limit_gives_resource_exhausted),
       cmocka_unit_test(test_run_longer_than_the_last),
+      cmocka_unit_test(test_initializer_seeds_and_reinitializing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

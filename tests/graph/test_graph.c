@@ -1,4 +1,5 @@
 /* Graph building: names and scopes, shared variables, sticky errors. */
+#include <stdio.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -153,6 +154,48 @@ static void test_gradient_through_non_differentiable_op_fails_clearly(void **sta
   ct_graph_free(g);
 }
 
+/* A renamed node is found by its new name only, and every other node of a
+ * table grown past its first size stays found (the probe runs are mended). */
+static void test_rename_keeps_every_name_found(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)3));
+  ct_output ys[300];
+  for (int i = 0; i < 300; ++i) ys[i] = ct_relu(g, x);
+  for (int i = 0; i < 300; i += 3) {
+    char name[32];
+    snprintf(name, sizeof name, "renamed_%d", i);
+    assert_int_equal(ct_graph_rename_node(g, ys[i].node, name), 0);
+  }
+  assert_int_equal(ct_graph_rename_node(g, ys[1].node, "renamed_0"), 0); /* taken: made unique */
+  assert_string_equal(ct_node_name(ys[1].node), "renamed_0_1");
+  for (int i = 0; i < 300; ++i) {
+    assert_ptr_equal(ct_graph_find(g, ct_node_name(ys[i].node)), ys[i].node);
+    assert_int_equal(ct_node_id(ys[i].node), i + 1);
+  }
+  assert_null(ct_graph_find(g, "Relu"));
+  assert_ptr_equal(ct_graph_find(g, "Relu_2"), ys[2].node);
+  assert_int_equal(ct_graph_rename_node(g, ys[2].node, ""), 1);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  ct_graph_free(g);
+}
+
+/* After ct_graph_clear_error the graph builds again; the failed call added nothing. */
+static void test_clear_error_goes_on_building(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_output a = ct_placeholder(g, "a", CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)3));
+  const int before = ct_graph_node_count(g);
+  assert_null(ct_matmul(g, a, a, 0, 0).node);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  assert_int_equal(ct_graph_node_count(g), before);
+  assert_null(ct_relu(g, a).node); /* sticky */
+  ct_graph_clear_error(g);
+  assert_status_ok(ct_graph_status(g));
+  assert_non_null(ct_matmul(g, a, a, 0, 1).node);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_name_scopes_and_unique_names),
@@ -161,6 +204,8 @@ int main(void) {
       cmocka_unit_test(test_variable_shape_conflict_is_sticky_error),
       cmocka_unit_test(test_shapes_that_do_not_fit_name_the_node),
       cmocka_unit_test(test_gradient_through_non_differentiable_op_fails_clearly),
+      cmocka_unit_test(test_rename_keeps_every_name_found),
+      cmocka_unit_test(test_clear_error_goes_on_building),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

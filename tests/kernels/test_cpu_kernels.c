@@ -1066,6 +1066,105 @@ static void test_cross_entropy_and_accuracy(void **state) {
   run_end(&r);
 }
 
+/* softmax_cross_entropy_with_logits against -sum labels * log softmax, and
+ * its gradient against softmax - labels, in double */
+static void test_dense_cross_entropy(void **state) {
+  (void)state;
+  const int64_t N = 5, C = 7;
+  ct_shape shapes[2] = {ct_shape_of(2, N, C), ct_shape_of(2, N, C)};
+  op_run r;
+  run_begin(&r, 2, shapes, 73);
+  float *labels = (float *)input(&r, 1);
+  for (int64_t n = 0; n < N; ++n) { /* each row a distribution */
+    double total = 0;
+    for (int64_t c = 0; c < C; ++c) total += labels[n * C + c] = fabsf(labels[n * C + c]);
+    for (int64_t c = 0; c < C; ++c) labels[n * C + c] = (float)(labels[n * C + c] / total);
+  }
+  ct_output loss = ct_softmax_cross_entropy(r.g, r.in[0], r.in[1]);
+  ct_output dz;
+  ct_gradients(r.g, ct_reduce_sum(r.g, loss, 0, 0), 1, r.in, &dz);
+  ct_output fetches[2] = {loss, dz};
+  ct_tensor *out[2];
+  run_fetch(&r, 2, fetches, out);
+  const float *Z = input(&r, 0);
+  float ref[5], grad_ref[35];
+  for (int64_t n = 0; n < N; ++n) {
+    double max = Z[n * C], sum = 0, l = 0;
+    for (int64_t c = 1; c < C; ++c) max = Z[n * C + c] > max ? Z[n * C + c] : max;
+    for (int64_t c = 0; c < C; ++c) sum += exp(Z[n * C + c] - max);
+    for (int64_t c = 0; c < C; ++c) {
+      l -= labels[n * C + c] * (Z[n * C + c] - max - log(sum));
+      grad_ref[n * C + c] = (float)(exp(Z[n * C + c] - max) / sum - labels[n * C + c]);
+    }
+    ref[n] = (float)l;
+  }
+  expect_close("SoftmaxCrossEntropyWithLogits", out[0], ref, N, 1e-5);
+  expect_close("its gradient", out[1], grad_ref, N * C, 1e-5);
+  ct_tensor_free(out[0]), ct_tensor_free(out[1]);
+  run_end(&r);
+}
+
+/* L2Loss against sum x^2 / 2 in double, its gradient against x * dy */
+static void test_l2_loss(void **state) {
+  (void)state;
+  ct_shape shapes[1] = {ct_shape_of(2, (int64_t)7, (int64_t)9)};
+  op_run r;
+  run_begin(&r, 1, shapes, 83);
+  ct_output loss = ct_mul(r.g, ct_l2_loss(r.g, r.in[0]), ct_scalar(r.g, 0.004f));
+  ct_output dx;
+  ct_gradients(r.g, loss, 1, r.in, &dx);
+  ct_output fetches[2] = {loss, dx};
+  ct_tensor *out[2];
+  run_fetch(&r, 2, fetches, out);
+  const float *x = input(&r, 0);
+  double sum = 0;
+  float grad_ref[63];
+  for (int i = 0; i < 63; ++i) {
+    sum += (double)x[i] * x[i];
+    grad_ref[i] = x[i] * 0.004f;
+  }
+  float ref = (float)(0.5 * sum) * 0.004f;
+  expect_close("L2Loss", out[0], &ref, 1, 1e-6);
+  expect_close("its gradient, bit for bit", out[1], grad_ref, 63, 0);
+  ct_tensor_free(out[0]), ct_tensor_free(out[1]);
+  run_end(&r);
+}
+
+/* Equal of argmaxes cast to f32 and averaged (TensorFlow's accuracy) equals
+ * Accuracy; Cast converts as C does, element by element. */
+static void test_equal_and_cast(void **state) {
+  (void)state;
+  const int64_t N = 8, C = 3;
+  ct_shape shapes[1] = {ct_shape_of(2, N, C)};
+  op_run r;
+  run_begin(&r, 1, shapes, 79);
+  int32_t labels[8] = {0, 1, 2, 0, 1, 2, 2, 1};
+  ct_tensor lt = {CT_I32, ct_shape_of(1, N), labels, 0};
+  ct_output lab = ct_constant(r.g, "labels", &lt);
+  ct_output eq = ct_equal(r.g, ct_argmax(r.g, r.in[0]), lab);
+  ct_output mean = ct_reduce_mean(r.g, ct_cast(r.g, eq, CT_F32), 0, 0);
+  ct_output to_i32 = ct_cast(r.g, r.in[0], CT_I32);
+  ct_output to_i64 = ct_cast(r.g, lab, CT_I64);
+  ct_output scalar_eq = ct_equal(r.g, to_i64, ct_cast(r.g, ct_scalar(r.g, 2.0f), CT_I64));
+  ct_output fetches[6] = {eq, mean, ct_accuracy(r.g, r.in[0], lab), to_i32, to_i64, scalar_eq};
+  ct_tensor *out[6];
+  run_fetch(&r, 6, fetches, out);
+  const float *Z = input(&r, 0);
+  assert_int_equal(out[0]->dtype, CT_U8);
+  for (int64_t n = 0; n < N; ++n) {
+    int best = 0;
+    for (int64_t c = 1; c < C; ++c)
+      if (Z[n * C + c] > Z[n * C + best]) best = (int)c;
+    assert_int_equal(((uint8_t *)out[0]->data)[n], best == labels[n]);
+    assert_int_equal(((int64_t *)out[4]->data)[n], labels[n]);
+    assert_int_equal(((uint8_t *)out[5]->data)[n], labels[n] == 2);
+  }
+  for (int64_t i = 0; i < N * C; ++i) assert_int_equal(ct_tensor_i32(out[3])[i], (int32_t)Z[i]);
+  expect_close("Equal, Cast, Mean = Accuracy", out[1], ct_tensor_f32(out[2]), 1, 0);
+  for (int i = 0; i < 6; ++i) ct_tensor_free(out[i]);
+  run_end(&r);
+}
+
 static void test_bad_label_is_an_error(void **state) {
   (void)state;
   ct_graph *g = ct_graph_new();
@@ -1221,6 +1320,9 @@ int main(void) {
       cmocka_unit_test(test_bias_gradient),
       cmocka_unit_test(test_concat_split),
       cmocka_unit_test(test_cross_entropy_and_accuracy),
+      cmocka_unit_test(test_dense_cross_entropy),
+      cmocka_unit_test(test_equal_and_cast),
+      cmocka_unit_test(test_l2_loss),
       cmocka_unit_test(test_bad_label_is_an_error),
       cmocka_unit_test(test_dropout_statistics),
       cmocka_unit_test(test_optimizer_updates),

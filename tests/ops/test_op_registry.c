@@ -35,6 +35,8 @@ static const exemption exemptions[] = {
     {"OnesLike", GRADIENT_CHECK, "its output does not depend on its input's values"},
     {"ArgMax", GRADIENT_CHECK, "its output is an integer index"},
     {"Accuracy", GRADIENT_CHECK, "a metric: it counts integer matches"},
+    {"Equal", GRADIENT_CHECK, "its output is a comparison's 0 or 1"},
+    {"Cast", GRADIENT_CHECK, "a conversion between dtypes, of which only f32 is differentiable"},
     {"ApplyGradientDescent", GRADIENT_CHECK, "an optimizer update (tests/kernels checks it)"},
     {"ApplyMomentum", GRADIENT_CHECK, "an optimizer update (tests/kernels checks it)"},
     {"ApplyAdam", GRADIENT_CHECK, "an optimizer update (tests/kernels checks it)"},

@@ -113,6 +113,13 @@ static ct_output b_xent(ct_graph *g, const ct_output *x) {
   ct_tensor t = {CT_I32, ct_shape_of(1, (int64_t)4), labels, 0};
   return ct_sparse_softmax_cross_entropy(g, x[0], ct_constant(g, "labels", &t));
 }
+/* labels a distribution per row (a one-hot row among them) */
+static ct_output b_dense_xent(ct_graph *g, const ct_output *x) {
+  float labels[12] = {0.25f, 0.25f, 0.5f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.1f, 0.2f, 0.3f, 0.4f};
+  ct_tensor t = {CT_F32, ct_shape_of(2, (int64_t)3, (int64_t)4), labels, 0};
+  return ct_softmax_cross_entropy(g, x[0], ct_constant(g, "labels", &t));
+}
+static ct_output b_l2_loss(ct_graph *g, const ct_output *x) { return ct_l2_loss(g, x[0]); }
 static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
   return ct_tanh(g, ct_add(g, ct_matmul(g, x[0], x[1], 0, 0), x[2]));
 }
@@ -212,6 +219,9 @@ static void build_table(void) {
   add_case("Mean keep_dims", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_mean);
   add_case("Mean all", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_mean_all);
   add_case("SoftmaxCrossEntropy", 1, S2(4, 5), none, none, VALUES_UNIFORM, b_xent);
+  add_case("SoftmaxCrossEntropyWithLogits", 1, S2(3, 4), none, none, VALUES_UNIFORM,
+           b_dense_xent);
+  add_case("L2Loss", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_l2_loss);
   add_case("dense chain", 3, S2(3, 4), S2(4, 2), S1(2), VALUES_UNIFORM, b_dense_chain);
 }
 

@@ -1,4 +1,5 @@
-/* Softmax cross-entropy with integer labels, argmax and accuracy. */
+/* Softmax cross-entropy with integer labels and with a distribution of
+ * labels, L2 loss, argmax and accuracy. */
 #include <math.h>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -35,6 +36,41 @@ void ct_cpu_sparse_softmax_xent(ct_kernel_ctx *ctx) {
     loss[n] = logf(sum) + max - z[labels[n]];
     p[labels[n]] -= 1.0f;
   }
+}
+
+/* loss[n] = sum over c of labels * (logsumexp(logits[n]) - logits[n, c]);
+ * backprop = softmax - labels. */
+void ct_cpu_softmax_xent(ct_kernel_ctx *ctx) {
+  const int64_t N = ctx->inputs[0].shape.dims[0], C = ctx->inputs[0].shape.dims[1];
+  const float *logits = ct_in_f32(ctx, 0), *labels = ct_in_f32(ctx, 1);
+  float *loss = ct_out_f32(ctx, 0), *backprop = ct_out_f32(ctx, 1);
+  for (int64_t n = 0; n < N; ++n) {
+    const float *z = logits + n * C, *y = labels + n * C;
+    float *p = backprop + n * C;
+    float max = C ? z[0] : 0.0f;
+    for (int64_t c = 1; c < C; ++c) max = z[c] > max ? z[c] : max;
+    float sum = 0.0f;
+    for (int64_t c = 0; c < C; ++c) {
+      p[c] = expf(z[c] - max);
+      sum += p[c];
+    }
+    const float inv = 1.0f / sum, log_sum = logf(sum) + max;
+    float l = 0.0f;
+    for (int64_t c = 0; c < C; ++c) {
+      l += y[c] * (log_sum - z[c]);
+      p[c] = p[c] * inv - y[c];
+    }
+    loss[n] = l;
+  }
+}
+
+/* sum(x^2) / 2, summed in double in index order. */
+void ct_cpu_l2_loss(ct_kernel_ctx *ctx) {
+  const float *x = ct_in_f32(ctx, 0);
+  const int64_t n = ct_in_elements(ctx, 0);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += (double)x[i] * (double)x[i];
+  ct_out_f32(ctx, 0)[0] = (float)(0.5 * sum);
 }
 
 static int64_t row_argmax(const float *z, int64_t C) {

@@ -68,7 +68,12 @@ CT_CPU_KERNEL(ct_cpu_dropout);
 CT_CPU_KERNEL(ct_cpu_dropout_grad);
 /* classification.c */
 CT_CPU_KERNEL(ct_cpu_sparse_softmax_xent);
+CT_CPU_KERNEL(ct_cpu_softmax_xent);
+CT_CPU_KERNEL(ct_cpu_l2_loss);
 CT_CPU_KERNEL(ct_cpu_argmax);
+/* compare.c */
+CT_CPU_KERNEL(ct_cpu_equal);
+CT_CPU_KERNEL(ct_cpu_cast);
 CT_CPU_KERNEL(ct_cpu_accuracy);
 /* optimizers.c */
 CT_CPU_KERNEL(ct_cpu_apply_gradient_descent);

@@ -38,7 +38,12 @@ CT_GPU_KERNEL(ct_gpu_mean);
 CT_GPU_KERNEL(ct_gpu_reduce_grad);
 /* gpu_classification.c */
 CT_GPU_KERNEL(ct_gpu_sparse_softmax_xent);
+CT_GPU_KERNEL(ct_gpu_softmax_xent);
+CT_GPU_KERNEL(ct_gpu_l2_loss);
 CT_GPU_KERNEL(ct_gpu_argmax);
+/* gpu_compare.c */
+CT_GPU_KERNEL(ct_gpu_equal);
+CT_GPU_KERNEL(ct_gpu_cast);
 CT_GPU_KERNEL(ct_gpu_accuracy);
 /* gpu_train.c */
 CT_GPU_KERNEL(ct_gpu_assign_moving_average);

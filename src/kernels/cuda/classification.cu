@@ -69,6 +69,64 @@ extern "C" cudaError_t ct_launch_softmax_xent(const float *logits, const int32_t
   return cudaGetLastError();
 }
 
+/* The dense labels' loss, one warp per row: loss = sum of labels *
+ * (logsumexp - z), backprop = softmax - labels. */
+__global__ static void dense_xent_kernel(const float *logits, const float *labels, float *loss,
+                                         float *backprop, int64_t rows, int64_t classes) {
+  const int lane = threadIdx.x % WARP;
+  FOR_EACH_ROW(n, rows) {
+    const float *z = logits + n * classes, *y = labels + n * classes;
+    float *p = backprop + n * classes;
+    float max = -INFINITY;
+    for (int64_t c = lane; c < classes; c += WARP) max = fmaxf(max, z[c]);
+    max = warp_max(max);
+    float sum = 0.0f;
+    for (int64_t c = lane; c < classes; c += WARP) {
+      const float e = expf(z[c] - max);
+      p[c] = e;
+      sum += e;
+    }
+    sum = warp_sum(sum);
+    const float inv = 1.0f / sum, log_sum = logf(sum) + max;
+    float l = 0.0f;
+    for (int64_t c = lane; c < classes; c += WARP) {
+      l += __fmul_rn(y[c], log_sum - z[c]);
+      p[c] = __fmul_rn(p[c], inv) - y[c];
+    }
+    l = warp_sum(l);
+    if (lane == 0) loss[n] = l;
+  }
+}
+
+extern "C" cudaError_t ct_launch_dense_softmax_xent(const float *logits, const float *labels,
+                                                    float *loss, float *backprop, int64_t rows,
+                                                    int64_t classes, cudaStream_t stream) {
+  dense_xent_kernel<<<warp_blocks(rows), THREADS, 0, stream>>>(logits, labels, loss, backprop,
+                                                               rows, classes);
+  return cudaGetLastError();
+}
+
+/* out[0] = sum(x^2) / 2: one block, each thread a strided partial sum in
+ * double, then a tree (a fixed order). */
+__global__ static void l2_loss_kernel(const float *x, float *out, int64_t n) {
+  __shared__ double partial[THREADS];
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < n; i += THREADS) sum += (double)x[i] * (double)x[i];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int half = THREADS / 2; half > 0; half /= 2) {
+    if ((int)threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[0] = (float)(0.5 * partial[0]);
+}
+
+extern "C" cudaError_t ct_launch_l2_loss(const float *x, float *out, int64_t n,
+                                         cudaStream_t stream) {
+  l2_loss_kernel<<<1, THREADS, 0, stream>>>(x, out, n);
+  return cudaGetLastError();
+}
+
 /* The CPU's scan (best = c when z[c] > z[best], from best = 0) as a
  * reduction: with z[0] a number, the first index of the largest number
  * (NaNs never win); with z[0] NaN, 0. (v, i) beats (best_v, best_i) when

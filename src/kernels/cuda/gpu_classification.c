@@ -14,6 +14,21 @@ void ct_gpu_sparse_softmax_xent(ct_kernel_ctx *ctx) {
   ct_kernel_launch_failed(ctx, err);
 }
 
+void ct_gpu_softmax_xent(ct_kernel_ctx *ctx) {
+  const int64_t N = ctx->inputs[0].shape.dims[0], C = ctx->inputs[0].shape.dims[1];
+  if (N == 0) return;
+  cudaError_t err =
+      ct_launch_dense_softmax_xent(ct_in_f32(ctx, 0), ct_in_f32(ctx, 1), ct_out_f32(ctx, 0),
+                                   ct_out_f32(ctx, 1), N, C, ct_kernel_gpu(ctx)->stream);
+  ct_kernel_launch_failed(ctx, err);
+}
+
+void ct_gpu_l2_loss(ct_kernel_ctx *ctx) {
+  cudaError_t err = ct_launch_l2_loss(ct_in_f32(ctx, 0), ct_out_f32(ctx, 0), ct_in_elements(ctx, 0),
+                                      ct_kernel_gpu(ctx)->stream);
+  ct_kernel_launch_failed(ctx, err);
+}
+
 void ct_gpu_argmax(ct_kernel_ctx *ctx) {
   const ct_shape *s = &ctx->inputs[0].shape;
   const int64_t C = s->dims[s->rank - 1], rows = C ? ct_shape_elements(s) / C : 0;

@@ -133,6 +133,24 @@ cudaError_t ct_launch_softmax_xent(const float *logits, const int32_t *labels, f
                                    float *backprop, int64_t rows, int64_t classes,
                                    cudaStream_t stream);
 
+/* loss[n] = sum over c of labels * (logsumexp(logits[n]) - logits[n, c]),
+ * backprop = softmax - labels (labels [rows, classes]). */
+cudaError_t ct_launch_dense_softmax_xent(const float *logits, const float *labels, float *loss,
+                                         float *backprop, int64_t rows, int64_t classes,
+                                         cudaStream_t stream);
+
+/* out[0] = sum(x^2) / 2 over n >= 0 elements. */
+cudaError_t ct_launch_l2_loss(const float *x, float *out, int64_t n, cudaStream_t stream);
+
+/* ---- comparison and conversion (compare.cu); dtypes are ct_dtype codes ---- */
+
+/* out[i] = a[i] == b[i] (1 or 0); a_scalar or b_scalar: that one's element 0 everywhere. */
+cudaError_t ct_launch_equal(const void *a, const void *b, uint8_t *out, int dtype, int64_t n,
+                            int a_scalar, int b_scalar, cudaStream_t stream);
+/* y[i] = x[i] converted from dtype `from` to `to` as C converts. */
+cudaError_t ct_launch_cast(const void *x, void *y, int from, int to, int64_t n,
+                           cudaStream_t stream);
+
 /* out[r] = the first index of row r's maximum (0 for a row of no classes). */
 cudaError_t ct_launch_argmax(const float *x, int32_t *out, int64_t rows, int64_t classes,
                              cudaStream_t stream);

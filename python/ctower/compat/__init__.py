@@ -1,0 +1,1 @@
+"""TensorFlow's compatibility namespaces: `import ctower.compat.v1 as tf`."""

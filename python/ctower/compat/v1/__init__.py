@@ -1,0 +1,146 @@
+"""TensorFlow 1.x's names, argument names and defaults over ctower:
+
+    import ctower.compat.v1 as tf
+    with tf.device('/cpu:0'):
+        a = tf.constant([1.0, 2.0, 3.0, 4.0], shape=[2, 2], name='a')
+    sess = tf.Session(config=tf.ConfigProto(log_device_placement=True))
+"""
+import types as _types
+
+from ctower import errors
+from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
+from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
+                                         as_dtype, bool, constant, convert_to_tensor, float16,
+                                         float32, float64, get_default_graph, int32, int64,
+                                         placeholder, reset_default_graph, string, uint8)
+from ctower.compat.v1._nn import cast
+from ctower.compat.v1._ops import (add, add_n, argmax, concat, divide, expand_dims, fill, group,
+                                   identity, matmul, multiply, negative, no_op, ones, ones_like,
+                                   reduce_mean, reduce_sum, reshape, split, squeeze, stack,
+                                   subtract, truediv, unstack, zeros, zeros_like)
+from ctower.compat.v1._session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession,
+                                       RunMetadata, RunOptions, Session, get_default_session)
+from ctower.compat.v1._variables import (AUTO_REUSE, GraphKeys, Variable, VariableScope,
+                                         constant_initializer, get_variable, get_variable_scope,
+                                         global_variables, global_variables_initializer,
+                                         glorot_uniform_initializer, initialize_all_variables,
+                                         local_variables, local_variables_initializer,
+                                         model_variables, ones_initializer,
+                                         random_normal_initializer, random_uniform_initializer,
+                                         trainable_variables, truncated_normal_initializer,
+                                         variable_scope, variables_initializer,
+                                         zeros_initializer)
+
+sub = subtract
+mul = multiply
+div = divide
+neg = negative
+pack = stack
+unpack = unstack
+
+
+def device(device_name_or_function):
+    return get_default_graph().device(device_name_or_function)
+
+
+def name_scope(name, default_name=None, values=None):
+    return get_default_graph().name_scope(name if name is not None else default_name)
+
+
+def control_dependencies(control_inputs):
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+def add_to_collection(name, value):
+    get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names, value):
+    get_default_graph().add_to_collections(names, value)
+
+
+def get_collection(key, scope=None):
+    return get_default_graph().get_collection(key, scope)
+
+
+def get_collection_ref(key):
+    return get_default_graph().get_collection_ref(key)
+
+
+def set_random_seed(seed):
+    get_default_graph().seed = seed
+
+
+def equal(x, y, name=None):
+    graph, (a, b) = _ops._tensors([x, y])
+    out = graph._built(graph._c.equal(a._output(), b._output()), name)
+    out._dtype = bool
+    return out
+
+
+def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,
+              gate_gradients=False, aggregation_method=None, stop_gradients=None):
+    """d(sum of ys)/d(xs), by ctower's reverse-mode differentiation: one list
+    entry per x, None where ys do not depend on it."""
+    ys = list(ys) if isinstance(ys, (list, tuple)) else [ys]
+    single = not isinstance(xs, (list, tuple))
+    xs = [xs] if single else list(xs)
+    if stop_gradients:
+        raise NotImplementedError("ctower's gradients have no stop_gradients")
+    graph, ys_t = _ops._tensors(ys)
+    xs_t = [x._read if isinstance(x, Variable) else convert_to_tensor(x) for x in xs]
+    if grad_ys is not None:
+        grad_ys = grad_ys if isinstance(grad_ys, (list, tuple)) else [grad_ys]
+        with graph.as_default():
+            ys_t = [y if g is None else _ops.reduce_sum(_ops.multiply(y, g))
+                    for y, g in zip(ys_t, grad_ys)]
+    per_x = [[] for _ in xs_t]
+    for y in ys_t:
+        for k, g in enumerate(graph._c.gradients(y._output(), [x._output() for x in xs_t])):
+            if g is not None:
+                per_x[k].append(graph._built(g, rename=False))
+    with graph.as_default():
+        return [None if not gs else gs[0] if len(gs) == 1 else _ops.add_n(gs) for gs in per_x]
+
+
+def assign(ref, value, validate_shape=None, use_locking=None, name=None):
+    return ref.assign(value, name=name)
+
+
+def assign_add(ref, value, use_locking=None, name=None):
+    return ref.assign_add(value, name=name)
+
+
+def assign_sub(ref, value, use_locking=None, name=None):
+    return ref.assign_sub(value, name=name)
+
+
+def shape_of(x):
+    return convert_to_tensor(x).shape
+
+
+nn = _types.SimpleNamespace(
+    relu=_nn.relu, sigmoid=_nn.sigmoid, tanh=_nn.tanh, conv2d=_nn.conv2d, bias_add=_nn.bias_add,
+    max_pool=_nn.max_pool, avg_pool=_nn.avg_pool, lrn=_nn.lrn,
+    local_response_normalization=_nn.lrn, dropout=_nn.dropout, l2_loss=_nn.l2_loss,
+    sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
+    fused_batch_norm=_nn.fused_batch_norm)
+layers = _types.SimpleNamespace(batch_normalization=_nn.batch_normalization)
+train = _types.SimpleNamespace(
+    Optimizer=_train.Optimizer, GradientDescentOptimizer=_train.GradientDescentOptimizer,
+    MomentumOptimizer=_train.MomentumOptimizer, AdamOptimizer=_train.AdamOptimizer,
+    Saver=_train.Saver, latest_checkpoint=_train.latest_checkpoint,
+    get_global_step=_train.get_global_step, create_global_step=_train.create_global_step,
+    get_or_create_global_step=_train.get_or_create_global_step, global_step=_train.global_step)
+initializers = _types.SimpleNamespace(
+    zeros=zeros_initializer, ones=ones_initializer, constant=constant_initializer,
+    truncated_normal=truncated_normal_initializer, random_normal=random_normal_initializer,
+    random_uniform=random_uniform_initializer, glorot_uniform=glorot_uniform_initializer,
+    global_variables=global_variables_initializer, variables=variables_initializer)
+math = _types.SimpleNamespace(add=add, subtract=subtract, multiply=multiply, divide=divide,
+                              add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,
+                              argmax=argmax, equal=equal, negative=negative)
+dtypes = _types.SimpleNamespace(float32=float32, int32=int32, int64=int64, uint8=uint8,
+                                bool=bool, float64=float64, as_dtype=as_dtype, DType=DType)

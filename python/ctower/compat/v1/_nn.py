@@ -1,0 +1,195 @@
+"""tf.nn and tf.layers.batch_normalization over ctower's ops (NHWC images,
+HWIO filters)."""
+from ctower.compat.v1 import _framework as fw
+from ctower.compat.v1 import _ops
+from ctower.compat.v1 import _variables as vs
+from ctower.compat.v1._ops import _tensors
+
+
+def relu(features, name=None):
+    return _ops._unary(_ops._RELU, features, name)
+
+
+def sigmoid(x, name=None):
+    return _ops._unary(_ops._SIGMOID, x, name)
+
+
+def tanh(x, name=None):
+    return _ops._unary(_ops._TANH, x, name)
+
+
+def _nhwc(data_format):
+    if data_format not in ("NHWC", None):
+        raise NotImplementedError("ctower's images are NHWC, not %s" % data_format)
+
+
+def _window(values, what):
+    """k of [1, k, k, 1] (or [k, k], or k): ctower's windows and strides are square."""
+    if isinstance(values, int):
+        return values
+    values = [int(v) for v in values]
+    if len(values) == 4:
+        if values[0] != 1 or values[3] != 1:
+            raise ValueError("%s over the batch or channels (%s) is not supported" % (what, values))
+        values = values[1:3]
+    if len(values) != 2:
+        raise ValueError("%s needs 1, 2 or 4 values, got %s" % (what, values))
+    return values
+
+
+def _padding(padding):
+    padding = padding.upper() if isinstance(padding, str) else padding
+    if padding not in ("SAME", "VALID"):
+        raise ValueError("padding must be 'SAME' or 'VALID', got %r" % (padding,))
+    return padding == "SAME"
+
+
+def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,
+           data_format="NHWC", dilations=(1, 1, 1, 1), name=None, filters=None):
+    _nhwc(data_format)
+    if list(dilations) != [1, 1, 1, 1]:
+        raise NotImplementedError("ctower's conv2d has no dilations")
+    filter = filters if filter is None else filter
+    stride = _window(strides, "strides")
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
+    graph, (x, f) = _tensors([input, filter])
+    return graph._built(graph._c.conv2d(x._output(), f._output(), sh, sw, _padding(padding)),
+                        name)
+
+
+def bias_add(value, bias, data_format=None, name=None):
+    _nhwc(data_format)
+    return _ops.add(value, bias, name=name or "BiasAdd")
+
+
+def _pool(is_max, value, ksize, strides, padding, data_format, name):
+    _nhwc(data_format)
+    k, s = _window(ksize, "ksize"), _window(strides, "strides")
+    k = k if isinstance(k, int) else (k[0] if k[0] == k[1] else None)
+    s = s if isinstance(s, int) else (s[0] if s[0] == s[1] else None)
+    if k is None or s is None:
+        raise NotImplementedError("ctower's pooling windows and strides are square")
+    graph, (x,) = _tensors([value])
+    return graph._built(graph._c.pool(is_max, x._output(), k, s, _padding(padding)), name)
+
+
+def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):
+    return _pool(True, value if input is None else input, ksize, strides, padding, data_format,
+                 name)
+
+
+def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):
+    return _pool(False, value if input is None else input, ksize, strides, padding, data_format,
+                 name)
+
+
+def lrn(input, depth_radius=5, bias=1, alpha=1, beta=0.5, name=None):
+    graph, (x,) = _tensors([input])
+    return graph._built(graph._c.lrn(x._output(), int(depth_radius), float(bias), float(alpha),
+                                     float(beta)), name)
+
+
+local_response_normalization = lrn
+
+
+def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
+    if noise_shape is not None:
+        raise NotImplementedError("ctower's dropout draws every element (no noise_shape)")
+    if rate is None:
+        if keep_prob is None:
+            raise ValueError("dropout needs keep_prob or rate")
+        if fw.Tensor is type(keep_prob) or hasattr(keep_prob, "_read"):
+            raise NotImplementedError("ctower's dropout takes a Python number as keep_prob")
+        rate = 1.0 - float(keep_prob)
+    graph, (t,) = _tensors([x])
+    if rate == 0.0:
+        return _ops.identity(t, name=name)
+    return graph._built(graph._c.dropout(t._output(), float(rate)), name)
+
+
+def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
+                                             name=None):
+    if _sentinel is not None:
+        raise ValueError("Only call `sparse_softmax_cross_entropy_with_logits` with named "
+                         "arguments (labels=..., logits=..., ...)")
+    graph, (labels_t,) = _tensors([labels])
+    graph, (logits_t,) = _tensors([logits])
+    if labels_t.dtype is fw.int64:
+        labels_t = cast(labels_t, fw.int32)
+    return graph._built(graph._c.binary(_ops._SPARSE_XENT, logits_t._output(),
+                                        labels_t._output()), name)
+
+
+def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1,
+                                      name=None, axis=None):
+    if _sentinel is not None:
+        raise ValueError("Only call `softmax_cross_entropy_with_logits` with named arguments "
+                         "(labels=..., logits=..., ...)")
+    graph, (logits_t, labels_t) = _tensors([logits, labels])
+    return graph._built(graph._c.softmax_xent(logits_t._output(), labels_t._output()), name)
+
+
+softmax_cross_entropy_with_logits_v2 = softmax_cross_entropy_with_logits
+
+
+def l2_loss(t, name=None):
+    return _ops._unary(_ops._L2_LOSS, t, name)
+
+
+def cast(x, dtype, name=None):
+    graph, (t,) = _tensors([x])
+    dtype = fw._engine_dtype(dtype, "cast")
+    if dtype is t.dtype:
+        return t
+    out = graph._built(graph._c.cast(t._output(), dtype._code), name or "Cast")
+    out._dtype = dtype
+    return out
+
+
+def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
+                     data_format="NHWC", is_training=True, name=None):
+    _nhwc(data_format)
+    graph, (t, s, o) = _tensors([x, scale, offset])
+    if not is_training and (mean is None or variance is None):
+        raise ValueError("Both 'mean' and 'variance' must be a 1-D tensor when is_training is "
+                         "False.")
+    m = None if mean is None else fw.convert_to_tensor(mean)._output()
+    v = None if variance is None else fw.convert_to_tensor(variance)._output()
+    y = graph._built(graph._c.batch_norm(t._output(), s._output(), o._output(),
+                                         m if not is_training else None,
+                                         v if not is_training else None, bool(is_training),
+                                         0.0, float(epsilon)), name)
+    return y, None, None
+
+
+def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True,
+                        beta_initializer=None, gamma_initializer=None,
+                        moving_mean_initializer=None, moving_variance_initializer=None,
+                        training=False, trainable=True, name=None, reuse=None, **unused):
+    """tf.layers.batch_normalization: gamma, beta and the moving statistics
+    as variables of scope `name`; in training the batch statistics, with
+    update ops in tf.GraphKeys.UPDATE_OPS."""
+    graph, (x,) = _tensors([inputs])
+    if axis not in (-1, x.shape.ndims - 1):
+        raise NotImplementedError("ctower normalizes over the last axis (channels)")
+    if isinstance(training, fw.Tensor):
+        raise NotImplementedError("ctower takes training as a Python bool")
+    channels = x.shape.as_list()[-1]
+    before = len(graph._c.update_ops())
+    with vs.variable_scope(name, default_name="batch_normalization", reuse=reuse):
+        gamma = vs.get_variable("gamma", [channels], initializer=gamma_initializer or
+                                vs.ones_initializer(), trainable=trainable and scale)
+        beta = vs.get_variable("beta", [channels], initializer=beta_initializer or
+                               vs.zeros_initializer(), trainable=trainable and center)
+        moving_mean = vs.get_variable("moving_mean", [channels], trainable=False,
+                                      initializer=moving_mean_initializer or
+                                      vs.zeros_initializer())
+        moving_var = vs.get_variable("moving_variance", [channels], trainable=False,
+                                     initializer=moving_variance_initializer or
+                                     vs.ones_initializer())
+        y = graph._built(graph._c.batch_norm(x._output(), gamma._output(), beta._output(),
+                                             moving_mean._output(), moving_var._output(),
+                                             bool(training), float(momentum), float(epsilon)))
+    for node in graph._c.update_ops()[before:]:
+        graph.add_to_collection(vs.GraphKeys.UPDATE_OPS, graph._operation(node))
+    return y

@@ -1,0 +1,329 @@
+"""Math and array ops under TensorFlow 1.x's names, each one of ctower's ops
+(include/ctower/ops.h) or a few of them (stack is expand_dims and concat, as
+TensorFlow's Pack computes). The operators of Tensor and Variable."""
+import numpy as np
+
+from ctower.compat.v1 import _framework as fw
+from ctower.compat.v1._framework import Tensor, convert_to_tensor, get_default_graph
+
+# the extension's op codes (python/src/graph.c)
+_IDENTITY, _NEG, _RELU, _SIGMOID, _TANH, _ZEROS_LIKE, _ONES_LIKE, _ARGMAX, _L2_LOSS = range(9)
+_ADD, _SUB, _MUL, _DIV, _SPARSE_XENT, _ACCURACY, _ASSIGN = range(7)
+
+
+def _graph_of(*values):
+    """The graph the tensors among values share (the default graph when none
+    is a tensor): TensorFlow refuses to mix graphs."""
+    from ctower.compat.v1._variables import Variable
+    graph = None
+    for v in values:
+        g = v.graph if isinstance(v, (Tensor, Variable, fw.Operation)) else None
+        if g is not None:
+            if graph is not None and g is not graph:
+                raise ValueError("Tensor(s) %s must be from the same graph as the others."
+                                 % (v,))
+            graph = g
+    return graph or get_default_graph()
+
+
+def _tensors(values, dtype=None):
+    graph = _graph_of(*values)
+    out = []
+    with graph.as_default():
+        first = next((v for v in values if isinstance(v, Tensor) or hasattr(v, "_read")), None)
+        like = convert_to_tensor(first).dtype if first is not None and dtype is None else dtype
+        for v in values:
+            out.append(convert_to_tensor(v, dtype=None if isinstance(v, Tensor) else like))
+    return graph, out
+
+
+def _unary(kind, x, name):
+    graph, (x,) = _tensors([x])
+    return graph._built(graph._c.unary(kind, x._output()), name)
+
+
+def _binary(kind, x, y, name):
+    graph, (x, y) = _tensors([x, y])
+    return graph._built(graph._c.binary(kind, x._output(), y._output()), name)
+
+
+def identity(input, name=None):
+    return _unary(_IDENTITY, input, name)
+
+
+def negative(x, name=None):
+    return _unary(_NEG, x, name)
+
+
+def add(x, y, name=None):
+    return _binary(_ADD, x, y, name)
+
+
+def subtract(x, y, name=None):
+    return _binary(_SUB, x, y, name)
+
+
+def multiply(x, y, name=None):
+    return _binary(_MUL, x, y, name)
+
+
+def divide(x, y, name=None):
+    return _binary(_DIV, x, y, name)
+
+
+def truediv(x, y, name=None):
+    return _binary(_DIV, x, y, name)
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, name=None):
+    graph, (a, b) = _tensors([a, b])
+    out = graph._c.matmul(a._output(), b._output(), bool(transpose_a or adjoint_a),
+                          bool(transpose_b or adjoint_b))
+    return graph._built(out, name)
+
+
+def add_n(inputs, name=None):
+    if not inputs:
+        raise ValueError("inputs must be a list of at least one Tensor with the same dtype "
+                         "and shape")
+    graph, xs = _tensors(list(inputs))
+    if len(xs) == 1 and not name:
+        return xs[0]
+    return graph._built(graph._c.add_n([x._output() for x in xs]), name)
+
+
+def zeros_like(tensor, dtype=None, name=None, optimize=True):
+    return _unary(_ZEROS_LIKE, tensor, name)
+
+
+def ones_like(tensor, dtype=None, name=None, optimize=True):
+    return _unary(_ONES_LIKE, tensor, name)
+
+
+def zeros(shape, dtype=fw.float32, name=None):
+    dtype = fw.as_dtype(dtype)
+    return fw.constant(np.zeros([int(d) for d in shape], dtype.as_numpy_dtype), dtype=dtype,
+                       name=name or "zeros")
+
+
+def ones(shape, dtype=fw.float32, name=None):
+    dtype = fw.as_dtype(dtype)
+    return fw.constant(np.ones([int(d) for d in shape], dtype.as_numpy_dtype), dtype=dtype,
+                       name=name or "ones")
+
+
+def fill(dims, value, name=None):
+    return fw.constant(np.full([int(d) for d in dims], value), name=name or "Fill")
+
+
+# ---- shapes -------------------------------------------------------------------------------
+
+def _static_shape(shape):
+    if isinstance(shape, Tensor):
+        raise TypeError("ctower takes shapes as Python lists: a shape computed by the graph "
+                        "(%s) is not supported" % shape.name)
+    return [-1 if d is None else int(d) for d in shape]
+
+
+def reshape(tensor, shape, name=None):
+    graph, (x,) = _tensors([tensor])
+    return graph._built(graph._c.reshape(x._output(), _static_shape(shape)), name)
+
+
+def _axis(axis, rank):
+    axis = int(axis)
+    if axis < 0:
+        axis += rank
+    if not 0 <= axis < rank:
+        raise ValueError("axis %d is out of range for a tensor of rank %d" % (axis, rank))
+    return axis
+
+
+def expand_dims(input, axis=None, name=None, dim=None):
+    axis = dim if axis is None else axis
+    graph, (x,) = _tensors([input])
+    dims = x.shape.as_list()
+    axis = _axis(axis, len(dims) + 1)
+    dims.insert(axis, 1)
+    if sum(d is None for d in dims) > 1:
+        raise ValueError("ctower's expand_dims needs all dimensions but one known, got %s"
+                         % x.shape)
+    return graph._built(graph._c.reshape(x._output(), [-1 if d is None else d for d in dims]),
+                        name or "ExpandDims")
+
+
+def squeeze(input, axis=None, name=None, squeeze_dims=None):
+    axis = squeeze_dims if axis is None else axis
+    graph, (x,) = _tensors([input])
+    dims = x.shape.as_list()
+    if axis is None:
+        axes = [i for i, d in enumerate(dims) if d == 1]
+    else:
+        axes = [_axis(a, len(dims)) for a in (axis if isinstance(axis, (list, tuple)) else [axis])]
+    kept = [d for i, d in enumerate(dims) if i not in axes]
+    return graph._built(graph._c.reshape(x._output(), [-1 if d is None else d for d in kept]),
+                        name or "Squeeze")
+
+
+def concat(values, axis, name="concat"):
+    graph, xs = _tensors(list(values))
+    if len(xs) == 1:
+        return identity(xs[0], name=name)
+    axis = _axis(axis, xs[0].shape.ndims)
+    return graph._built(graph._c.concat([x._output() for x in xs], axis), name)
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name="split"):
+    graph, (x,) = _tensors([value])
+    axis = _axis(axis, x.shape.ndims)
+    if isinstance(num_or_size_splits, (list, tuple)):
+        sizes = [int(s) for s in num_or_size_splits]
+        if len(set(sizes)) != 1:
+            raise NotImplementedError("ctower splits into equal parts: sizes %s differ" % sizes)
+        n = len(sizes)
+    else:
+        n = int(num_or_size_splits)
+    outs = graph._c.split(x._output(), axis, n)
+    if name:
+        graph._c.rename(outs[0][0], name)
+    return [graph._built(o, rename=False) for o in outs]
+
+
+def stack(values, axis=0, name="stack"):
+    graph, xs = _tensors(list(values))
+    rank = xs[0].shape.ndims
+    axis = _axis(axis, rank + 1)
+    with graph.name_scope(name) as scope:
+        parts = [expand_dims(x, axis) for x in xs]
+    if len(parts) == 1:
+        return identity(parts[0], name=name)
+    return graph._built(graph._c.concat([p._output() for p in parts], axis), scope[:-1])
+
+
+def unstack(value, num=None, axis=0, name="unstack"):
+    graph, (x,) = _tensors([value])
+    dims = x.shape.as_list()
+    axis = _axis(axis, len(dims))
+    n = dims[axis] if num is None else num
+    if n is None:
+        raise ValueError("Cannot infer num from shape %s" % x.shape)
+    with graph.name_scope(name):
+        parts = split(x, n, axis) if n > 1 else [x]
+        kept = [d for i, d in enumerate(dims) if i != axis]
+        return [reshape(p, [-1 if d is None else d for d in kept]) for p in parts]
+
+
+# ---- reductions and comparisons ----------------------------------------------------------
+
+def _reduce(mean, input_tensor, axis, keepdims, name, reduction_indices, keep_dims):
+    graph, (x,) = _tensors([input_tensor])
+    axis = reduction_indices if axis is None else axis
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    mask = 0
+    if axis is not None:
+        for a in (axis if isinstance(axis, (list, tuple, np.ndarray)) else [axis]):
+            mask |= 1 << _axis(a, x.shape.ndims)
+        if mask == 0:
+            return identity(x, name=name)
+    return graph._built(graph._c.reduce(mean, x._output(), mask, keep), name)
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    return _reduce(False, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+                keep_dims=None):
+    return _reduce(True, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def argmax(input, axis=None, name=None, dimension=None, output_type=fw.int64):
+    graph, (x,) = _tensors([input])
+    axis = dimension if axis is None else axis
+    axis = 0 if axis is None else axis
+    if _axis(axis, x.shape.ndims) != x.shape.ndims - 1:
+        raise NotImplementedError("ctower's argmax runs over the last axis (%d), not axis %s"
+                                  % (x.shape.ndims - 1, axis))
+    output_type = fw.as_dtype(output_type)
+    if output_type is fw.int32:
+        return graph._built(graph._c.unary(_ARGMAX, x._output()), name)
+    if output_type is not fw.int64:
+        raise TypeError("argmax's output_type is int32 or int64, not %s" % output_type.name)
+    # the engine's ArgMax gives int32: TensorFlow's default int64 is its Cast
+    index = graph._built(graph._c.unary(_ARGMAX, x._output()))
+    out = graph._built(graph._c.cast(index._output(), fw.int64._code), name)
+    out._dtype = fw.int64
+    return out
+
+
+# ---- grouping -----------------------------------------------------------------------------
+
+def group(*inputs, **kwargs):
+    name = kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError("Unknown keyword arguments: " + ", ".join(kwargs))
+    flat = []
+    for x in inputs:
+        flat.extend(x if isinstance(x, (list, tuple)) else [x])
+    graph = _graph_of(*flat)
+    ops = [fw._as_op(graph, x) for x in flat if x is not None]
+    node = graph._c.group(name or "NoOp", [op._id for op in ops])
+    for deps in graph._control_stack:
+        for op in deps:
+            graph._c.add_control_input(node, op._id)
+    graph._hook_cache.clear()
+    return graph._operation(node)
+
+
+def no_op(name=None):
+    return group(name=name)
+
+
+# ---- operators ----------------------------------------------------------------------------
+
+def _getitem(tensor, key):
+    """x[i], x[:, i], ...: integers and whole slices, by ctower's split (the
+    dimensions indexed must be known)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    graph, (x,) = _tensors([tensor])
+    dims = x.shape.as_list()
+    if len(keys) > len(dims):
+        raise ValueError("Index out of range using input dim %d" % len(dims))
+    out, kept = x, []
+    with graph.name_scope("strided_slice"):
+        for axis, k in enumerate(keys):
+            if isinstance(k, slice) and k == slice(None):
+                kept.append(dims[axis])
+                continue
+            if not isinstance(k, (int, np.integer)):
+                raise NotImplementedError("ctower indexes tensors with integers and ':' only "
+                                          "(it has no strided slice op), got %r" % (k,))
+            if dims[axis] is None:
+                raise ValueError("indexing needs dimension %d known" % axis)
+            k = int(k) + (dims[axis] if k < 0 else 0)
+            if not 0 <= k < dims[axis]:
+                raise ValueError("slice index %d of dimension %d out of bounds." % (k, axis))
+            if dims[axis] > 1:
+                out = split(out, dims[axis], axis)[k]
+        kept.extend(dims[len(keys):])
+        return reshape(out, [-1 if d is None else d for d in kept])
+
+
+def _install_operators(cls):
+    cls.__add__ = lambda a, b: add(a, b)
+    cls.__radd__ = lambda a, b: add(b, a)
+    cls.__sub__ = lambda a, b: subtract(a, b)
+    cls.__rsub__ = lambda a, b: subtract(b, a)
+    cls.__mul__ = lambda a, b: multiply(a, b)
+    cls.__rmul__ = lambda a, b: multiply(b, a)
+    cls.__truediv__ = lambda a, b: divide(a, b)
+    cls.__rtruediv__ = lambda a, b: divide(b, a)
+    cls.__matmul__ = lambda a, b: matmul(a, b)
+    cls.__rmatmul__ = lambda a, b: matmul(b, a)
+    cls.__neg__ = lambda a: negative(a)
+    cls.__getitem__ = _getitem
+
+
+_install_operators(Tensor)

@@ -1,0 +1,461 @@
+"""Variables, variable scopes and initializers, as TensorFlow 1.x names them.
+
+A Variable is one of the C graph's variables (float32; ct_variable): the
+engine initializes it from its initializer (ct_initializer, seeded by the
+graph seed and its name, or by the initializer's seed) when a session first
+uses it, and `initializer` sets it to that value again. A variable whose
+initial value is a tensor starts at zeros and takes that value when its
+initializer runs, as in TensorFlow.
+"""
+import contextlib
+
+import numpy as np
+
+from ctower.compat.v1 import _framework as fw
+from ctower.compat.v1 import _ops
+from ctower.compat.v1._framework import Tensor, get_default_graph
+
+# ct_init_kind (include/ctower/graph.h)
+_ZEROS, _ONES, _CONSTANT, _UNIFORM, _NORMAL, _GLOROT_UNIFORM, _HE_NORMAL, _RANDOM_NORMAL = range(8)
+
+
+class GraphKeys:
+    GLOBAL_VARIABLES = "variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    LOCAL_VARIABLES = "local_variables"
+    MODEL_VARIABLES = "model_variables"
+    UPDATE_OPS = "update_ops"
+    LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    SUMMARIES = "summaries"
+    TRAIN_OP = "train_op"
+    GLOBAL_STEP = "global_step"
+
+
+# ---- initializers ----------------------------------------------------------------------
+
+class Initializer:
+    """An initializer the engine draws from: (kind, value) of ct_initializer."""
+    kind = _ZEROS
+    value = 0.0
+    seed = None
+    dtype = fw.float32
+
+    def _spec(self, shape):
+        return self.kind, float(self.value), self.seed, None
+
+
+class zeros_initializer(Initializer):
+    def __init__(self, dtype=fw.float32):
+        self.kind, self.value = _ZEROS, 0.0
+
+
+class ones_initializer(Initializer):
+    def __init__(self, dtype=fw.float32):
+        self.kind, self.value = _ONES, 1.0
+
+
+class constant_initializer(Initializer):
+    def __init__(self, value=0, dtype=fw.float32, verify_shape=False):
+        self.constant = value
+        self.kind, self.value = _CONSTANT, 0.0
+
+    def _spec(self, shape):
+        value = np.asarray(self.constant, dtype=np.float32)
+        if value.size == 1:
+            return _CONSTANT, float(value.reshape(())), None, None
+        if value.size != int(np.prod(shape)):
+            raise ValueError("Too many elements provided. Needed at most %d, but received %d"
+                             % (int(np.prod(shape)), value.size))
+        return _ZEROS, 0.0, None, value.reshape(shape)
+
+
+class truncated_normal_initializer(Initializer):
+    def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=fw.float32):
+        if mean != 0.0:
+            raise NotImplementedError("ctower's normal initializers have mean 0")
+        self.kind, self.value, self.seed = _NORMAL, stddev, seed
+
+
+class random_normal_initializer(Initializer):
+    def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=fw.float32):
+        if mean != 0.0:
+            raise NotImplementedError("ctower's normal initializers have mean 0")
+        self.kind, self.value, self.seed = _RANDOM_NORMAL, stddev, seed
+
+
+class random_uniform_initializer(Initializer):
+    def __init__(self, minval=-0.05, maxval=0.05, seed=None, dtype=fw.float32):
+        if minval != -maxval:
+            raise NotImplementedError("ctower's uniform initializer is symmetric: minval = "
+                                      "-maxval")
+        self.kind, self.value, self.seed = _UNIFORM, maxval, seed
+
+
+class glorot_uniform_initializer(Initializer):
+    def __init__(self, seed=None, dtype=fw.float32):
+        self.kind, self.value, self.seed = _GLOROT_UNIFORM, 0.0, seed
+
+
+def _initializer_spec(initializer, shape):
+    if initializer is None:
+        return _GLOROT_UNIFORM, 0.0, None, None
+    if isinstance(initializer, type) and issubclass(initializer, Initializer):
+        initializer = initializer()
+    if isinstance(initializer, Initializer):
+        return initializer._spec(shape)
+    if isinstance(initializer, Tensor):
+        return _ZEROS, 0.0, None, initializer
+    return constant_initializer(initializer)._spec(shape)
+
+
+# ---- variables -------------------------------------------------------------------------
+
+class Variable:
+    """A trainable (or not) float32 variable of the graph."""
+
+    def __init__(self, initial_value=None, trainable=True, collections=None, name=None,
+                 dtype=None, expected_shape=None, validate_shape=True, _spec=None, _shape=None,
+                 _full_name=None):
+        graph = get_default_graph()
+        self._graph = graph
+        if _spec is None:  # tf.Variable(initial_value): a value, computed by its initializer
+            if initial_value is None:
+                raise ValueError("initial_value must be specified.")
+            if callable(initial_value):
+                initial_value = initial_value()
+            if isinstance(initial_value, Variable):
+                initial_value = initial_value._read
+            if isinstance(initial_value, Tensor):
+                value = initial_value
+            else:
+                value = np.asarray(initial_value, dtype=np.float32)
+            shape = value.shape.as_list() if isinstance(value, Tensor) else list(value.shape)
+            if value is not None and isinstance(value, Tensor) and not value.shape.is_fully_defined():
+                raise ValueError("initial_value must have a shape specified: %s" % value)
+            spec = _spec_of_value(value)
+            full = base = graph.unique_name(name or "Variable", mark_as_used=False)
+            k = 0
+            while full in graph._variable_store:
+                k += 1
+                full = "%s_%d" % (base, k)
+        else:
+            spec, shape, full = _spec, _shape, _full_name
+        kind, value, seed, initial = spec
+        # the read node is named as the variable ("conv1/weights"): built in its parent scope
+        parent = full.rsplit("/", 1)[0] if "/" in full else ""
+        saved = graph._name_scope
+        graph._set_name_scope(parent)
+        try:
+            out, index = graph._c.variable(full, [int(d) for d in shape], kind, value,
+                                           builtins_bool(trainable), seed)
+        finally:
+            graph._set_name_scope(saved)
+        self._read = graph._built(out, rename=False)
+        self._index = index
+        self._name = full
+        self._trainable = builtins_bool(trainable)
+        self._initial = initial
+        self._initializer_op = None
+        graph._variable_store[full] = self
+        graph._variable_by_index[index] = self
+        for key in (collections if collections is not None else [GraphKeys.GLOBAL_VARIABLES]):
+            graph.add_to_collection(key, self)
+        if self._trainable and GraphKeys.TRAINABLE_VARIABLES not in (collections or []):
+            graph.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, self)
+
+    # -- what TensorFlow's Variable has --
+    @property
+    def name(self):
+        return self._name + ":0"
+
+    @property
+    def op(self):
+        return self._read.op
+
+    @property
+    def graph(self):
+        return self._graph
+
+    @property
+    def dtype(self):
+        return fw.float32
+
+    @property
+    def shape(self):
+        return self._read.shape
+
+    @property
+    def device(self):
+        return self._read.op.device
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    def get_shape(self):
+        return self._read.shape
+
+    def value(self):
+        return self._read
+
+    def read_value(self):
+        return _ops.identity(self._read)
+
+    def _output(self):
+        return self._read._output()
+
+    @property
+    def _id(self):
+        return self._read._id
+
+    @property
+    def initial_value(self):
+        return self._initial if isinstance(self._initial, Tensor) else None
+
+    @property
+    def initializer(self):
+        if self._initializer_op is None:
+            graph = self._graph
+            with graph.as_default(), graph.control_dependencies(None):
+                with graph.name_scope(self._name + "/"):
+                    if self._initial is None:  # the engine's initializer, run by a hook
+                        op = _ops.group(name="Initializer")
+                        index = self._index
+                        graph._add_run_hook(op._id, lambda s: s._c.initialize_variable(index))
+                    elif isinstance(self._initial, Tensor):
+                        op = self.assign(self._initial).op
+                    else:
+                        op = self.assign(fw.constant(self._initial, name="initial_value")).op
+            self._initializer_op = op
+        return self._initializer_op
+
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        graph = self._graph
+        with graph.as_default():
+            value = fw.convert_to_tensor(value, dtype=fw.float32)
+            return graph._built(graph._c.binary(_ops._ASSIGN, self._read._output(),
+                                                value._output()), name)
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        return self.assign(_ops.add(self._read, delta), name=name)
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        return self.assign(_ops.subtract(self._read, delta), name=name)
+
+    def eval(self, session=None):
+        return self._read.eval(session=session)
+
+    def load(self, value, session=None):
+        from ctower.compat.v1._session import _session_for
+        _session_for(session, self._graph)._assign(self, value)
+
+    def __repr__(self):
+        return "<tf.Variable '%s' shape=%s dtype=float32_ref>" % (self.name, self.shape)
+
+
+builtins_bool = type(True)
+
+
+def _spec_of_value(value):
+    return (_ZEROS, 0.0, None, value)
+
+
+# the operators of Variable read it
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__",
+              "__getitem__"):
+    setattr(Variable, _name, (lambda n: lambda self, *a: getattr(self._read, n)(*a))(_name))
+Variable.__array_priority__ = 100
+
+
+# ---- variable scopes -------------------------------------------------------------------
+
+AUTO_REUSE = "AUTO_REUSE"
+
+
+class VariableScope:
+    def __init__(self, reuse, name="", initializer=None, regularizer=None,
+                 name_scope=""):
+        self._name = name
+        self._reuse = reuse
+        self.initializer = initializer
+        self.regularizer = regularizer
+        self.original_name_scope = name_scope
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def reuse(self):
+        return self._reuse
+
+    def reuse_variables(self):
+        self._reuse = True
+
+    def set_initializer(self, initializer):
+        self.initializer = initializer
+
+    def get_variable(self, name, *args, **kwargs):
+        return get_variable(name, *args, **kwargs)
+
+
+def get_variable_scope():
+    graph = get_default_graph()
+    if graph._var_scope is None:
+        graph._var_scope = VariableScope(False)
+    return graph._var_scope
+
+
+@contextlib.contextmanager
+def variable_scope(name_or_scope, default_name=None, values=None, initializer=None,
+                   regularizer=None, caching_device=None, partitioner=None, custom_getter=None,
+                   reuse=None, dtype=None, use_resource=None, constraint=None,
+                   auxiliary_name_scope=True):
+    graph = get_default_graph()
+    outer = get_variable_scope()
+    if isinstance(name_or_scope, VariableScope):
+        full = name_or_scope.name
+        inherited = name_or_scope.reuse
+        scope_name = full.rsplit("/", 1)[-1] if full else ""
+        name_initializer = name_or_scope.initializer
+    else:
+        base = name_or_scope if name_or_scope is not None else default_name
+        if base is None:
+            raise TypeError("If default_name is None then name_or_scope is required")
+        if name_or_scope is None:  # default_name: made unique
+            k, candidate = 0, base
+            while (outer.name + "/" + candidate if outer.name else candidate) in \
+                    graph._scope_names:
+                k += 1
+                candidate = "%s_%d" % (base, k)
+            base = candidate
+        full = outer.name + "/" + base if outer.name else base
+        inherited = outer.reuse
+        scope_name = base
+        name_initializer = outer.initializer
+    new_reuse = True if inherited is True else reuse if reuse is not None else inherited
+    if reuse is AUTO_REUSE or inherited is AUTO_REUSE:
+        new_reuse = AUTO_REUSE if reuse is not True and inherited is not True else True
+    scope = VariableScope(new_reuse, full, initializer or name_initializer, regularizer)
+    graph._var_scope = scope
+    try:
+        if auxiliary_name_scope and scope_name:
+            with graph.name_scope(scope_name) as ns:
+                scope.original_name_scope = ns
+                yield scope
+        else:
+            yield scope
+    finally:
+        graph._var_scope = outer
+
+
+def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
+                 trainable=None, collections=None, caching_device=None, partitioner=None,
+                 validate_shape=True, use_resource=None, custom_getter=None, constraint=None):
+    graph = get_default_graph()
+    scope = get_variable_scope()
+    full = scope.name + "/" + name if scope.name else name
+    existing = graph._variable_store.get(full)
+    if existing is not None:
+        if scope.reuse is False or scope.reuse is None:
+            raise ValueError("Variable %s already exists, disallowed. Did you mean to set "
+                             "reuse=True or reuse=tf.AUTO_REUSE in VarScope?" % full)
+        if shape is not None and not existing.shape.is_compatible_with(shape):
+            raise ValueError("Trying to share variable %s, but specified shape %s and found "
+                             "shape %s." % (full, fw.TensorShape(shape), existing.shape))
+        return existing
+    if scope.reuse is True:
+        raise ValueError("Variable %s does not exist, or was not created with "
+                         "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
+                         "VarScope?" % full)
+    if dtype is not None and fw.as_dtype(dtype) is not fw.float32:
+        raise TypeError("ctower's variables are float32, not %s" % fw.as_dtype(dtype).name)
+    initializer = initializer if initializer is not None else scope.initializer
+    if isinstance(initializer, Tensor) or (initializer is not None and not callable(initializer)
+                                           and not isinstance(initializer, Initializer)):
+        value = initializer if isinstance(initializer, Tensor) else np.asarray(initializer,
+                                                                               np.float32)
+        shape = value.shape.as_list() if isinstance(value, Tensor) else list(value.shape)
+        spec = (_ZEROS, 0.0, None, value) if isinstance(value, Tensor) else \
+            constant_initializer(value)._spec(shape)
+    else:
+        if shape is None:
+            raise ValueError("Shape of a new variable (%s) must be fully defined, but instead "
+                             "was None." % full)
+        shape = [int(d) for d in shape]
+        spec = _initializer_spec(initializer, shape)
+    v = Variable(trainable=True if trainable is None else trainable, collections=collections,
+                 _spec=spec, _shape=shape, _full_name=full)
+    regularizer = regularizer if regularizer is not None else scope.regularizer
+    if regularizer is not None:
+        loss = regularizer(v)
+        if loss is not None:
+            graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+    return v
+
+
+# ---- collections of variables ------------------------------------------------------------
+
+def global_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+def trainable_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def local_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def model_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.MODEL_VARIABLES, scope)
+
+
+def _all_engine_variables(graph):
+    """Every variable of the C graph, optimizer slots included (they are
+    created by the engine, not by Python)."""
+    out = []
+    for index, (name, shape, trainable) in enumerate(graph._c.variables()):
+        v = graph._variable_by_index.get(index)
+        if v is None:
+            v = _EngineVariable(graph, index, name, shape, trainable)
+            graph._variable_by_index[index] = v
+        out.append(v)
+    return out
+
+
+class _EngineVariable(Variable):
+    """A variable the engine made (an optimizer's slot), seen from Python."""
+
+    def __init__(self, graph, index, name, shape, trainable):
+        self._graph = graph
+        self._index = index
+        self._name = name
+        self._trainable = builtins_bool(trainable)
+        self._initial = None
+        self._initializer_op = None
+        with graph.as_default():
+            self._read = graph._built(graph._c.variable_read(index), rename=False)
+
+
+def variables_initializer(var_list, name="init"):
+    var_list = list(var_list)
+    graph = var_list[0].graph if var_list else get_default_graph()
+    with graph.as_default():
+        return _ops.group(*[v.initializer for v in var_list], name=name)
+
+
+def global_variables_initializer():
+    graph = get_default_graph()
+    return variables_initializer(_all_engine_variables(graph), name="init")
+
+
+def local_variables_initializer():
+    return _ops.no_op(name="init_1")
+
+
+def initialize_all_variables():
+    return global_variables_initializer()

@@ -1,0 +1,339 @@
+/* ctower._ctower.Session: a ct_session over a Graph it keeps alive. Runs
+ * release the GIL while the engine computes; feeds are read in place from
+ * the callers' buffers and fetches come back as HostTensors, which NumPy
+ * reads in place. A closed session refuses every call; closing waits for
+ * the run in flight. The placement log is kept in memory and handed to
+ * Python (take_log), which prints it where print() writes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "binding.h"
+
+typedef struct {
+  PyObject_HEAD
+  ct_py_graph *graph;      /* held: the graph outlives the session */
+  ct_session *session;     /* NULL once closed */
+  pthread_mutex_t mutex;   /* a run, close and take_log one at a time */
+  FILE *log;               /* the placement log, in log_text */
+  char *log_text;
+  size_t log_size, log_taken;
+  uint64_t step;           /* runs so far: dropout masks differ from run to run */
+  double last_run_seconds; /* the engine's time in the last run (ct_session_run) */
+} ct_py_session;
+
+static void lock_session(ct_py_session *s) {
+  if (pthread_mutex_trylock(&s->mutex) == 0) return;
+  Py_BEGIN_ALLOW_THREADS
+  pthread_mutex_lock(&s->mutex);
+  Py_END_ALLOW_THREADS
+}
+
+static int check_open(ct_py_session *s) {
+  if (s->session) return 0;
+  PyErr_SetString(PyExc_RuntimeError, "Attempted to use a closed Session.");
+  return -1;
+}
+
+static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+  PyObject *graph_obj;
+  if (!PyArg_ParseTuple(args, "O!", &ct_py_graph_type, &graph_obj)) return NULL;
+  ct_session_options options;
+  if (ct_py_session_options(kwargs, &options)) return NULL;
+  ct_py_session *self = (ct_py_session *)type->tp_alloc(type, 0);
+  if (self == NULL) return NULL;
+  pthread_mutex_init(&self->mutex, NULL);
+  Py_INCREF(graph_obj);
+  self->graph = (ct_py_graph *)graph_obj;
+  if (options.log_device_placement) {
+    self->log = open_memstream(&self->log_text, &self->log_size);
+    if (self->log == NULL) {
+      Py_DECREF(self);
+      return PyErr_NoMemory();
+    }
+    options.log = self->log;
+  }
+  ct_status status = CT_STATUS_INIT;
+  ct_session *session;
+  ct_py_graph *g = self->graph;
+  Py_BEGIN_ALLOW_THREADS
+  pthread_rwlock_rdlock(&g->lock);
+  session = ct_session_new(g->graph, &options, &status);
+  pthread_rwlock_unlock(&g->lock);
+  Py_END_ALLOW_THREADS
+  if (session == NULL) {
+    if (self->log) fflush(self->log);
+    /* the log so far goes with the error: TensorFlow prints the mapping first */
+    if (self->log_size > 0) {
+      PyObject *out = PySys_GetObject("stdout");
+      PyObject *r = out ? PyObject_CallMethod(out, "write", "s", self->log_text) : NULL;
+      Py_XDECREF(r);
+      PyErr_Clear();
+    }
+    Py_DECREF(self);
+    return ct_py_raise(&status);
+  }
+  self->session = session;
+  return (PyObject *)self;
+}
+
+static void close_session(ct_py_session *s) {
+  ct_session *session = s->session;
+  s->session = NULL;
+  if (session) {
+    Py_BEGIN_ALLOW_THREADS
+    ct_session_free(session);
+    Py_END_ALLOW_THREADS
+  }
+}
+
+static void session_dealloc(ct_py_session *self) {
+  close_session(self);
+  if (self->log) fclose(self->log);
+  free(self->log_text);
+  pthread_mutex_destroy(&self->mutex);
+  Py_XDECREF(self->graph);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *s_close(ct_py_session *s, PyObject *unused) {
+  (void)unused;
+  lock_session(s);
+  close_session(s);
+  pthread_mutex_unlock(&s->mutex);
+  Py_RETURN_NONE;
+}
+
+static PyObject *s_closed(ct_py_session *s, PyObject *unused) {
+  (void)unused;
+  return PyBool_FromLong(s->session == NULL);
+}
+
+/* The placement log written since the last call. */
+static PyObject *s_take_log(ct_py_session *s, PyObject *unused) {
+  (void)unused;
+  if (s->log == NULL) return PyUnicode_FromString("");
+  lock_session(s);
+  fflush(s->log);
+  PyObject *text = PyUnicode_DecodeUTF8(s->log_text + s->log_taken,
+                                        (Py_ssize_t)(s->log_size - s->log_taken), "replace");
+  s->log_taken = s->log_size;
+  pthread_mutex_unlock(&s->mutex);
+  return text;
+}
+
+static double seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* run([(output, dtype, buffer)], [output], [node id], repeat=0) -> [HostTensor]
+ * With repeat > 0 (benchmarks: the same run from C, without Python between
+ * the runs), the run is made `repeat` times and the result is the list of
+ * each run's seconds. */
+static PyObject *s_run(ct_py_session *s, PyObject *args) {
+  PyObject *feed_seq, *fetch_seq, *target_seq;
+  int repeat = 0;
+  if (!PyArg_ParseTuple(args, "OOO|i", &feed_seq, &fetch_seq, &target_seq, &repeat)) return NULL;
+  double *times = NULL;
+  if (repeat > 0 && (times = PyMem_Calloc((size_t)repeat, sizeof *times)) == NULL)
+    return PyErr_NoMemory();
+  if (check_open(s)) return NULL;
+  ct_py_graph *g = s->graph;
+  PyObject *feeds_fast = PySequence_Fast(feed_seq, "feeds are a sequence");
+  PyObject *fetches_fast = PySequence_Fast(fetch_seq, "fetches are a sequence");
+  PyObject *targets_fast = PySequence_Fast(target_seq, "targets are a sequence");
+  PyObject *result = NULL;
+  Py_ssize_t n_feeds = 0, n_views = 0, n_fetches = 0, n_targets = 0;
+  ct_feed *feeds = NULL;
+  ct_tensor *values = NULL, **results = NULL;
+  Py_buffer *views = NULL;
+  ct_output *fetches = NULL;
+  ct_node **targets = NULL;
+  if (feeds_fast == NULL || fetches_fast == NULL || targets_fast == NULL) goto done;
+  n_feeds = PySequence_Fast_GET_SIZE(feeds_fast);
+  n_fetches = PySequence_Fast_GET_SIZE(fetches_fast);
+  n_targets = PySequence_Fast_GET_SIZE(targets_fast);
+  feeds = PyMem_Calloc((size_t)n_feeds + 1, sizeof *feeds);
+  values = PyMem_Calloc((size_t)n_feeds + 1, sizeof *values);
+  views = PyMem_Calloc((size_t)n_feeds + 1, sizeof *views);
+  fetches = PyMem_Calloc((size_t)n_fetches + 1, sizeof *fetches);
+  results = PyMem_Calloc((size_t)n_fetches + 1, sizeof *results);
+  targets = PyMem_Calloc((size_t)n_targets + 1, sizeof *targets);
+  if (!feeds || !values || !views || !fetches || !results || !targets) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t i = 0; i < n_feeds; ++i) {
+    PyObject *output, *buffer;
+    int dtype;
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(feeds_fast, i), "OiO", &output, &dtype,
+                          &buffer) ||
+        ct_py_output(g, output, &feeds[i].output))
+      goto done;
+    if (ct_py_tensor_view(buffer, (ct_dtype)dtype, &views[i], &values[i])) goto done;
+    ++n_views;
+    feeds[i].value = &values[i];
+  }
+  for (Py_ssize_t i = 0; i < n_fetches; ++i)
+    if (ct_py_output(g, PySequence_Fast_GET_ITEM(fetches_fast, i), &fetches[i])) goto done;
+  for (Py_ssize_t i = 0; i < n_targets; ++i) {
+    long id = PyLong_AsLong(PySequence_Fast_GET_ITEM(targets_fast, i));
+    if (id == -1 && PyErr_Occurred()) goto done;
+    targets[i] = ct_graph_node(g->graph, (int)id);
+    if (targets[i] == NULL) {
+      PyErr_Format(PyExc_ValueError, "the graph has no node %ld", id);
+      goto done;
+    }
+  }
+  ct_status status = CT_STATUS_INIT;
+  int failed = 0;
+  lock_session(s);
+  if (check_open(s)) {
+    pthread_mutex_unlock(&s->mutex);
+    goto done;
+  }
+  Py_BEGIN_ALLOW_THREADS
+  pthread_rwlock_rdlock(&g->lock);
+  for (int k = 0; k < (repeat > 0 ? repeat : 1); ++k) {
+    const double start = seconds_now();
+    if (k > 0)
+      for (Py_ssize_t i = 0; i < n_fetches; ++i) ct_tensor_free(results[i]);
+    ct_session_set_step(s->session, s->step++);
+    failed = ct_session_run(s->session, feeds, (int)n_feeds, fetches, (int)n_fetches, targets,
+                            (int)n_targets, results, &status);
+    s->last_run_seconds = seconds_now() - start;
+    if (times) times[k] = s->last_run_seconds;
+    if (failed) break;
+  }
+  pthread_rwlock_unlock(&g->lock);
+  Py_END_ALLOW_THREADS
+  pthread_mutex_unlock(&s->mutex);
+  if (failed) {
+    ct_py_raise(&status);
+    goto done;
+  }
+  /* Ctrl-C during the run: the step has finished; the interrupt is raised now */
+  if (PyErr_CheckSignals() != 0) goto done;
+  if (times) {
+    result = PyList_New(repeat);
+    for (int k = 0; result && k < repeat; ++k) PyList_SET_ITEM(result, k, PyFloat_FromDouble(times[k]));
+    goto done;
+  }
+  result = PyList_New(n_fetches);
+  for (Py_ssize_t i = 0; result && i < n_fetches; ++i) {
+    PyObject *t = ct_py_tensor_wrap(results[i]);
+    results[i] = NULL;
+    if (t == NULL) Py_CLEAR(result);
+    else PyList_SET_ITEM(result, i, t);
+  }
+done:
+  for (Py_ssize_t i = 0; i < n_views; ++i) PyBuffer_Release(&views[i]);
+  for (Py_ssize_t i = 0; results && i < n_fetches; ++i) ct_tensor_free(results[i]);
+  PyMem_Free(feeds), PyMem_Free(values), PyMem_Free(views);
+  PyMem_Free(fetches), PyMem_Free(results), PyMem_Free(targets), PyMem_Free(times);
+  Py_XDECREF(feeds_fast), Py_XDECREF(fetches_fast), Py_XDECREF(targets_fast);
+  return result;
+}
+
+/* read_variable(index) -> HostTensor; assign_variable(index, buffer);
+ * initialize_variable(index) */
+static PyObject *s_read_variable(ct_py_session *s, PyObject *args) {
+  int index;
+  if (!PyArg_ParseTuple(args, "i", &index) || check_open(s)) return NULL;
+  ct_status status = CT_STATUS_INIT;
+  ct_tensor *t;
+  lock_session(s);
+  Py_BEGIN_ALLOW_THREADS
+  t = ct_session_read_variable(s->session, index, &status);
+  Py_END_ALLOW_THREADS
+  pthread_mutex_unlock(&s->mutex);
+  return t ? ct_py_tensor_wrap(t) : ct_py_raise(&status);
+}
+
+static PyObject *s_assign_variable(ct_py_session *s, PyObject *args) {
+  int index;
+  PyObject *obj;
+  if (!PyArg_ParseTuple(args, "iO", &index, &obj) || check_open(s)) return NULL;
+  Py_buffer view;
+  ct_tensor value;
+  if (ct_py_tensor_view(obj, CT_F32, &view, &value)) return NULL;
+  ct_status status = CT_STATUS_INIT;
+  int failed;
+  lock_session(s);
+  Py_BEGIN_ALLOW_THREADS
+  failed = ct_session_assign_variable(s->session, index, &value, &status);
+  Py_END_ALLOW_THREADS
+  pthread_mutex_unlock(&s->mutex);
+  PyBuffer_Release(&view);
+  if (failed) return ct_py_raise(&status);
+  Py_RETURN_NONE;
+}
+
+static PyObject *s_initialize_variable(ct_py_session *s, PyObject *args) {
+  int index;
+  if (!PyArg_ParseTuple(args, "i", &index) || check_open(s)) return NULL;
+  ct_status status = CT_STATUS_INIT;
+  int failed;
+  lock_session(s);
+  Py_BEGIN_ALLOW_THREADS
+  failed = ct_session_initialize_variable(s->session, index, &status);
+  Py_END_ALLOW_THREADS
+  pthread_mutex_unlock(&s->mutex);
+  if (failed) return ct_py_raise(&status);
+  Py_RETURN_NONE;
+}
+
+/* node_device(node id) -> canonical device name */
+static PyObject *s_node_device(ct_py_session *s, PyObject *args) {
+  long id;
+  if (!PyArg_ParseTuple(args, "l", &id) || check_open(s)) return NULL;
+  ct_node *n = ct_graph_node(s->graph->graph, (int)id);
+  if (n == NULL) return PyErr_Format(PyExc_ValueError, "the graph has no node %ld", id);
+  ct_status status = CT_STATUS_INIT;
+  int device = -1;
+  ct_placement_reason reason = CT_PLACED_DEFAULT;
+  lock_session(s);
+  int failed = ct_session_node_placement(s->session, n, &device, &reason, &status);
+  pthread_mutex_unlock(&s->mutex);
+  if (failed) return ct_py_raise(&status);
+  return Py_BuildValue("(ss)", ct_session_device_name(s->session, device),
+                       ct_placement_reason_name(reason));
+}
+
+static PyObject *s_last_run_seconds(ct_py_session *s, PyObject *unused) {
+  (void)unused;
+  return PyFloat_FromDouble(s->last_run_seconds);
+}
+
+static PyObject *s_devices(ct_py_session *s, PyObject *unused) {
+  (void)unused;
+  if (check_open(s)) return NULL;
+  int n = ct_session_device_count(s->session);
+  PyObject *list = PyList_New(n);
+  for (int i = 0; list && i < n; ++i)
+    PyList_SET_ITEM(list, i, PyUnicode_FromString(ct_session_device_name(s->session, i)));
+  return list;
+}
+
+#define M(name, flags) {#name, (PyCFunction)(void (*)(void))s_##name, flags, NULL}
+static PyMethodDef session_methods[] = {
+    M(run, METH_VARARGS),           M(close, METH_NOARGS),
+    M(closed, METH_NOARGS),         M(take_log, METH_NOARGS),
+    M(read_variable, METH_VARARGS), M(assign_variable, METH_VARARGS),
+    M(initialize_variable, METH_VARARGS), M(node_device, METH_VARARGS),
+    M(devices, METH_NOARGS),        M(last_run_seconds, METH_NOARGS),
+    {NULL, NULL, 0, NULL},
+};
+#undef M
+
+PyTypeObject ct_py_session_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ctower._ctower.Session",
+    .tp_basicsize = sizeof(ct_py_session),
+    .tp_new = session_new,
+    .tp_dealloc = (destructor)session_dealloc,
+    .tp_methods = session_methods,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A ct_session over a Graph (ctower/session.h).",
+};

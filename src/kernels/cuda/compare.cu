@@ -1,0 +1,70 @@
+/* Device code of Equal and Cast (gpu_compare.c): one thread per element.
+ * Dtypes are ct_dtype codes: 0 f32, 1 i32, 2 i64, 3 u8. */
+#include "launch_basic.h"
+
+enum { THREADS = 256, MAX_BLOCKS = 8192 };
+
+static unsigned blocks_for(int64_t n) {
+  int64_t blocks = (n + THREADS - 1) / THREADS;
+  return (unsigned)(blocks < MAX_BLOCKS ? blocks : (int64_t)MAX_BLOCKS);
+}
+
+#define FOR_EACH(i, n)                                                              \
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); \
+       i += (int64_t)gridDim.x * blockDim.x)
+
+template <typename T>
+__global__ static void equal_kernel(const T *a, const T *b, uint8_t *out, int64_t n, int a_scalar,
+                                    int b_scalar) {
+  FOR_EACH(i, n) out[i] = a[a_scalar ? 0 : i] == b[b_scalar ? 0 : i];
+}
+
+template <typename X, typename Y>
+__global__ static void cast_kernel(const X *x, Y *y, int64_t n) {
+  FOR_EACH(i, n) y[i] = (Y)x[i];
+}
+
+template <typename T>
+static void equal_of(const void *a, const void *b, uint8_t *out, int64_t n, int a_scalar,
+                     int b_scalar, cudaStream_t stream) {
+  equal_kernel<T><<<blocks_for(n), THREADS, 0, stream>>>((const T *)a, (const T *)b, out, n,
+                                                         a_scalar, b_scalar);
+}
+
+extern "C" cudaError_t ct_launch_equal(const void *a, const void *b, uint8_t *out, int dtype,
+                                       int64_t n, int a_scalar, int b_scalar,
+                                       cudaStream_t stream) {
+  switch (dtype) {
+    case 0: equal_of<float>(a, b, out, n, a_scalar, b_scalar, stream); break;
+    case 1: equal_of<int32_t>(a, b, out, n, a_scalar, b_scalar, stream); break;
+    case 2: equal_of<int64_t>(a, b, out, n, a_scalar, b_scalar, stream); break;
+    default: equal_of<uint8_t>(a, b, out, n, a_scalar, b_scalar, stream);
+  }
+  return cudaGetLastError();
+}
+
+template <typename X, typename Y>
+static void cast_to(const void *x, void *y, int64_t n, cudaStream_t stream) {
+  cast_kernel<X, Y><<<blocks_for(n), THREADS, 0, stream>>>((const X *)x, (Y *)y, n);
+}
+
+template <typename X>
+static void cast_from(const void *x, void *y, int to, int64_t n, cudaStream_t stream) {
+  switch (to) {
+    case 0: cast_to<X, float>(x, y, n, stream); break;
+    case 1: cast_to<X, int32_t>(x, y, n, stream); break;
+    case 2: cast_to<X, int64_t>(x, y, n, stream); break;
+    default: cast_to<X, uint8_t>(x, y, n, stream);
+  }
+}
+
+extern "C" cudaError_t ct_launch_cast(const void *x, void *y, int from, int to, int64_t n,
+                                      cudaStream_t stream) {
+  switch (from) {
+    case 0: cast_from<float>(x, y, to, n, stream); break;
+    case 1: cast_from<int32_t>(x, y, to, n, stream); break;
+    case 2: cast_from<int64_t>(x, y, to, n, stream); break;
+    default: cast_from<uint8_t>(x, y, to, n, stream);
+  }
+  return cudaGetLastError();
+}

@@ -1,0 +1,197 @@
+"""Variables, initializers, gradients, optimizers and Saver, as TensorFlow
+1.x has them."""
+import os
+
+import numpy as np
+import pytest
+
+import ctower.compat.v1 as tf
+
+
+def test_get_variable_reuse_and_scopes():
+    with tf.variable_scope("conv1"):
+        w = tf.get_variable("weights", [3, 3], initializer=tf.zeros_initializer())
+    with pytest.raises(ValueError, match="Variable conv1/weights already exists, disallowed"):
+        with tf.variable_scope("conv1"):
+            tf.get_variable("weights", [3, 3])
+    with tf.variable_scope("conv1", reuse=True):
+        assert tf.get_variable("weights") is w
+    with pytest.raises(ValueError, match="Variable conv1/bias does not exist"):
+        with tf.variable_scope("conv1", reuse=True):
+            tf.get_variable("bias", [3])
+    with tf.variable_scope(tf.get_variable_scope()):
+        with tf.name_scope("tower_1"):
+            with tf.variable_scope("conv1"):
+                tf.get_variable_scope().reuse_variables()
+                assert tf.get_variable("weights") is w
+    with tf.variable_scope("auto", reuse=tf.AUTO_REUSE):
+        first = tf.get_variable("v", [2])
+    with tf.variable_scope("auto", reuse=tf.AUTO_REUSE):
+        assert tf.get_variable("v", [2]) is first
+    assert w.name == "conv1/weights:0" and w.op.name == "conv1/weights"
+    assert [v.name for v in tf.trainable_variables()] == ["conv1/weights:0", "auto/v:0"]
+
+
+def test_initializers_and_their_seeds():
+    tf.set_random_seed(7)
+    a = tf.get_variable("a", [100, 50], initializer=tf.truncated_normal_initializer(stddev=0.1,
+                                                                                    seed=3))
+    b = tf.get_variable("b", [100, 50], initializer=tf.truncated_normal_initializer(stddev=0.1,
+                                                                                    seed=3))
+    c = tf.get_variable("c", [100, 50], initializer=tf.random_normal_initializer(stddev=2.0))
+    g = tf.get_variable("g", [100, 50], initializer=tf.glorot_uniform_initializer(seed=1))
+    k = tf.get_variable("k", [3], initializer=tf.constant_initializer([1, 2, 3]))
+    o = tf.get_variable("o", [2], initializer=tf.ones_initializer())
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        va, vb, vc, vg, vk, vo = sess.run([a, b, c, g, k, o])
+    np.testing.assert_array_equal(va, vb)  # one seed: one stream, as TensorFlow's op seeds
+    assert np.abs(va).max() <= 0.2 and 0.07 < va.std() < 0.1
+    assert np.abs(vc).max() > 4.0 and 1.8 < vc.std() < 2.2  # not truncated
+    limit = np.sqrt(6.0 / 150)
+    assert np.abs(vg).max() <= limit and vg.std() > limit / 2
+    np.testing.assert_array_equal(vk, [1, 2, 3])
+    np.testing.assert_array_equal(vo, [1, 1])
+
+
+def test_variable_assign_and_initializer_resets():
+    v = tf.Variable([1.0, 2.0], name="v")
+    update = v.assign(v * 3.0)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(update)
+        np.testing.assert_array_equal(sess.run(v), [3, 6])
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(v.eval(session=sess), [1, 2])
+
+
+def test_gradients_against_numpy():
+    x = tf.placeholder(tf.float32, [None, 3])
+    w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2) / 10)
+    y = tf.reduce_sum(tf.nn.tanh(tf.matmul(x, w)))
+    gw, gx = tf.gradients(y, [w, x])
+    xv = np.random.RandomState(0).randn(4, 3).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got_w, got_x = sess.run([gw, gx], {x: xv})
+    t = np.tanh(xv @ (np.arange(6).reshape(3, 2) / 10))
+    np.testing.assert_allclose(got_w, xv.T @ (1 - t * t), rtol=1e-5)
+    np.testing.assert_allclose(got_x, (1 - t * t) @ (np.arange(6).reshape(3, 2) / 10).T,
+                               rtol=1e-5)
+    assert tf.gradients(y, tf.constant(1.0)) == [None]
+
+
+def _regression(optimizer, steps=3):
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None, 2])
+    y = tf.placeholder(tf.float32, [None, 1])
+    w = tf.get_variable("w", [2, 1], initializer=tf.constant_initializer([[0.5], [-0.5]]))
+    loss = tf.reduce_mean((tf.matmul(x, w) - y) * (tf.matmul(x, w) - y))
+    global_step = tf.train.get_or_create_global_step()
+    train = optimizer.minimize(loss, global_step=global_step)
+    xv = np.array([[1, 2], [3, 4], [5, 6]], np.float32)
+    yv = np.array([[1], [2], [3]], np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(steps):
+            sess.run(train, {x: xv, y: yv})
+        return sess.run(w), sess.run(global_step), xv, yv
+
+
+def _numpy_steps(update, steps=3):
+    xv = np.array([[1, 2], [3, 4], [5, 6]], np.float64)
+    yv = np.array([[1], [2], [3]], np.float64)
+    w = np.array([[0.5], [-0.5]])
+    state = {}
+    for t in range(1, steps + 1):
+        g = 2 * xv.T @ (xv @ w - yv) / 3
+        w = update(w, g, t, state)
+    return w
+
+
+def test_optimizers_step_as_tensorflow_does():
+    def sgd(w, g, t, s):
+        return w - 0.01 * g
+
+    def momentum(w, g, t, s):
+        s["a"] = s.get("a", 0) * 0.9 + g
+        return w - 0.01 * s["a"]
+
+    def adam(w, g, t, s):
+        s["m"] = 0.9 * s.get("m", 0) + 0.1 * g
+        s["v"] = 0.999 * s.get("v", 0) + 0.001 * g * g
+        lr = 0.1 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+        return w - lr * s["m"] / (np.sqrt(s["v"]) + 1e-8)
+
+    for opt, ref in ((tf.train.GradientDescentOptimizer(0.01), sgd),
+                     (tf.train.MomentumOptimizer(0.01, 0.9), momentum),
+                     (tf.train.AdamOptimizer(0.1), adam)):
+        w, step, _, _ = _regression(opt)
+        np.testing.assert_allclose(w, _numpy_steps(ref), rtol=2e-4, atol=1e-6)
+        assert step == 3.0
+
+
+def test_compute_and_apply_gradients():
+    v = tf.get_variable("v", [2], initializer=tf.ones_initializer())
+    u = tf.get_variable("u", [2], initializer=tf.ones_initializer())
+    loss = tf.reduce_sum(v * v)
+    opt = tf.train.GradientDescentOptimizer(0.5)
+    grads = opt.compute_gradients(loss)
+    assert [var for _, var in grads] == [v, u] and grads[1][0] is None
+    train = opt.apply_gradients(grads)
+    with tf.Session() as sess:
+        sess.run(train)
+        np.testing.assert_array_equal(sess.run(v), [0, 0])
+        np.testing.assert_array_equal(sess.run(u), [1, 1])
+
+
+def test_saver_round_trip(tmp_path):
+    v = tf.get_variable("layer/w", [2, 2], initializer=tf.ones_initializer())
+    loss = tf.reduce_sum(v * v)
+    train = tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss)
+    saver = tf.train.Saver()
+    path = str(tmp_path / "model.safetensors")
+    with tf.Session() as sess:
+        sess.run(train)
+        trained = sess.run(v)
+        assert saver.save(sess, path) == path
+        sess.run(train)
+    with tf.Session() as sess:
+        saver.restore(sess, path)
+        np.testing.assert_array_equal(sess.run(v), trained)
+    assert tf.train.latest_checkpoint(str(tmp_path)) == path
+    with open(path, "rb") as f:  # safetensors: a little-endian header length, then JSON
+        n = int.from_bytes(f.read(8), "little")
+        header = f.read(n).decode()
+    assert '"layer/w"' in header and '"layer/w/Momentum"' in header
+    tf.reset_default_graph()
+    tf.get_variable("other", [1])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.NotFoundError, match="Key other not found in checkpoint"):
+            tf.train.Saver().restore(sess, path)
+        with pytest.raises(tf.errors.NotFoundError):
+            tf.train.Saver().restore(sess, str(tmp_path / "missing.safetensors"))
+
+
+def test_batch_normalization_layer():
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.layers.batch_normalization(x, training=True, momentum=0.5)
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    xv = np.random.RandomState(3).randn(8, 3).astype(np.float32) * 2 + 1
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out, _ = sess.run([y, updates], {x: xv})
+        mean = sess.run(tf.get_default_graph().get_tensor_by_name(
+            "batch_normalization/moving_mean:0"))
+    np.testing.assert_allclose(out, (xv - xv.mean(0)) / np.sqrt(xv.var(0) + 1e-3), rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(mean, 0.5 * xv.mean(0), rtol=1e-4, atol=1e-5)
+    assert len(updates) == 2
+
+
+def test_dropout_masks_change_from_run_to_run():
+    x = tf.ones([1000])
+    d = tf.nn.dropout(x, keep_prob=0.5)
+    with tf.Session() as sess:
+        a, b = sess.run(d), sess.run(d)
+    assert set(np.unique(a)) == {0.0, 2.0} and not np.array_equal(a, b)

@@ -76,8 +76,14 @@ ct_device *ct_device_new_remote(const ct_device *local, int rank, const char *jo
 
 int ct_device_make_allocator(ct_device *d, size_t limit, int allow_growth, void *context,
                              ct_status *status) {
-  ct_allocator_options options = {
-      d->name, limit, allow_growth, 0, d->ops->region_alloc, d->ops->region_free, context};
+  ct_allocator_options options = {d->name,
+                                  limit,
+                                  allow_growth,
+                                  0,
+                                  d->ops->region_alloc,
+                                  d->ops->region_free,
+                                  d->ops->region_error,
+                                  context};
   d->allocator = ct_allocator_new_with(&options, status);
   return d->allocator == NULL;
 }

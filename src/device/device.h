@@ -44,6 +44,10 @@ typedef struct ct_device_ops {
   /* Where the allocator's regions come from; NULL: page-aligned host memory. */
   void *(*region_alloc)(size_t bytes, void *context);
   void (*region_free)(void *ptr, size_t bytes, void *context);
+  /* When region_alloc failed for another reason than a shortage of memory
+   * (a GPU that failed earlier), writes why into text and returns 1; NULL:
+   * a failed region is always a shortage. */
+  int (*region_error)(void *context, char *text, size_t size);
   /* Copies nbytes from src to dst where one end is a device of this type
    * and the other host memory (NULL), a host-addressable device, or a
    * device of this type (contract: ct_device_copy). NULL for a

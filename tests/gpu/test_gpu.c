@@ -22,6 +22,7 @@
 #include "op_cases.h"
 #ifdef CT_GPU_EMULATED
 #include "emulator_counts.h"
+#include "emulator_faults.h"
 #endif
 
 /* Differences of fp32 results computed by other kernels in another order. */
@@ -101,6 +102,51 @@ static void test_every_op_matches_the_cpu(void **state) {
     }
   }
 }
+
+#ifdef CT_GPU_EMULATED
+/* Without cuDNN, ops that need none (matmul: cuBLAS) run on the GPU, and a
+ * convolution fails saying that it needs cuDNN and where it was looked for. */
+static void test_without_cudnn_only_convolutions_fail(void **state) {
+  (void)state;
+  emu_library_missing("cudnn", 1);
+  ct_graph *g = ct_graph_new();
+  ct_graph_push_device(g, "/gpu:0");
+  ct_output a = ct_placeholder(g, "a", CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)2));
+  ct_output product = ct_matmul(g, a, a, 0, 0);
+  ct_output x = ct_placeholder(g, "x", CT_F32,
+                               ct_shape_of(4, (int64_t)1, (int64_t)2, (int64_t)2, (int64_t)1));
+  ct_output conv = ct_conv2d(g, x, ct_reshape(g, a, ct_shape_of(4, (int64_t)2, (int64_t)2,
+                                                                (int64_t)1, (int64_t)1)),
+                             1, 1, CT_PADDING_SAME);
+  ct_graph_pop_device(g);
+  assert_status_ok(ct_graph_status(g));
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.allow_soft_placement = 0;
+  so.gpu_options.allow_growth = 1;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st); /* no cuDNN needed to start */
+  assert_status_ok(&st);
+  float values[4] = {1, 2, 3, 4};
+  ct_tensor at = {CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)2), values, 0};
+  ct_tensor xt = {CT_F32, ct_shape_of(4, (int64_t)1, (int64_t)2, (int64_t)2, (int64_t)1), values, 0};
+  ct_feed feeds[2] = {{a, &at}, {x, &xt}};
+  ct_tensor *out = NULL;
+  assert_int_equal(ct_session_run(s, feeds, 1, &product, 1, NULL, 0, &out, &st), 0);
+  assert_true(ct_tensor_f32(out)[0] == 7 && ct_tensor_f32(out)[3] == 22);
+  ct_tensor_free(out);
+  out = NULL;
+  assert_int_not_equal(ct_session_run(s, feeds, 2, &conv, 1, NULL, 0, &out, &st), 0);
+  emu_library_missing("cudnn", 0);
+  printf("  %s\n", st.message);
+  assert_int_equal(st.code, CT_UNAVAILABLE);
+  assert_non_null(strstr(st.message, "Conv2D needs cuDNN, but libcudnn.so.9 was not found: looked in"));
+  assert_non_null(strstr(st.message, "CTOWER_CUDA_LIBRARY_PATH"));
+  ct_session_free(s);
+  ct_graph_free(g);
+}
+
+#endif
 
 /* ---- training steps ------------------------------------------------------------ */
 
@@ -470,6 +516,9 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_placement_prefers_the_gpu),
       cmocka_unit_test(test_every_op_matches_the_cpu),
+#ifdef CT_GPU_EMULATED
+      cmocka_unit_test(test_without_cudnn_only_convolutions_fail),
+#endif
       cmocka_unit_test(test_training_steps_match_the_cpu),
       cmocka_unit_test(test_reduced_precision_tracks_fp32),
       cmocka_unit_test(test_towers_on_two_virtual_gpus),

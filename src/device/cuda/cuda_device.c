@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/cuda/cuda_libraries.h"
 #include "device/gpu_plan.h"
 
 /* The number of GPUs the CUDA runtime sees (0 without a driver). */
@@ -67,6 +68,7 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
   d->impl = gpu;
   gpu->ordinal = ordinal;
   gpu->precision = precision;
+  pthread_mutex_init(&gpu->handles_lock, NULL);
   struct cudaDeviceProp prop;
   if (ct_cuda_check(cudaSetDevice(ordinal), d->name, status) ||
       ct_cuda_check(cudaGetDeviceProperties(&prop, ordinal), d->name, status) ||
@@ -75,11 +77,7 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
       ct_cuda_check(cudaStreamCreateWithFlags(&gpu->copy_stream, cudaStreamNonBlocking),
                     d->name, status) ||
       ct_cuda_check(cudaStreamCreateWithFlags(&gpu->comm_stream, cudaStreamNonBlocking),
-                    d->name, status) ||
-      ct_cublas_check(cublasCreate(&gpu->cublas), d->name, status) ||
-      ct_cublas_check(cublasSetStream(gpu->cublas, gpu->stream), d->name, status) ||
-      ct_cudnn_check(cudnnCreate(&gpu->cudnn), d->name, status) ||
-      ct_cudnn_check(cudnnSetStream(gpu->cudnn, gpu->stream), d->name, status))
+                    d->name, status))
     return 1;
   gpu->staging = ct_staging_new();
   if (gpu->staging == NULL) {
@@ -96,6 +94,56 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
   return 0;
 }
 
+static int make_cublas(ct_gpu *gpu, const char *who, ct_status *status) {
+  cublasHandle_t handle = NULL;
+  if (ct_cublas_check(cublasCreate(&handle), who, status)) return 1;
+  if (ct_cublas_check(cublasSetStream(handle, gpu->stream), who, status)) {
+    cublasDestroy(handle);
+    return 1;
+  }
+  gpu->cublas = handle;
+  return 0;
+}
+
+static int make_cudnn(ct_gpu *gpu, const char *who, ct_status *status) {
+  cudnnHandle_t handle = NULL;
+  if (ct_cudnn_check(cudnnCreate(&handle), who, status)) return 1;
+  if (ct_cudnn_check(cudnnSetStream(handle, gpu->stream), who, status)) {
+    cudnnDestroy(handle);
+    return 1;
+  }
+  gpu->cudnn = handle;
+  return 0;
+}
+
+/* Loads `library` and runs make() on the GPU's device (the caller's current
+ * device is put back afterwards), under gpu->handles_lock. */
+static void make_handle(ct_gpu *gpu, ct_cuda_library library,
+                        int (*make)(ct_gpu *, const char *, ct_status *), const char *who,
+                        ct_status *status) {
+  if (ct_cuda_library_require(library, who, status)) return;
+  int current = -1;
+  cudaGetDevice(&current);
+  if (!ct_cuda_check(cudaSetDevice(gpu->ordinal), who, status)) make(gpu, who, status);
+  if (current >= 0) cudaSetDevice(current);
+}
+
+cublasHandle_t ct_gpu_cublas(ct_gpu *gpu, const char *who, ct_status *status) {
+  pthread_mutex_lock(&gpu->handles_lock);
+  if (gpu->cublas == NULL) make_handle(gpu, CT_CUDA_CUBLAS, make_cublas, who, status);
+  cublasHandle_t handle = gpu->cublas;
+  pthread_mutex_unlock(&gpu->handles_lock);
+  return handle;
+}
+
+cudnnHandle_t ct_gpu_cudnn(ct_gpu *gpu, const char *who, ct_status *status) {
+  pthread_mutex_lock(&gpu->handles_lock);
+  if (gpu->cudnn == NULL) make_handle(gpu, CT_CUDA_CUDNN, make_cudnn, who, status);
+  cudnnHandle_t handle = gpu->cudnn;
+  pthread_mutex_unlock(&gpu->handles_lock);
+  return handle;
+}
+
 static void gpu_release(ct_device *d) {
   ct_gpu *gpu = ct_gpu_of(d);
   if (gpu == NULL) return;
@@ -108,6 +156,7 @@ static void gpu_release(ct_device *d) {
   if (gpu->comm_stream) cudaStreamDestroy(gpu->comm_stream);
   ct_staging_free(gpu->staging); /* the stream is idle: no transfer reads them */
   if (gpu->collectives) gpu->collectives_free(gpu->collectives);
+  pthread_mutex_destroy(&gpu->handles_lock);
   free(gpu);
   d->impl = NULL;
 }

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "device/cuda/cuda_libraries.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch_basic.h"
 
@@ -61,6 +62,7 @@ static nccl_state *communicators(ct_kernel_ctx *ctx, ct_gpu *owner, int n_ranks,
     for (int r = 0; same && r < n_ranks; ++r) same = st->ordinals[r] == ordinals[r];
     if (same) return st;
   }
+  if (ct_cuda_library_require(CT_CUDA_NCCL, ctx->node->name, ctx->status)) return NULL;
   nccl_state *st = calloc(1, sizeof *st);
   if (st == NULL) {
     ct_status_set(ctx->status, CT_RESOURCE_EXHAUSTED, "out of host memory for NCCL");

@@ -1,0 +1,19 @@
+/* Failures the tests plant in the emulated GPUs and libraries, to check
+ * that ctower reports each one where it happens (C and C++). The
+ * environment plants some too: EMU_MISSING_LIBRARIES=cudnn,nccl makes
+ * those libraries missing. */
+#ifndef CT_EMULATOR_FAULTS_H
+#define CT_EMULATOR_FAULTS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Makes "cublas", "cudnn" or "nccl" missing (1) or present again (0), as on
+ * a machine without that library: loading it fails, and so do its calls. */
+void emu_library_missing(const char *library, int missing);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

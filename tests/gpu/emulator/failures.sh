@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# What a GPU machine's failures look like, on the emulator: a missing cuDNN
+# fails only the ops that need it.
+# Usage: failures.sh CTOWER_EMULATED TEST_GPU_EMULATED
+source "$(dirname "$0")/../../cli/lib/common.sh" gpu_failures "$1"
+TEST_GPU=${2:?usage: failures.sh CTOWER_EMULATED TEST_GPU_EMULATED}
+unset CTOWER_EXPECT_GPU CTOWER_GPU_SYNC EMU_DRIVER_ERROR EMU_MISSING_LIBRARIES
+export EMU_GPUS=1
+
+# without cuDNN: a dense network trains on the GPU, a convolutional one stops at its first convolution
+cat >job.yaml <<'YAML'
+model: {name: mlp}
+dataset: {name: synthetic, image_shape: [8, 8, 1], num_classes: 10, train_size: 64,
+          test_size: 32, batch_size: 32}
+train: {epochs: 1, checkpoint: ""}
+devices: {towers: [/gpu:0]}
+session: {allow_soft_placement: false}
+YAML
+EMU_MISSING_LIBRARIES=cudnn run train job.yaml --quiet
+[ "$rc" -eq 0 ] && pass "without cuDNN, a dense network trains on the GPU" ||
+  fail "mlp without cuDNN: rc $rc: $(tail -3 <<<"$out") $err"
+EMU_MISSING_LIBRARIES=cudnn run train job.yaml --quiet \
+  'model.layers=[{conv2d: {filters: 2, kernel: 3}}, {dense: {units: 10}}]' model.name=small_conv
+if [ "$rc" -eq 1 ] && grep -q "needs cuDNN, but libcudnn.so.9 was not found" <<<"$err" &&
+   [ "$(grep -c . <<<"$err")" -eq 1 ]; then
+  pass "without cuDNN, a convolution is one clear error: $err"
+else fail "conv without cuDNN: rc $rc: $err"; fi
+finish

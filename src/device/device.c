@@ -260,6 +260,16 @@ int ct_device_count(const ct_session_options *o, ct_device_kind kind) {
   return n;
 }
 
+void ct_device_runtime_describe(char *text, size_t size) {
+  size_t used = 0;
+  text[0] = '\0';
+  for (int t = 0; t < ct_device_type_count && used + 1 < size; ++t)
+    if (ct_device_types[t]->describe_runtime) {
+      ct_device_types[t]->describe_runtime(text + used, size - used);
+      used += strlen(text + used);
+    }
+}
+
 int ct_devices_create(const ct_session_options *o, ct_device ***out, int *n_out,
                       ct_status *status) {
   *out = NULL;

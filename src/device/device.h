@@ -38,6 +38,9 @@ typedef struct ct_device_ops {
                         ct_status *status);
   /* How many devices create_devices would make, without making them. */
   int (*count_devices)(const ct_session_options *options);
+  /* What the type loads at run time, and from where, a line each ending in
+   * '\n', into text (NUL-terminated, at most size bytes); NULL: nothing. */
+  void (*describe_runtime)(char *text, size_t size);
   /* Frees what create_devices set up beside the allocator, once the worker
    * has stopped and the device is synchronized; NULL: nothing. */
   void (*release)(ct_device *device);

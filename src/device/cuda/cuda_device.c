@@ -380,12 +380,36 @@ static int gpu_mark_wait(ct_device *d, void *mark, ct_status *status) {
                        status);
 }
 
+/* ---- what the GPUs load ------------------------------------------------------ */
+
+/* The driver's and runtime's versions, and the libraries a GPU loads. */
+static void gpu_describe_runtime(char *text, size_t size) {
+  int driver = 0, runtime = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaGetLastError();
+  char driver_text[96] = "no driver (libcuda.so.1 was not found)";
+  if (driver > 0)
+    snprintf(driver_text, sizeof driver_text, "driver %d.%d", driver / 1000, driver % 1000 / 10);
+  snprintf(text, size, "CUDA: %s, runtime %d.%d (linked into ctower)\n", driver_text,
+           runtime / 1000, runtime % 1000 / 10);
+  for (int lib = 0; lib < CT_CUDA_LIBRARY_COUNT; ++lib) {
+    const size_t used = strlen(text);
+    char line[1280];
+    ct_cuda_library_describe((ct_cuda_library)lib, line, sizeof line);
+    if (used + strlen(line) + 2 > size) break;
+    memcpy(text + used, line, strlen(line));
+    memcpy(text + used + strlen(line), "\n", 2);
+  }
+}
+
 const ct_device_ops ct_cuda_device_ops = {
     .kind = CT_DEVICE_KIND_GPU,
     .priority = 1,
     .host_addressable = 0,
     .create_devices = gpu_create_devices,
     .count_devices = gpu_count_devices,
+    .describe_runtime = gpu_describe_runtime,
     .release = gpu_release,
     .region_alloc = gpu_region_alloc,
     .region_free = gpu_region_free,

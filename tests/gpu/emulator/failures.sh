@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# What a GPU machine's failures look like, on the emulator: a missing cuDNN
-# fails only the ops that need it.
+# What a GPU machine's failures look like, on the emulator: `ctower devices`
+# says which CUDA libraries it loads, and a missing cuDNN fails only the ops
+# that need it.
 # Usage: failures.sh CTOWER_EMULATED TEST_GPU_EMULATED
 source "$(dirname "$0")/../../cli/lib/common.sh" gpu_failures "$1"
 TEST_GPU=${2:?usage: failures.sh CTOWER_EMULATED TEST_GPU_EMULATED}
 unset CTOWER_EXPECT_GPU CTOWER_GPU_SYNC EMU_DRIVER_ERROR EMU_MISSING_LIBRARIES
 export EMU_GPUS=1
+
+# ctower devices
+EMU_GPUS=2 run devices
+if [ "$rc" -eq 0 ] && [ "$(grep -c 'kind: GPU' <<<"$out")" -eq 2 ] &&
+   grep -q "^cuBLAS (emulated)$" <<<"$out" && grep -q "^cuDNN (emulated)$" <<<"$out" &&
+   grep -q "^NCCL (emulated)$" <<<"$out"; then
+  pass "devices lists the GPUs and the CUDA libraries"
+else fail "devices: rc $rc: $out $err"; fi
+EMU_MISSING_LIBRARIES=cudnn run devices
+if [ "$rc" -eq 0 ] && grep -q "^cuDNN: libcudnn.so.9 was not found" <<<"$out"; then
+  pass "devices says which library is missing"
+else fail "devices without cuDNN: rc $rc: $out $err"; fi
 
 # without cuDNN: a dense network trains on the GPU, a convolutional one stops at its first convolution
 cat >job.yaml <<'YAML'

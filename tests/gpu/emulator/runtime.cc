@@ -110,6 +110,14 @@ cudaError_t cudaGetDeviceCount(int *n) {
   *n = n_gpus();
   return cudaSuccess;
 }
+cudaError_t cudaDriverGetVersion(int *version) {
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+cudaError_t cudaRuntimeGetVersion(int *version) {
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
 cudaError_t cudaSetDevice(int d) {
   if (d < 0 || d >= n_gpus()) return fail(cudaErrorInvalidDevice, "cudaSetDevice(%d)", d);
   current_device = d;

@@ -1,5 +1,7 @@
 /* GPU tests (ctest -L gpu), run on a machine with a CUDA GPU; without one
- * the program exits 77 and CTest reports it skipped.
+ * the program exits 77 and CTest reports it skipped, unless
+ * CTOWER_EXPECT_GPU=1 says there must be one (then it fails), and a driver
+ * that is there but fails is a failure either way.
  *   - default placement on the GPU, soft placement and the placement log;
  *   - every op case of the gradient check (tests/support/op_cases.c) on
  *     /gpu:0 against /cpu:0, forward and gradient, with no soft placement
@@ -506,13 +508,34 @@ static void test_bad_visible_device_list(void **state) {
   ct_graph_free(g);
 }
 
-int main(void) {
+/* 0 when the tests can run; else the exit status: 77 (skipped) without a
+ * GPU, 1 when the driver fails or CTOWER_EXPECT_GPU=1 wants a GPU. */
+static int gpu_missing(void) {
   ct_session_options so;
   ct_session_options_defaults(&so);
-  if (ct_device_count(&so, CT_DEVICE_KIND_GPU) == 0) {
-    printf("no GPU (or a build without CUDA): the GPU tests are skipped\n");
-    return 77;
+  ct_graph *g = ct_graph_new();
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st); /* reports a failing driver */
+  ct_session_free(s);
+  ct_graph_free(g);
+  if (s == NULL) {
+    printf("the GPUs cannot be used: %s\n", st.message);
+    return 1;
   }
+  if (ct_device_count(&so, CT_DEVICE_KIND_GPU) > 0) return 0;
+  const char *expect = getenv("CTOWER_EXPECT_GPU");
+  if (expect && strcmp(expect, "1") == 0) {
+    printf("CTOWER_EXPECT_GPU=1, but CUDA sees no GPU (or this build has no CUDA): check "
+           "nvidia-smi and CUDA_VISIBLE_DEVICES\n");
+    return 1;
+  }
+  printf("no GPU (or a build without CUDA): the GPU tests are skipped\n");
+  return 77;
+}
+
+int main(void) {
+  const int missing = gpu_missing();
+  if (missing) return missing;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_placement_prefers_the_gpu),
       cmocka_unit_test(test_every_op_matches_the_cpu),

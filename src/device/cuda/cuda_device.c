@@ -6,6 +6,7 @@
  * (cuda_device.h). */
 #include "device/cuda/cuda_device.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,34 @@
 #include "device/cuda/cuda_libraries.h"
 #include "device/gpu_plan.h"
 
-/* The number of GPUs the CUDA runtime sees (0 without a driver). */
-static int cuda_device_count(void) {
+/* Whether the CUDA driver's library is on this machine. */
+static int driver_installed(void) {
+  void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (driver) dlclose(driver);
+  return driver != NULL;
+}
+
+/* The number of GPUs the CUDA runtime sees, into *count. A machine without
+ * a GPU, or without the driver, has none: 0. A driver that is there but
+ * fails (older than the runtime, its library and kernel module of other
+ * versions, a GPU that will not start) is an error: 1 and status. */
+static int cuda_device_count(int *count, ct_status *status) {
   int n = 0;
-  /* No driver, or no device: the runtime says so and there are no GPUs. */
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError(); /* clear the sticky error */
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  *count = 0;
+  if (err == cudaSuccess) {
+    *count = n;
     return 0;
   }
-  return n;
+  cudaGetLastError(); /* clear the error */
+  if (err == cudaErrorNoDevice || (err == cudaErrorInsufficientDriver && !driver_installed()))
+    return 0;
+  ct_status_set(status, CT_UNAVAILABLE,
+                "the CUDA driver failed while counting the GPUs: %s (%s); see what nvidia-smi "
+                "says, or hide the GPUs with session.device_count: {GPU: 0} (or "
+                "CUDA_VISIBLE_DEVICES=\"\") to run on the CPUs",
+                cudaGetErrorName(err), cudaGetErrorString(err));
+  return 1;
 }
 
 /* ---- regions from cudaMalloc ------------------------------------------------ */
@@ -171,12 +191,13 @@ static int device_limit(const ct_session_options *o, const char *name, int ordin
 }
 
 static int gpu_count_devices(const ct_session_options *o) {
-  /* A list the plan refuses counts no GPU here; creating the session
-   * reports it. */
+  /* A list the plan refuses, or a failing driver, counts no GPU here;
+   * creating the session reports it. */
   ct_gpu_plan plan;
   ct_status ignored = CT_STATUS_INIT;
   /* device_count GPU 0 hides the GPUs without waking the CUDA runtime */
-  const int available = o->device_count_gpu == 0 ? 0 : cuda_device_count();
+  int available = 0;
+  if (o->device_count_gpu != 0 && cuda_device_count(&available, &ignored)) return 0;
   if (ct_gpu_plan_make(o, available, &plan, &ignored)) return 0;
   return ct_gpu_plan_devices(&plan);
 }
@@ -185,7 +206,8 @@ static int gpu_create_devices(const ct_session_options *o, ct_device **devices, 
                               ct_status *status) {
   ct_gpu_plan plan;
   /* device_count GPU 0 hides the GPUs without waking the CUDA runtime */
-  const int available = o->device_count_gpu == 0 ? 0 : cuda_device_count();
+  int available = 0;
+  if (o->device_count_gpu != 0 && cuda_device_count(&available, status)) return 1;
   if (ct_gpu_plan_make(o, available, &plan, status)) return 1;
   int index = 0;
   for (int p = 0; p < plan.n_physical; ++p) {

@@ -86,7 +86,8 @@ cublasHandle_t ct_gpu_cublas(ct_gpu *gpu, const char *who, ct_status *status);
 cudnnHandle_t ct_gpu_cudnn(ct_gpu *gpu, const char *who, ct_status *status);
 
 /* GPUs as devices /gpu:0 .. under the session's GPU options (a machine
- * without GPUs, or without a driver, has none, which is not an error);
+ * without GPUs, or without a driver, has none, which is not an error; a
+ * driver that is there but fails is: creating the devices says so);
  * copies, marks (CUDA events with timing) and synchronization ordered as
  * the header comment says. */
 extern const ct_device_ops ct_cuda_device_ops;

@@ -1,7 +1,9 @@
 /* Failures the tests plant in the emulated GPUs and libraries, to check
  * that ctower reports each one where it happens (C and C++). The
- * environment plants some too: EMU_MISSING_LIBRARIES=cudnn,nccl makes
- * those libraries missing. */
+ * environment plants some too: EMU_DRIVER_ERROR=N makes cudaGetDeviceCount
+ * fail with CUDA error N, as a broken driver does (EMU_GPUS=0 makes it
+ * report cudaErrorNoDevice, as a machine without a GPU does), and
+ * EMU_MISSING_LIBRARIES=cudnn,nccl makes those libraries missing. */
 #ifndef CT_EMULATOR_FAULTS_H
 #define CT_EMULATOR_FAULTS_H
 

@@ -107,11 +107,14 @@ int emu_current_device(void) { return current_device; }
 extern "C" {
 
 cudaError_t cudaGetDeviceCount(int *n) {
+  *n = 0;
+  if (const char *e = getenv("EMU_DRIVER_ERROR")) return sticky_error = (cudaError_t)atoi(e);
+  if (n_gpus() == 0) return sticky_error = cudaErrorNoDevice;
   *n = n_gpus();
   return cudaSuccess;
 }
 cudaError_t cudaDriverGetVersion(int *version) {
-  *version = CUDART_VERSION;
+  *version = getenv("EMU_DRIVER_ERROR") ? 0 : CUDART_VERSION;
   return cudaSuccess;
 }
 cudaError_t cudaRuntimeGetVersion(int *version) {

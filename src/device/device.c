@@ -233,6 +233,10 @@ int ct_device_synchronize(ct_device *d, ct_status *status) {
   return d->ops->synchronize ? d->ops->synchronize(d, status) : 0;
 }
 
+int ct_device_step_done(ct_device *d, const char *name, const char *op, ct_status *status) {
+  return d->ops->step_done ? d->ops->step_done(d, name, op, status) : 0;
+}
+
 void *ct_device_mark_new(ct_device *d) { return d->ops->mark_new ? d->ops->mark_new(d) : NULL; }
 
 int ct_device_mark_record(ct_device *d, void *mark, ct_status *status) {

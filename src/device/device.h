@@ -60,6 +60,12 @@ typedef struct ct_device_ops {
   /* Waits until the work queued on the device is done; NULL: a type whose
    * steps finish before they return. */
   int (*synchronize)(ct_device *device, ct_status *status);
+  /* Called after each step (a kernel, or a copy into the device) the
+   * executor runs on the device, with the step's node name and op: a type
+   * that queues work may wait for it here and report its failure under the
+   * step's name (a GPU under CTOWER_GPU_SYNC=1). Returns 0 or fills status;
+   * NULL: nothing to check. */
+  int (*step_done)(ct_device *device, const char *name, const char *op, ct_status *status);
   /* Marks (ct_device_mark_*); NULL mark_new: the type needs none. */
   void *(*mark_new)(ct_device *device);
   int (*mark_record)(ct_device *device, void *mark, ct_status *status);
@@ -170,6 +176,10 @@ int ct_device_copy(ct_device *to, void *dst, ct_device *from, const void *src, s
 /* Waits for the device's queued work (nothing on a type whose steps finish
  * before they return). Returns 0 or fills status. */
 int ct_device_synchronize(ct_device *device, ct_status *status);
+/* After a step named `name` (op `op`) ran on the device: the type's check
+ * of the work it queued (ct_device_ops.step_done). Returns 0 or fills
+ * status. */
+int ct_device_step_done(ct_device *device, const char *name, const char *op, ct_status *status);
 
 /* Marks in a device's queue, to time its work for run metadata and to let
  * a copy or a reader wait for one value's producer: a recorded mark is

@@ -508,6 +508,60 @@ static void test_bad_visible_device_list(void **state) {
   ct_graph_free(g);
 }
 
+#ifdef CT_GPU_EMULATED
+/* ---- a kernel that faults (planted: emulator_faults.h) ---- */
+
+/* y = relu(neg(x)) on /gpu:0 for x of 4 floats: two kernels, Neg's first. */
+static int run_neg_relu(ct_status *st) {
+  ct_graph *g = ct_graph_new();
+  ct_graph_push_device(g, "/gpu:0");
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)4));
+  ct_output y = ct_relu(g, ct_neg(g, x));
+  ct_graph_pop_device(g);
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.gpu_options.allow_growth = 1;
+  ct_session *s = ct_session_new(g, &so, st);
+  assert_non_null(s);
+  float in[4] = {1, -2, 3, -4};
+  ct_tensor xt = {CT_F32, ct_shape_of(1, (int64_t)4), in, 0};
+  ct_feed feed = {x, &xt};
+  ct_tensor *out = NULL;
+  const int failed = ct_session_run(s, &feed, 1, &y, 1, NULL, 0, &out, st);
+  ct_tensor_free(out);
+  ct_session_free(s);
+  ct_graph_free(g);
+  return failed;
+}
+
+/* A kernel that faults on the GPU: CTOWER_GPU_SYNC=1 names its op (Relu,
+ * the second kernel); without it the error shows at a later call, which
+ * says how to find the op, and is no "out of memory". */
+static void test_a_kernel_fault_names_its_op(void **state) {
+  (void)state;
+  ct_status st = CT_STATUS_INIT;
+  setenv("CTOWER_GPU_SYNC", "1", 1);
+  emu_fault_after_launches(2);
+  assert_int_not_equal(run_neg_relu(&st), 0);
+  unsetenv("CTOWER_GPU_SYNC");
+  emu_fault_clear();
+  printf("  with CTOWER_GPU_SYNC=1: %s\n", st.message);
+  assert_int_equal(st.code, CT_INTERNAL);
+  assert_non_null(strstr(st.message, "Relu (Relu) on /job:localhost/replica:0/task:0/device:GPU:0 "
+                                     "failed on the GPU: CUDA error"));
+  ct_status_clear(&st);
+  emu_fault_after_launches(2);
+  assert_int_not_equal(run_neg_relu(&st), 0);
+  emu_fault_clear();
+  printf("  without: %s\n", st.message);
+  assert_int_equal(st.code, CT_INTERNAL);
+  assert_non_null(strstr(st.message, "run again with CTOWER_GPU_SYNC=1 to name its op"));
+  ct_status_clear(&st);
+  assert_int_equal(run_neg_relu(&st), 0); /* a GPU without a fault runs it */
+}
+
+#endif
+
 /* 0 when the tests can run; else the exit status: 77 (skipped) without a
  * GPU, 1 when the driver fails or CTOWER_EXPECT_GPU=1 wants a GPU. */
 static int gpu_missing(void) {
@@ -553,6 +607,9 @@ int main(void) {
       cmocka_unit_test(test_two_sessions_at_fraction_0_4),
       cmocka_unit_test(test_visible_device_list_orders_the_gpus),
       cmocka_unit_test(test_bad_visible_device_list),
+#ifdef CT_GPU_EMULATED
+      cmocka_unit_test(test_a_kernel_fault_names_its_op),
+#endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

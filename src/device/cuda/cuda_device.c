@@ -50,16 +50,30 @@ static int cuda_device_count(int *count, ct_status *status) {
  * on other GPUs), so the caller's current device is put back afterwards:
  * its later launches go to its own stream. */
 static void *gpu_region_alloc(size_t bytes, void *context) {
-  const ct_gpu *gpu = context;
+  ct_gpu *gpu = context;
   void *p = NULL;
   int current = -1;
   cudaGetDevice(&current);
-  if (cudaSetDevice(gpu->ordinal) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) {
+  cudaError_t err = cudaSetDevice(gpu->ordinal);
+  if (err == cudaSuccess) err = cudaMalloc(&p, bytes);
+  if (err != cudaSuccess) {
     cudaGetLastError();
     p = NULL;
+    /* a GPU that failed earlier refuses every allocation: not a shortage */
+    if (err != cudaErrorMemoryAllocation) gpu->fault = err;
   }
   if (current >= 0) cudaSetDevice(current);
   return p;
+}
+
+/* Why the last region could not be had, when memory was not the reason. */
+static int gpu_region_error(void *context, char *text, size_t size) {
+  const ct_gpu *gpu = context;
+  if (gpu->fault == cudaSuccess) return 0;
+  ct_status why = CT_STATUS_INIT;
+  ct_cuda_check(gpu->fault, "cudaMalloc", &why);
+  snprintf(text, size, "%s", why.message);
+  return 1;
 }
 
 static void gpu_region_free(void *ptr, size_t bytes, void *context) {
@@ -99,6 +113,8 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
       ct_cuda_check(cudaStreamCreateWithFlags(&gpu->comm_stream, cudaStreamNonBlocking),
                     d->name, status))
     return 1;
+  const char *sync = getenv("CTOWER_GPU_SYNC");
+  gpu->sync_each_kernel = sync && sync[0] && strcmp(sync, "0") != 0;
   gpu->staging = ct_staging_new();
   if (gpu->staging == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating %s", d->name);
@@ -359,6 +375,27 @@ static int gpu_synchronize(ct_device *d, ct_status *status) {
           ct_cuda_check(cudaStreamSynchronize(gpu->comm_stream), d->name, status));
 }
 
+/* Under CTOWER_GPU_SYNC=1, waits for the work of every step and names the
+ * step whose work failed: a kernel's fault otherwise surfaces at a later
+ * call, far from its cause. */
+static int gpu_step_done(ct_device *d, const char *name, const char *op, ct_status *status) {
+  const ct_gpu *gpu = ct_gpu_of(d);
+  if (!gpu->sync_each_kernel) return 0;
+  int current = -1;
+  cudaGetDevice(&current);
+  cudaSetDevice(gpu->ordinal);
+  cudaError_t err = cudaDeviceSynchronize();
+  if (err == cudaSuccess) err = cudaGetLastError();
+  if (current >= 0) cudaSetDevice(current);
+  if (err == cudaSuccess) return 0;
+  cudaGetLastError();
+  ct_status_set(status, CT_INTERNAL,
+                "%s (%s) on %s failed on the GPU: CUDA error %s (%s), found by waiting for its "
+                "work (CTOWER_GPU_SYNC=1)",
+                name, op, d->name, cudaGetErrorName(err), cudaGetErrorString(err));
+  return 1;
+}
+
 /* ---- timing marks ------------------------------------------------------------ */
 
 static void *gpu_mark_new(ct_device *d) {
@@ -435,8 +472,10 @@ const ct_device_ops ct_cuda_device_ops = {
     .release = gpu_release,
     .region_alloc = gpu_region_alloc,
     .region_free = gpu_region_free,
+    .region_error = gpu_region_error,
     .copy = gpu_copy,
     .synchronize = gpu_synchronize,
+    .step_done = gpu_step_done,
     .mark_new = gpu_mark_new,
     .mark_record = gpu_mark_record,
     .mark_elapsed_us = gpu_mark_elapsed_us,

@@ -70,6 +70,9 @@ typedef struct ct_gpu {
   cublasHandle_t cublas;      /* bound to `stream`; NULL until ct_gpu_cublas makes it */
   cudnnHandle_t cudnn;        /* bound to `stream`; NULL until ct_gpu_cudnn makes it */
   ct_precision precision;     /* CT_PRECISION_FP32, _TF32 or _BF16 (ctower/session.h) */
+  int sync_each_kernel;       /* CTOWER_GPU_SYNC=1: wait for and check every step's work */
+  cudaError_t fault;          /* the error that made the last cudaMalloc of a region fail,
+                                 when it was no shortage of memory (cudaSuccess: none) */
   void *collectives;          /* NCCL communicators this device keeps (collective.c) */
   void (*collectives_free)(void *collectives);
 } ct_gpu;

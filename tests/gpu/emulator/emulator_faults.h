@@ -10,6 +10,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The n-th kernel launched from now on (n >= 1) faults when its stream
+ * runs it, as a kernel that reads out of bounds does: its GPU's context is
+ * lost, and every later call on that GPU returns cudaErrorIllegalAddress,
+ * until emu_fault_clear. */
+void emu_fault_after_launches(long n);
+void emu_fault_clear(void);
+
 /* Makes "cublas", "cudnn" or "nccl" missing (1) or present again (0), as on
  * a machine without that library: loading it fails, and so do its calls. */
 void emu_library_missing(const char *library, int missing);

@@ -297,6 +297,43 @@ static void test_towers_on_two_virtual_gpus(void **state) {
 }
 
 #ifdef CT_GPU_EMULATED
+/* An NCCL call that fails says what NCCL itself said (ncclGetLastError). */
+static void test_nccl_errors_carry_nccls_text(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_graph_set_seed(g, 5);
+  ct_tower_options o;
+  memset(&o, 0, sizeof o);
+  o.n_towers = 2;
+  snprintf(o.devices[0], sizeof o.devices[0], "/gpu:0");
+  snprintf(o.devices[1], sizeof o.devices[1], "/gpu:1");
+  o.variable_update = CT_VARIABLE_UPDATE_REPLICATED;
+  o.all_reduce = CT_ALL_REDUCE_COLLECTIVE;
+  ct_optimizer_config oc;
+  ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_SGD);
+  ct_classifier_towers towers;
+  ct_classifier_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers);
+  assert_status_ok(ct_graph_status(g));
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.allow_soft_placement = 0;
+  so.gpu_options.n_virtual_devices = 2;
+  so.gpu_options.virtual_devices_mb[0] = so.gpu_options.virtual_devices_mb[1] = 1024;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st);
+  assert_status_ok(&st);
+  emu_nccl_fail_next_init("socket.cc:45 connect to 10.0.0.2<4242> failed: Connection refused");
+  assert_int_not_equal(ct_test_tower_step(s, &towers, 0, 8, NULL, 0.01f, &st), 0);
+  printf("  %s\n", st.message);
+  assert_non_null(strstr(st.message, ": NCCL error unhandled system error"));
+  assert_non_null(strstr(st.message, "connect to 10.0.0.2<4242> failed: Connection refused"));
+  ct_session_free(s);
+  ct_classifier_towers_free(&towers);
+  ct_graph_free(g);
+}
+#endif
+
+#ifdef CT_GPU_EMULATED
 /* "No host syncs on the hot path": after its first step, a training step of
  * 2 towers on 2 virtual GPUs (collective all-reduce) queues its work on the
  * GPUs' streams and waits for it only at the run's end (each GPU's compute,
@@ -599,6 +636,9 @@ int main(void) {
       cmocka_unit_test(test_training_steps_match_the_cpu),
       cmocka_unit_test(test_reduced_precision_tracks_fp32),
       cmocka_unit_test(test_towers_on_two_virtual_gpus),
+#ifdef CT_GPU_EMULATED
+      cmocka_unit_test(test_nccl_errors_carry_nccls_text),
+#endif
       cmocka_unit_test(test_towers_on_two_physical_gpus),
 #ifdef CT_GPU_EMULATED
       cmocka_unit_test(test_training_steps_wait_only_at_the_end),

@@ -45,10 +45,14 @@ static void nccl_states_free(void *data) {
   }
 }
 
+/* NCCL's code and its own account of the error (ncclGetLastError: what
+ * failed and why, e.g. which system call or which peer). */
 static int nccl_check(ncclResult_t result, ct_kernel_ctx *ctx) {
   if (result == ncclSuccess) return 0;
-  ct_status_set(ctx->status, CT_INTERNAL, "%s: NCCL error %s", ctx->node->name,
-                ncclGetErrorString(result));
+  const char *detail = ncclGetLastError(NULL);
+  ct_status_set(ctx->status, CT_INTERNAL, "%s: NCCL error %s%s%s", ctx->node->name,
+                ncclGetErrorString(result), detail && detail[0] ? ": " : "",
+                detail ? detail : "");
   return 1;
 }
 

@@ -21,6 +21,9 @@ void emu_fault_clear(void);
  * a machine without that library: loading it fails, and so do its calls. */
 void emu_library_missing(const char *library, int missing);
 
+/* The next ncclCommInitAll fails with ncclSystemError, and NCCL's own
+ * account of the error (ncclGetLastError) is `text`. */
+void emu_nccl_fail_next_init(const char *text);
 #ifdef __cplusplus
 }
 #endif

@@ -1423,6 +1423,9 @@ struct PendingColl {
 thread_local int group_depth = 0;
 thread_local std::vector<PendingColl> group_ops;
 thread_local ncclResult_t group_error = ncclSuccess;  // first error inside the group
+thread_local char last_error[1200];                   // ncclGetLastError's text
+std::mutex init_failure_lock;
+std::string init_failure; // the next ncclCommInitAll's error text (emulator_faults.h)
 
 ncclResult_t nccl_err(const char *fn, ncclResult_t r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -1432,6 +1435,7 @@ ncclResult_t nccl_err(const char *fn, ncclResult_t r, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  snprintf(last_error, sizeof last_error, "%s: %s", fn, buf);
   fprintf(stderr, "EMU: %s: %s (returning %s)\n", fn, buf, ncclGetErrorString(r));
   return r;
 }
@@ -1519,6 +1523,16 @@ const char *ncclGetErrorString(ncclResult_t result) {
   }
 }
 
+void emu_nccl_fail_next_init(const char *text) {
+  std::lock_guard<std::mutex> lk(init_failure_lock);
+  init_failure = text;
+}
+
+const char *ncclGetLastError(ncclComm_t comm) {
+  (void)comm;
+  return last_error;
+}
+
 ncclResult_t ncclGetVersion(int *version) {
   *version = NCCL_VERSION_CODE;
   return library_missing[CT_CUDA_NCCL] ? ncclSystemError : ncclSuccess;
@@ -1527,6 +1541,14 @@ ncclResult_t ncclGetVersion(int *version) {
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
   const char *fn = "ncclCommInitAll";
   if (library_missing[CT_CUDA_NCCL]) return nccl_err(fn, ncclSystemError, "NCCL is missing");
+  {
+    std::lock_guard<std::mutex> lk(init_failure_lock);
+    if (!init_failure.empty()) {
+      const std::string text = init_failure;
+      init_failure.clear();
+      return nccl_err(fn, ncclSystemError, "%s", text.c_str());
+    }
+  }
   if (group_depth > 0)
     return nccl_err(fn, ncclInvalidUsage, "called inside ncclGroupStart/ncclGroupEnd");
   if (comms == nullptr) return nccl_err(fn, ncclInvalidArgument, "comms is NULL");

@@ -15,7 +15,9 @@
  *   - towers on 2 virtual GPUs split from one (replicated with the
  *     collective all-reduce, and parameter server on /cpu:0) against one
  *     device, and on 2 physical GPUs when the machine has them.
- * tests/gpu/emulator runs them without a GPU as test_gpu_emulated. */
+ * tests/gpu/emulator runs them without a GPU as test_gpu_emulated.
+ * CTOWER_TEST_FILTER=PATTERN runs only the tests whose names match it
+ * (cmocka's wildcards: "test_towers_*"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -651,5 +653,7 @@ int main(void) {
       cmocka_unit_test(test_a_kernel_fault_names_its_op),
 #endif
   };
+  const char *only = getenv("CTOWER_TEST_FILTER");
+  if (only && only[0]) cmocka_set_test_filter(only);
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

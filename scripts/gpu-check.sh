@@ -220,7 +220,10 @@ step_build_with_kit() {
   local lib=$root/usr/lib/x86_64-linux-gnu
   export PATH=$root/usr/bin:$PATH LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PKG_CONFIG_LIBDIR=$lib/pkgconfig:$root/usr/share/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
-  export CMAKE_PREFIX_PATH=$root/usr
+  export CMAKE_PREFIX_PATH=$root/usr LIBRARY_PATH=$lib${LIBRARY_PATH:+:$LIBRARY_PATH}
+  # jconfig.h and the like sit in the multiarch folder, which only the
+  # system's own /usr/include gets searched for
+  export CPATH=$root/usr/include/x86_64-linux-gnu:$root/usr/include${CPATH:+:$CPATH}
   local generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCTOWER_CUDA=on \

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The fallback to scripts/gpu-bundle.sh: packs what a GPU machine without a
 # package registry needs to build ctower itself into .gpu-kit/ (ignored by
-# git; about 45 MB): the Debian packages of every library and tool
+# git; about 41 MB): the Debian packages of every library and tool
 # CMakeLists.txt asks for beyond the compilers, CMake and the CUDA toolkit
 # (oneDNN and the OpenCL headers its CMake config wants, libyaml,
 # protobuf-c with protoc-c, libjpeg-turbo, libpng, zlib, cmocka,
-# pkg-config), and the Fashion-MNIST files. cuDNN's and NCCL's headers are
+# pkg-config), and the Fashion-MNIST files. OpenMP's libgomp is the
+# machine's compiler's own (an older one on the library path would hide
+# it from what that compiler builds). cuDNN's and NCCL's headers are
 # not packed: CMake finds them in the CUDA toolkit or in the NVIDIA wheels of
 # the machine's python3 (PyTorch's). Run it here; then, on the GPU machine
 # with .gpu-kit carried and no .gpu-bundle, scripts/gpu-check.sh unpacks the
@@ -17,7 +19,7 @@ rm -rf "$kit"
 mkdir -p "$kit/debs" "$kit/fashion-mnist"
 packages=(
   libdnnl2 libdnnl-dev ocl-icd-opencl-dev ocl-icd-libopencl1 opencl-c-headers
-  opencl-clhpp-headers libgomp1
+  opencl-clhpp-headers
   libyaml-0-2 libyaml-dev
   libprotobuf-c1 libprotobuf-c-dev protobuf-c-compiler libprotoc32 libprotobuf32
   libjpeg62-turbo libjpeg62-turbo-dev libjpeg-dev

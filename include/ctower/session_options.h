@@ -89,6 +89,13 @@ void ct_session_options_defaults(ct_session_options *options);
  * count no device of the kind they concern; ct_session_new reports them. */
 int ct_device_count(const ct_session_options *options, ct_device_kind kind);
 
+/* What this build's device types load at run time, a line each: with CUDA,
+ * the driver's and runtime's versions and which cuBLAS, cuDNN and NCCL
+ * ctower loads and from where (or where it looked for a missing one), which
+ * loads those libraries to find out. At most `size` bytes, NUL-terminated;
+ * "" when there is nothing to say (a build without CUDA). */
+void ct_device_runtime_describe(char *text, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -122,7 +122,11 @@ static const char k_devices_help[] =
     "ctower's own loops, the arithmetic of convolutions and matmuls (math: fp32\n"
     "or bf16) and which convolutions Winograd's algorithm computes. With a\n"
     "config, its session settings (device_count, memory_limit_mb, gpu_options)\n"
-    "and train.precision and train.conv_algorithm apply.\n"
+    "and train.precision and train.conv_algorithm apply. A build with CUDA then\n"
+    "prints the CUDA driver's and runtime's versions and which cuBLAS, cuDNN and\n"
+    "NCCL it loads and from where (CTOWER_CUDA_LIBRARY_PATH, the system's library\n"
+    "path, /usr/local/cuda*, the nvidia/ wheels of Python environments), or where\n"
+    "it looked for a missing one.\n"
     "\n"
     "Options:\n"
     "  -h, --help       show this help\n"
@@ -702,7 +706,12 @@ static int print_devices(const ct_config *config) {
   }
   ct_session_free(session);
   ct_graph_free(graph);
-  return print_from_every_rank(listing, sizeof listing);
+  const int rc = print_from_every_rank(listing, sizeof listing);
+  /* what this process loads for its devices, and from where */
+  char runtime[8192];
+  ct_device_runtime_describe(runtime, sizeof runtime);
+  if (rc == EXIT_OK && ct_cluster_rank() == 0) fputs(runtime, stdout);
+  return rc;
 }
 
 static int cmd_devices(const command *cmd, int argc, char **argv) {

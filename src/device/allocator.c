@@ -33,6 +33,7 @@ struct ct_allocator {
   size_t next_region_bytes;
   void *(*region_alloc)(size_t, void *);
   void (*region_free)(void *, size_t, void *);
+  int (*region_error)(void *, char *, size_t);
   void *region_context;
   region *regions;
   int n_regions;
@@ -154,6 +155,16 @@ static int add_region(ct_allocator *a, size_t bytes) {
   return 1;
 }
 
+/* When the device refused a region for another reason than a shortage:
+ * fills status (INTERNAL, with the device's reason) and returns 1. */
+static int region_failed(ct_allocator *a, size_t nbytes, ct_status *status) {
+  char why[768];
+  if (a->region_error == NULL || !a->region_error(a->region_context, why, sizeof why)) return 0;
+  ct_status_set(status, CT_INTERNAL, "%s could not allocate %zu bytes: %s", a->device_name,
+                nbytes, why);
+  return 1;
+}
+
 ct_allocator *ct_allocator_new_with(const ct_allocator_options *o, ct_status *status) {
   ct_allocator *a = calloc(1, sizeof *a);
   if (a == NULL) {
@@ -167,12 +178,14 @@ ct_allocator *ct_allocator_new_with(const ct_allocator_options *o, ct_status *st
   a->next_region_bytes = o->initial_region_bytes ? o->initial_region_bytes : (size_t)2 << 20;
   a->region_alloc = o->region_alloc ? o->region_alloc : host_region_alloc;
   a->region_free = o->region_free ? o->region_free : host_region_free;
+  a->region_error = o->region_error;
   a->region_context = o->region_context;
   if (!a->allow_growth && !add_region(a, a->limit)) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED,
-                  "cannot reserve %zu bytes on %s; lower the memory limit or set "
-                  "gpu_options.allow_growth",
-                  a->limit, a->device_name);
+    if (!region_failed(a, a->limit, status))
+      ct_status_set(status, CT_RESOURCE_EXHAUSTED,
+                    "cannot reserve %zu bytes on %s; lower the memory limit or set "
+                    "gpu_options.allow_growth",
+                    a->limit, a->device_name);
     ct_allocator_free_all(a);
     return NULL;
   }
@@ -253,7 +266,9 @@ void *ct_allocator_alloc(ct_allocator *a, size_t nbytes, ct_status *status) {
   if (c && !table_put(a, c)) c = NULL;
   if (c == NULL) {
     size_t in_use = a->in_use, largest = largest_free(a), limit = a->limit;
+    const int failed = region_failed(a, nbytes, status);
     pthread_mutex_unlock(&a->mutex);
+    if (failed) return NULL;
     char limit_text[64];
     if (limit)
       snprintf(limit_text, sizeof limit_text, "limit %zu bytes", limit);

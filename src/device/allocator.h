@@ -34,6 +34,9 @@ typedef struct ct_allocator_options {
   /* Where regions come from (default: page-aligned host memory). */
   void *(*region_alloc)(size_t bytes, void *context);
   void (*region_free)(void *ptr, size_t bytes, void *context);
+  /* When region_alloc failed for another reason than a shortage (a GPU that
+   * failed earlier), writes why and returns 1; NULL: always a shortage. */
+  int (*region_error)(void *context, char *text, size_t size);
   void *region_context;
 } ct_allocator_options;
 
@@ -45,7 +48,9 @@ void ct_allocator_free_all(ct_allocator *allocator);
 /* 256-byte aligned memory; NULL and RESOURCE_EXHAUSTED (naming the device,
  * the request, the limit, the bytes in use and the largest free chunk, and
  * what to change) when no chunk fits and the limit forbids a new region or
- * the device has no memory left. The allocator stays usable. */
+ * the device has no memory left; NULL and INTERNAL (naming the device and
+ * region_error's reason) when the device refused a region for another
+ * reason. The allocator stays usable. */
 void *ct_allocator_alloc(ct_allocator *allocator, size_t nbytes, ct_status *status);
 /* The bytes a request of nbytes holds while in use: rounded up to the
  * allocator's 256-byte unit (at least one unit). What its statistics count. */

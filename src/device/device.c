@@ -76,8 +76,14 @@ ct_device *ct_device_new_remote(const ct_device *local, int rank, const char *jo
 
 int ct_device_make_allocator(ct_device *d, size_t limit, int allow_growth, void *context,
                              ct_status *status) {
-  ct_allocator_options options = {
-      d->name, limit, allow_growth, 0, d->ops->region_alloc, d->ops->region_free, context};
+  ct_allocator_options options = {d->name,
+                                  limit,
+                                  allow_growth,
+                                  0,
+                                  d->ops->region_alloc,
+                                  d->ops->region_free,
+                                  d->ops->region_error,
+                                  context};
   d->allocator = ct_allocator_new_with(&options, status);
   return d->allocator == NULL;
 }
@@ -227,6 +233,10 @@ int ct_device_synchronize(ct_device *d, ct_status *status) {
   return d->ops->synchronize ? d->ops->synchronize(d, status) : 0;
 }
 
+int ct_device_step_done(ct_device *d, const char *name, const char *op, ct_status *status) {
+  return d->ops->step_done ? d->ops->step_done(d, name, op, status) : 0;
+}
+
 void *ct_device_mark_new(ct_device *d) { return d->ops->mark_new ? d->ops->mark_new(d) : NULL; }
 
 int ct_device_mark_record(ct_device *d, void *mark, ct_status *status) {
@@ -252,6 +262,16 @@ int ct_device_count(const ct_session_options *o, ct_device_kind kind) {
   for (int t = 0; t < ct_device_type_count; ++t)
     if (ct_device_types[t]->kind == kind) n += ct_device_types[t]->count_devices(o);
   return n;
+}
+
+void ct_device_runtime_describe(char *text, size_t size) {
+  size_t used = 0;
+  text[0] = '\0';
+  for (int t = 0; t < ct_device_type_count && used + 1 < size; ++t)
+    if (ct_device_types[t]->describe_runtime) {
+      ct_device_types[t]->describe_runtime(text + used, size - used);
+      used += strlen(text + used);
+    }
 }
 
 int ct_devices_create(const ct_session_options *o, ct_device ***out, int *n_out,

@@ -38,12 +38,19 @@ typedef struct ct_device_ops {
                         ct_status *status);
   /* How many devices create_devices would make, without making them. */
   int (*count_devices)(const ct_session_options *options);
+  /* What the type loads at run time, and from where, a line each ending in
+   * '\n', into text (NUL-terminated, at most size bytes); NULL: nothing. */
+  void (*describe_runtime)(char *text, size_t size);
   /* Frees what create_devices set up beside the allocator, once the worker
    * has stopped and the device is synchronized; NULL: nothing. */
   void (*release)(ct_device *device);
   /* Where the allocator's regions come from; NULL: page-aligned host memory. */
   void *(*region_alloc)(size_t bytes, void *context);
   void (*region_free)(void *ptr, size_t bytes, void *context);
+  /* When region_alloc failed for another reason than a shortage of memory
+   * (a GPU that failed earlier), writes why into text and returns 1; NULL:
+   * a failed region is always a shortage. */
+  int (*region_error)(void *context, char *text, size_t size);
   /* Copies nbytes from src to dst where one end is a device of this type
    * and the other host memory (NULL), a host-addressable device, or a
    * device of this type (contract: ct_device_copy). NULL for a
@@ -53,6 +60,12 @@ typedef struct ct_device_ops {
   /* Waits until the work queued on the device is done; NULL: a type whose
    * steps finish before they return. */
   int (*synchronize)(ct_device *device, ct_status *status);
+  /* Called after each step (a kernel, or a copy into the device) the
+   * executor runs on the device, with the step's node name and op: a type
+   * that queues work may wait for it here and report its failure under the
+   * step's name (a GPU under CTOWER_GPU_SYNC=1). Returns 0 or fills status;
+   * NULL: nothing to check. */
+  int (*step_done)(ct_device *device, const char *name, const char *op, ct_status *status);
   /* Marks (ct_device_mark_*); NULL mark_new: the type needs none. */
   void *(*mark_new)(ct_device *device);
   int (*mark_record)(ct_device *device, void *mark, ct_status *status);
@@ -163,6 +176,10 @@ int ct_device_copy(ct_device *to, void *dst, ct_device *from, const void *src, s
 /* Waits for the device's queued work (nothing on a type whose steps finish
  * before they return). Returns 0 or fills status. */
 int ct_device_synchronize(ct_device *device, ct_status *status);
+/* After a step named `name` (op `op`) ran on the device: the type's check
+ * of the work it queued (ct_device_ops.step_done). Returns 0 or fills
+ * status. */
+int ct_device_step_done(ct_device *device, const char *name, const char *op, ct_status *status);
 
 /* Marks in a device's queue, to time its work for run metadata and to let
  * a copy or a reader wait for one value's producer: a recorded mark is

@@ -195,7 +195,8 @@ static int run_step(ct_session *s, ct_plan *p, ct_plan_step *step, ct_status *st
     /* into host memory, the copy waits for the value's own mark */
     void *ready = p->slot_side_mark[source] ? p->slot_side_mark[source] : p->slot_ready[source];
     if (ct_device_copy(device, p->values[step->first_slot].data, device_of_slot(s, p, source),
-                       inputs[0].data, ct_tensor_nbytes(&inputs[0]), ready, status))
+                       inputs[0].data, ct_tensor_nbytes(&inputs[0]), ready, status) ||
+        ct_device_step_done(device, step_name(step), step_op(step), status))
       return 1;
   } else {
     /* only a multi-device op reads its inputs off its own device */
@@ -221,7 +222,9 @@ static int run_step(ct_session *s, ct_plan *p, ct_plan_step *step, ct_status *st
                          output_marks};
     step->kernel(&ctx);
     for (int k = 0; k < ctx.n_scratch; ++k) ct_allocator_free(device->allocator, ctx.scratch[k]);
-    if (status->code != CT_OK) return 1;
+    if (status->code != CT_OK ||
+        ct_device_step_done(device, step_name(step), step_op(step), status))
+      return 1;
     if (check_numerics(s, p, step, status)) return 1;
     for (int o = 0; o < step->n_outputs; ++o)
       p->slot_side_mark[step->first_slot + o] = output_marks[o];

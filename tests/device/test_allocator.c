@@ -1,6 +1,7 @@
 /* The device allocator: limits to the byte, growth versus reserve, best fit,
  * splitting and coalescing, the out-of-memory status, exact stats, threads. */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "device/allocator.h"
@@ -8,7 +9,7 @@
 
 static ct_allocator *make(size_t limit, int growth, size_t initial) {
   ct_allocator_options o = {"/job:localhost/replica:0/task:0/device:CPU:0", limit, growth, initial,
-                            NULL, NULL, NULL};
+                            NULL, NULL, NULL, NULL};
   ct_status st = CT_STATUS_INIT;
   ct_allocator *a = ct_allocator_new_with(&o, &st);
   assert_status_ok(&st);
@@ -126,6 +127,51 @@ static void test_out_of_memory_status(void **state) {
   ct_allocator_free_all(al);
 }
 
+/* A region source that refuses for another reason than a shortage (a GPU
+ * that failed earlier): its reason, as an internal error, not "out of
+ * memory". */
+static void *refusing_region_alloc(size_t bytes, void *context) {
+  (void)bytes;
+  (void)context;
+  return NULL;
+}
+static void refusing_region_free(void *ptr, size_t bytes, void *context) {
+  (void)ptr;
+  (void)bytes;
+  (void)context;
+}
+static int refusing_region_error(void *context, char *text, size_t size) {
+  const int *broken = context;
+  if (!*broken) return 0;
+  snprintf(text, size, "the device failed earlier");
+  return 1;
+}
+
+static void test_region_refused_for_another_reason(void **state) {
+  (void)state;
+  int broken = 0;
+  ct_allocator_options o = {"/gpu:0", 0, 1, 0, refusing_region_alloc, refusing_region_free,
+                            refusing_region_error, &broken};
+  ct_status st = CT_STATUS_INIT;
+  ct_allocator *al = ct_allocator_new_with(&o, &st);
+  assert_non_null(al);
+  assert_null(ct_allocator_alloc(al, 1024, &st)); /* a shortage */
+  assert_int_equal(st.code, CT_RESOURCE_EXHAUSTED);
+  ct_status_clear(&st);
+  broken = 1;
+  assert_null(ct_allocator_alloc(al, 1024, &st));
+  assert_int_equal(st.code, CT_INTERNAL);
+  assert_string_equal(st.message, "/gpu:0 could not allocate 1024 bytes: the device failed earlier");
+  ct_allocator_free_all(al);
+  /* and when the whole limit is reserved at the start */
+  ct_status_clear(&st);
+  o.limit = 1 << 20;
+  o.allow_growth = 0;
+  assert_null(ct_allocator_new_with(&o, &st));
+  assert_int_equal(st.code, CT_INTERNAL);
+  assert_non_null(strstr(st.message, "the device failed earlier"));
+}
+
 /* Repeating one step's allocations reserves nothing after the first round. */
 static void test_steps_reuse_memory(void **state) {
   (void)state;
@@ -197,6 +243,7 @@ int main(void) {
       cmocka_unit_test(test_growth_versus_reserve),
       cmocka_unit_test(test_best_fit_split_and_coalesce),
       cmocka_unit_test(test_out_of_memory_status),
+      cmocka_unit_test(test_region_refused_for_another_reason),
       cmocka_unit_test(test_steps_reuse_memory),
       cmocka_unit_test(test_threads),
   };

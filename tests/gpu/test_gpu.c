@@ -1,5 +1,7 @@
 /* GPU tests (ctest -L gpu), run on a machine with a CUDA GPU; without one
- * the program exits 77 and CTest reports it skipped.
+ * the program exits 77 and CTest reports it skipped, unless
+ * CTOWER_EXPECT_GPU=1 says there must be one (then it fails), and a driver
+ * that is there but fails is a failure either way.
  *   - default placement on the GPU, soft placement and the placement log;
  *   - every op case of the gradient check (tests/support/op_cases.c) on
  *     /gpu:0 against /cpu:0, forward and gradient, with no soft placement
@@ -13,7 +15,9 @@
  *   - towers on 2 virtual GPUs split from one (replicated with the
  *     collective all-reduce, and parameter server on /cpu:0) against one
  *     device, and on 2 physical GPUs when the machine has them.
- * tests/gpu/emulator runs them without a GPU as test_gpu_emulated. */
+ * tests/gpu/emulator runs them without a GPU as test_gpu_emulated.
+ * CTOWER_TEST_FILTER=PATTERN runs only the tests whose names match it
+ * (cmocka's wildcards: "test_towers_*"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +26,7 @@
 #include "op_cases.h"
 #ifdef CT_GPU_EMULATED
 #include "emulator_counts.h"
+#include "emulator_faults.h"
 #endif
 
 /* Differences of fp32 results computed by other kernels in another order. */
@@ -101,6 +106,51 @@ static void test_every_op_matches_the_cpu(void **state) {
     }
   }
 }
+
+#ifdef CT_GPU_EMULATED
+/* Without cuDNN, ops that need none (matmul: cuBLAS) run on the GPU, and a
+ * convolution fails saying that it needs cuDNN and where it was looked for. */
+static void test_without_cudnn_only_convolutions_fail(void **state) {
+  (void)state;
+  emu_library_missing("cudnn", 1);
+  ct_graph *g = ct_graph_new();
+  ct_graph_push_device(g, "/gpu:0");
+  ct_output a = ct_placeholder(g, "a", CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)2));
+  ct_output product = ct_matmul(g, a, a, 0, 0);
+  ct_output x = ct_placeholder(g, "x", CT_F32,
+                               ct_shape_of(4, (int64_t)1, (int64_t)2, (int64_t)2, (int64_t)1));
+  ct_output conv = ct_conv2d(g, x, ct_reshape(g, a, ct_shape_of(4, (int64_t)2, (int64_t)2,
+                                                                (int64_t)1, (int64_t)1)),
+                             1, 1, CT_PADDING_SAME);
+  ct_graph_pop_device(g);
+  assert_status_ok(ct_graph_status(g));
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.allow_soft_placement = 0;
+  so.gpu_options.allow_growth = 1;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st); /* no cuDNN needed to start */
+  assert_status_ok(&st);
+  float values[4] = {1, 2, 3, 4};
+  ct_tensor at = {CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)2), values, 0};
+  ct_tensor xt = {CT_F32, ct_shape_of(4, (int64_t)1, (int64_t)2, (int64_t)2, (int64_t)1), values, 0};
+  ct_feed feeds[2] = {{a, &at}, {x, &xt}};
+  ct_tensor *out = NULL;
+  assert_int_equal(ct_session_run(s, feeds, 1, &product, 1, NULL, 0, &out, &st), 0);
+  assert_true(ct_tensor_f32(out)[0] == 7 && ct_tensor_f32(out)[3] == 22);
+  ct_tensor_free(out);
+  out = NULL;
+  assert_int_not_equal(ct_session_run(s, feeds, 2, &conv, 1, NULL, 0, &out, &st), 0);
+  emu_library_missing("cudnn", 0);
+  printf("  %s\n", st.message);
+  assert_int_equal(st.code, CT_UNAVAILABLE);
+  assert_non_null(strstr(st.message, "Conv2D needs cuDNN, but libcudnn.so.9 was not found: looked in"));
+  assert_non_null(strstr(st.message, "CTOWER_CUDA_LIBRARY_PATH"));
+  ct_session_free(s);
+  ct_graph_free(g);
+}
+
+#endif
 
 /* ---- training steps ------------------------------------------------------------ */
 
@@ -247,6 +297,43 @@ static void test_towers_on_two_virtual_gpus(void **state) {
   assert_true(dc <= 1e-5);
   assert_true(dp <= 1e-5);
 }
+
+#ifdef CT_GPU_EMULATED
+/* An NCCL call that fails says what NCCL itself said (ncclGetLastError). */
+static void test_nccl_errors_carry_nccls_text(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_graph_set_seed(g, 5);
+  ct_tower_options o;
+  memset(&o, 0, sizeof o);
+  o.n_towers = 2;
+  snprintf(o.devices[0], sizeof o.devices[0], "/gpu:0");
+  snprintf(o.devices[1], sizeof o.devices[1], "/gpu:1");
+  o.variable_update = CT_VARIABLE_UPDATE_REPLICATED;
+  o.all_reduce = CT_ALL_REDUCE_COLLECTIVE;
+  ct_optimizer_config oc;
+  ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_SGD);
+  ct_classifier_towers towers;
+  ct_classifier_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers);
+  assert_status_ok(ct_graph_status(g));
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.allow_soft_placement = 0;
+  so.gpu_options.n_virtual_devices = 2;
+  so.gpu_options.virtual_devices_mb[0] = so.gpu_options.virtual_devices_mb[1] = 1024;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st);
+  assert_status_ok(&st);
+  emu_nccl_fail_next_init("socket.cc:45 connect to 10.0.0.2<4242> failed: Connection refused");
+  assert_int_not_equal(ct_test_tower_step(s, &towers, 0, 8, NULL, 0.01f, &st), 0);
+  printf("  %s\n", st.message);
+  assert_non_null(strstr(st.message, ": NCCL error unhandled system error"));
+  assert_non_null(strstr(st.message, "connect to 10.0.0.2<4242> failed: Connection refused"));
+  ct_session_free(s);
+  ct_classifier_towers_free(&towers);
+  ct_graph_free(g);
+}
+#endif
 
 #ifdef CT_GPU_EMULATED
 /* "No host syncs on the hot path": after its first step, a training step of
@@ -460,19 +547,100 @@ static void test_bad_visible_device_list(void **state) {
   ct_graph_free(g);
 }
 
-int main(void) {
+#ifdef CT_GPU_EMULATED
+/* ---- a kernel that faults (planted: emulator_faults.h) ---- */
+
+/* y = relu(neg(x)) on /gpu:0 for x of 4 floats: two kernels, Neg's first. */
+static int run_neg_relu(ct_status *st) {
+  ct_graph *g = ct_graph_new();
+  ct_graph_push_device(g, "/gpu:0");
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)4));
+  ct_output y = ct_relu(g, ct_neg(g, x));
+  ct_graph_pop_device(g);
   ct_session_options so;
   ct_session_options_defaults(&so);
-  if (ct_device_count(&so, CT_DEVICE_KIND_GPU) == 0) {
-    printf("no GPU (or a build without CUDA): the GPU tests are skipped\n");
-    return 77;
+  so.gpu_options.allow_growth = 1;
+  ct_session *s = ct_session_new(g, &so, st);
+  assert_non_null(s);
+  float in[4] = {1, -2, 3, -4};
+  ct_tensor xt = {CT_F32, ct_shape_of(1, (int64_t)4), in, 0};
+  ct_feed feed = {x, &xt};
+  ct_tensor *out = NULL;
+  const int failed = ct_session_run(s, &feed, 1, &y, 1, NULL, 0, &out, st);
+  ct_tensor_free(out);
+  ct_session_free(s);
+  ct_graph_free(g);
+  return failed;
+}
+
+/* A kernel that faults on the GPU: CTOWER_GPU_SYNC=1 names its op (Relu,
+ * the second kernel); without it the error shows at a later call, which
+ * says how to find the op, and is no "out of memory". */
+static void test_a_kernel_fault_names_its_op(void **state) {
+  (void)state;
+  ct_status st = CT_STATUS_INIT;
+  setenv("CTOWER_GPU_SYNC", "1", 1);
+  emu_fault_after_launches(2);
+  assert_int_not_equal(run_neg_relu(&st), 0);
+  unsetenv("CTOWER_GPU_SYNC");
+  emu_fault_clear();
+  printf("  with CTOWER_GPU_SYNC=1: %s\n", st.message);
+  assert_int_equal(st.code, CT_INTERNAL);
+  assert_non_null(strstr(st.message, "Relu (Relu) on /job:localhost/replica:0/task:0/device:GPU:0 "
+                                     "failed on the GPU: CUDA error"));
+  ct_status_clear(&st);
+  emu_fault_after_launches(2);
+  assert_int_not_equal(run_neg_relu(&st), 0);
+  emu_fault_clear();
+  printf("  without: %s\n", st.message);
+  assert_int_equal(st.code, CT_INTERNAL);
+  assert_non_null(strstr(st.message, "run again with CTOWER_GPU_SYNC=1 to name its op"));
+  ct_status_clear(&st);
+  assert_int_equal(run_neg_relu(&st), 0); /* a GPU without a fault runs it */
+}
+
+#endif
+
+/* 0 when the tests can run; else the exit status: 77 (skipped) without a
+ * GPU, 1 when the driver fails or CTOWER_EXPECT_GPU=1 wants a GPU. */
+static int gpu_missing(void) {
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  ct_graph *g = ct_graph_new();
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st); /* reports a failing driver */
+  ct_session_free(s);
+  ct_graph_free(g);
+  if (s == NULL) {
+    printf("the GPUs cannot be used: %s\n", st.message);
+    return 1;
   }
+  if (ct_device_count(&so, CT_DEVICE_KIND_GPU) > 0) return 0;
+  const char *expect = getenv("CTOWER_EXPECT_GPU");
+  if (expect && strcmp(expect, "1") == 0) {
+    printf("CTOWER_EXPECT_GPU=1, but CUDA sees no GPU (or this build has no CUDA): check "
+           "nvidia-smi and CUDA_VISIBLE_DEVICES\n");
+    return 1;
+  }
+  printf("no GPU (or a build without CUDA): the GPU tests are skipped\n");
+  return 77;
+}
+
+int main(void) {
+  const int missing = gpu_missing();
+  if (missing) return missing;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_placement_prefers_the_gpu),
       cmocka_unit_test(test_every_op_matches_the_cpu),
+#ifdef CT_GPU_EMULATED
+      cmocka_unit_test(test_without_cudnn_only_convolutions_fail),
+#endif
       cmocka_unit_test(test_training_steps_match_the_cpu),
       cmocka_unit_test(test_reduced_precision_tracks_fp32),
       cmocka_unit_test(test_towers_on_two_virtual_gpus),
+#ifdef CT_GPU_EMULATED
+      cmocka_unit_test(test_nccl_errors_carry_nccls_text),
+#endif
       cmocka_unit_test(test_towers_on_two_physical_gpus),
 #ifdef CT_GPU_EMULATED
       cmocka_unit_test(test_training_steps_wait_only_at_the_end),
@@ -481,6 +649,11 @@ int main(void) {
       cmocka_unit_test(test_two_sessions_at_fraction_0_4),
       cmocka_unit_test(test_visible_device_list_orders_the_gpus),
       cmocka_unit_test(test_bad_visible_device_list),
+#ifdef CT_GPU_EMULATED
+      cmocka_unit_test(test_a_kernel_fault_names_its_op),
+#endif
   };
+  const char *only = getenv("CTOWER_TEST_FILTER");
+  if (only && only[0]) cmocka_set_test_filter(only);
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,21 +6,42 @@
  * (cuda_device.h). */
 #include "device/cuda/cuda_device.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/cuda/cuda_libraries.h"
 #include "device/gpu_plan.h"
 
-/* The number of GPUs the CUDA runtime sees (0 without a driver). */
-static int cuda_device_count(void) {
+/* Whether the CUDA driver's library is on this machine. */
+static int driver_installed(void) {
+  void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (driver) dlclose(driver);
+  return driver != NULL;
+}
+
+/* The number of GPUs the CUDA runtime sees, into *count. A machine without
+ * a GPU, or without the driver, has none: 0. A driver that is there but
+ * fails (older than the runtime, its library and kernel module of other
+ * versions, a GPU that will not start) is an error: 1 and status. */
+static int cuda_device_count(int *count, ct_status *status) {
   int n = 0;
-  /* No driver, or no device: the runtime says so and there are no GPUs. */
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError(); /* clear the sticky error */
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  *count = 0;
+  if (err == cudaSuccess) {
+    *count = n;
     return 0;
   }
-  return n;
+  cudaGetLastError(); /* clear the error */
+  if (err == cudaErrorNoDevice || (err == cudaErrorInsufficientDriver && !driver_installed()))
+    return 0;
+  ct_status_set(status, CT_UNAVAILABLE,
+                "the CUDA driver failed while counting the GPUs: %s (%s); see what nvidia-smi "
+                "says, or hide the GPUs with session.device_count: {GPU: 0} (or "
+                "CUDA_VISIBLE_DEVICES=\"\") to run on the CPUs",
+                cudaGetErrorName(err), cudaGetErrorString(err));
+  return 1;
 }
 
 /* ---- regions from cudaMalloc ------------------------------------------------ */
@@ -29,16 +50,30 @@ static int cuda_device_count(void) {
  * on other GPUs), so the caller's current device is put back afterwards:
  * its later launches go to its own stream. */
 static void *gpu_region_alloc(size_t bytes, void *context) {
-  const ct_gpu *gpu = context;
+  ct_gpu *gpu = context;
   void *p = NULL;
   int current = -1;
   cudaGetDevice(&current);
-  if (cudaSetDevice(gpu->ordinal) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) {
+  cudaError_t err = cudaSetDevice(gpu->ordinal);
+  if (err == cudaSuccess) err = cudaMalloc(&p, bytes);
+  if (err != cudaSuccess) {
     cudaGetLastError();
     p = NULL;
+    /* a GPU that failed earlier refuses every allocation: not a shortage */
+    if (err != cudaErrorMemoryAllocation) gpu->fault = err;
   }
   if (current >= 0) cudaSetDevice(current);
   return p;
+}
+
+/* Why the last region could not be had, when memory was not the reason. */
+static int gpu_region_error(void *context, char *text, size_t size) {
+  const ct_gpu *gpu = context;
+  if (gpu->fault == cudaSuccess) return 0;
+  ct_status why = CT_STATUS_INIT;
+  ct_cuda_check(gpu->fault, "cudaMalloc", &why);
+  snprintf(text, size, "%s", why.message);
+  return 1;
 }
 
 static void gpu_region_free(void *ptr, size_t bytes, void *context) {
@@ -67,6 +102,7 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
   d->impl = gpu;
   gpu->ordinal = ordinal;
   gpu->precision = precision;
+  pthread_mutex_init(&gpu->handles_lock, NULL);
   struct cudaDeviceProp prop;
   if (ct_cuda_check(cudaSetDevice(ordinal), d->name, status) ||
       ct_cuda_check(cudaGetDeviceProperties(&prop, ordinal), d->name, status) ||
@@ -75,12 +111,10 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
       ct_cuda_check(cudaStreamCreateWithFlags(&gpu->copy_stream, cudaStreamNonBlocking),
                     d->name, status) ||
       ct_cuda_check(cudaStreamCreateWithFlags(&gpu->comm_stream, cudaStreamNonBlocking),
-                    d->name, status) ||
-      ct_cublas_check(cublasCreate(&gpu->cublas), d->name, status) ||
-      ct_cublas_check(cublasSetStream(gpu->cublas, gpu->stream), d->name, status) ||
-      ct_cudnn_check(cudnnCreate(&gpu->cudnn), d->name, status) ||
-      ct_cudnn_check(cudnnSetStream(gpu->cudnn, gpu->stream), d->name, status))
+                    d->name, status))
     return 1;
+  const char *sync = getenv("CTOWER_GPU_SYNC");
+  gpu->sync_each_kernel = sync && sync[0] && strcmp(sync, "0") != 0;
   gpu->staging = ct_staging_new();
   if (gpu->staging == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory creating %s", d->name);
@@ -96,6 +130,56 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
   return 0;
 }
 
+static int make_cublas(ct_gpu *gpu, const char *who, ct_status *status) {
+  cublasHandle_t handle = NULL;
+  if (ct_cublas_check(cublasCreate(&handle), who, status)) return 1;
+  if (ct_cublas_check(cublasSetStream(handle, gpu->stream), who, status)) {
+    cublasDestroy(handle);
+    return 1;
+  }
+  gpu->cublas = handle;
+  return 0;
+}
+
+static int make_cudnn(ct_gpu *gpu, const char *who, ct_status *status) {
+  cudnnHandle_t handle = NULL;
+  if (ct_cudnn_check(cudnnCreate(&handle), who, status)) return 1;
+  if (ct_cudnn_check(cudnnSetStream(handle, gpu->stream), who, status)) {
+    cudnnDestroy(handle);
+    return 1;
+  }
+  gpu->cudnn = handle;
+  return 0;
+}
+
+/* Loads `library` and runs make() on the GPU's device (the caller's current
+ * device is put back afterwards), under gpu->handles_lock. */
+static void make_handle(ct_gpu *gpu, ct_cuda_library library,
+                        int (*make)(ct_gpu *, const char *, ct_status *), const char *who,
+                        ct_status *status) {
+  if (ct_cuda_library_require(library, who, status)) return;
+  int current = -1;
+  cudaGetDevice(&current);
+  if (!ct_cuda_check(cudaSetDevice(gpu->ordinal), who, status)) make(gpu, who, status);
+  if (current >= 0) cudaSetDevice(current);
+}
+
+cublasHandle_t ct_gpu_cublas(ct_gpu *gpu, const char *who, ct_status *status) {
+  pthread_mutex_lock(&gpu->handles_lock);
+  if (gpu->cublas == NULL) make_handle(gpu, CT_CUDA_CUBLAS, make_cublas, who, status);
+  cublasHandle_t handle = gpu->cublas;
+  pthread_mutex_unlock(&gpu->handles_lock);
+  return handle;
+}
+
+cudnnHandle_t ct_gpu_cudnn(ct_gpu *gpu, const char *who, ct_status *status) {
+  pthread_mutex_lock(&gpu->handles_lock);
+  if (gpu->cudnn == NULL) make_handle(gpu, CT_CUDA_CUDNN, make_cudnn, who, status);
+  cudnnHandle_t handle = gpu->cudnn;
+  pthread_mutex_unlock(&gpu->handles_lock);
+  return handle;
+}
+
 static void gpu_release(ct_device *d) {
   ct_gpu *gpu = ct_gpu_of(d);
   if (gpu == NULL) return;
@@ -108,6 +192,7 @@ static void gpu_release(ct_device *d) {
   if (gpu->comm_stream) cudaStreamDestroy(gpu->comm_stream);
   ct_staging_free(gpu->staging); /* the stream is idle: no transfer reads them */
   if (gpu->collectives) gpu->collectives_free(gpu->collectives);
+  pthread_mutex_destroy(&gpu->handles_lock);
   free(gpu);
   d->impl = NULL;
 }
@@ -122,12 +207,13 @@ static int device_limit(const ct_session_options *o, const char *name, int ordin
 }
 
 static int gpu_count_devices(const ct_session_options *o) {
-  /* A list the plan refuses counts no GPU here; creating the session
-   * reports it. */
+  /* A list the plan refuses, or a failing driver, counts no GPU here;
+   * creating the session reports it. */
   ct_gpu_plan plan;
   ct_status ignored = CT_STATUS_INIT;
   /* device_count GPU 0 hides the GPUs without waking the CUDA runtime */
-  const int available = o->device_count_gpu == 0 ? 0 : cuda_device_count();
+  int available = 0;
+  if (o->device_count_gpu != 0 && cuda_device_count(&available, &ignored)) return 0;
   if (ct_gpu_plan_make(o, available, &plan, &ignored)) return 0;
   return ct_gpu_plan_devices(&plan);
 }
@@ -136,7 +222,8 @@ static int gpu_create_devices(const ct_session_options *o, ct_device **devices, 
                               ct_status *status) {
   ct_gpu_plan plan;
   /* device_count GPU 0 hides the GPUs without waking the CUDA runtime */
-  const int available = o->device_count_gpu == 0 ? 0 : cuda_device_count();
+  int available = 0;
+  if (o->device_count_gpu != 0 && cuda_device_count(&available, status)) return 1;
   if (ct_gpu_plan_make(o, available, &plan, status)) return 1;
   int index = 0;
   for (int p = 0; p < plan.n_physical; ++p) {
@@ -288,6 +375,27 @@ static int gpu_synchronize(ct_device *d, ct_status *status) {
           ct_cuda_check(cudaStreamSynchronize(gpu->comm_stream), d->name, status));
 }
 
+/* Under CTOWER_GPU_SYNC=1, waits for the work of every step and names the
+ * step whose work failed: a kernel's fault otherwise surfaces at a later
+ * call, far from its cause. */
+static int gpu_step_done(ct_device *d, const char *name, const char *op, ct_status *status) {
+  const ct_gpu *gpu = ct_gpu_of(d);
+  if (!gpu->sync_each_kernel) return 0;
+  int current = -1;
+  cudaGetDevice(&current);
+  cudaSetDevice(gpu->ordinal);
+  cudaError_t err = cudaDeviceSynchronize();
+  if (err == cudaSuccess) err = cudaGetLastError();
+  if (current >= 0) cudaSetDevice(current);
+  if (err == cudaSuccess) return 0;
+  cudaGetLastError();
+  ct_status_set(status, CT_INTERNAL,
+                "%s (%s) on %s failed on the GPU: CUDA error %s (%s), found by waiting for its "
+                "work (CTOWER_GPU_SYNC=1)",
+                name, op, d->name, cudaGetErrorName(err), cudaGetErrorString(err));
+  return 1;
+}
+
 /* ---- timing marks ------------------------------------------------------------ */
 
 static void *gpu_mark_new(ct_device *d) {
@@ -331,17 +439,43 @@ static int gpu_mark_wait(ct_device *d, void *mark, ct_status *status) {
                        status);
 }
 
+/* ---- what the GPUs load ------------------------------------------------------ */
+
+/* The driver's and runtime's versions, and the libraries a GPU loads. */
+static void gpu_describe_runtime(char *text, size_t size) {
+  int driver = 0, runtime = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaGetLastError();
+  char driver_text[96] = "no driver (libcuda.so.1 was not found)";
+  if (driver > 0)
+    snprintf(driver_text, sizeof driver_text, "driver %d.%d", driver / 1000, driver % 1000 / 10);
+  snprintf(text, size, "CUDA: %s, runtime %d.%d (linked into ctower)\n", driver_text,
+           runtime / 1000, runtime % 1000 / 10);
+  for (int lib = 0; lib < CT_CUDA_LIBRARY_COUNT; ++lib) {
+    const size_t used = strlen(text);
+    char line[1280];
+    ct_cuda_library_describe((ct_cuda_library)lib, line, sizeof line);
+    if (used + strlen(line) + 2 > size) break;
+    memcpy(text + used, line, strlen(line));
+    memcpy(text + used + strlen(line), "\n", 2);
+  }
+}
+
 const ct_device_ops ct_cuda_device_ops = {
     .kind = CT_DEVICE_KIND_GPU,
     .priority = 1,
     .host_addressable = 0,
     .create_devices = gpu_create_devices,
     .count_devices = gpu_count_devices,
+    .describe_runtime = gpu_describe_runtime,
     .release = gpu_release,
     .region_alloc = gpu_region_alloc,
     .region_free = gpu_region_free,
+    .region_error = gpu_region_error,
     .copy = gpu_copy,
     .synchronize = gpu_synchronize,
+    .step_done = gpu_step_done,
     .mark_new = gpu_mark_new,
     .mark_record = gpu_mark_record,
     .mark_elapsed_us = gpu_mark_elapsed_us,

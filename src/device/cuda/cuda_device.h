@@ -66,9 +66,13 @@ typedef struct ct_gpu {
   cudaStream_t copy_stream;   /* copies out of this device into host memory */
   cudaStream_t comm_stream;   /* collectives (collective.c) */
   ct_staging *staging;        /* pinned buffers for copies in from host memory */
-  cublasHandle_t cublas;      /* bound to `stream` */
-  cudnnHandle_t cudnn;        /* bound to `stream` */
+  pthread_mutex_t handles_lock; /* guards the creation of the two handles */
+  cublasHandle_t cublas;      /* bound to `stream`; NULL until ct_gpu_cublas makes it */
+  cudnnHandle_t cudnn;        /* bound to `stream`; NULL until ct_gpu_cudnn makes it */
   ct_precision precision;     /* CT_PRECISION_FP32, _TF32 or _BF16 (ctower/session.h) */
+  int sync_each_kernel;       /* CTOWER_GPU_SYNC=1: wait for and check every step's work */
+  cudaError_t fault;          /* the error that made the last cudaMalloc of a region fail,
+                                 when it was no shortage of memory (cudaSuccess: none) */
   void *collectives;          /* NCCL communicators this device keeps (collective.c) */
   void (*collectives_free)(void *collectives);
 } ct_gpu;
@@ -76,8 +80,17 @@ typedef struct ct_gpu {
 /* The GPU state of a GPU device. */
 static inline ct_gpu *ct_gpu_of(const ct_device *device) { return (ct_gpu *)device->impl; }
 
+/* The GPU's cuBLAS and cuDNN handles, bound to its compute stream, made
+ * the first time a kernel needs them (so that a machine without cuDNN runs
+ * every op that needs none). NULL and status when the library is missing
+ * (UNAVAILABLE: `who`, an op's name, needs it; where the library was looked
+ * for) or fails. */
+cublasHandle_t ct_gpu_cublas(ct_gpu *gpu, const char *who, ct_status *status);
+cudnnHandle_t ct_gpu_cudnn(ct_gpu *gpu, const char *who, ct_status *status);
+
 /* GPUs as devices /gpu:0 .. under the session's GPU options (a machine
- * without GPUs, or without a driver, has none, which is not an error);
+ * without GPUs, or without a driver, has none, which is not an error; a
+ * driver that is there but fails is: creating the devices says so);
  * copies, marks (CUDA events with timing) and synchronization ordered as
  * the header comment says. */
 extern const ct_device_ops ct_cuda_device_ops;

@@ -2,21 +2,29 @@
  * loads them: the command does not link them, so it starts (and runs on its
  * CPUs) on a machine where they are missing, and a CPU-only run does not map
  * their hundreds of megabytes. The CUDA runtime itself is linked statically
- * (it loads the driver, libcuda, only when asked for devices).
+ * (it loads the driver, libcuda, only when asked for devices). Each library
+ * is looked for where machines have it (library_search.h): a folder the
+ * user names, the system's library path, the CUDA toolkits, and the NVIDIA
+ * wheels of Python environments.
  *
  * Each function the GPU code calls is defined here with the library's own
  * prototype (the headers are included, so a mismatch does not compile) and
  * calls the library's function, looked up once. When the library cannot be
  * loaded, it returns the library's "not initialized" status and the
  * library's error-string function says which file could not be loaded and
- * why. */
+ * where the search looked; ct_cuda_library_require says the same as a
+ * status. */
 #include <cublas_v2.h>
 #include <cudnn.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <nccl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "device/cuda/cuda_libraries.h"
+#include "device/cuda/library_search.h"
 
 #define STRINGIFY_VALUE(x) #x
 #define STRINGIFY(x) STRINGIFY_VALUE(x)
@@ -24,6 +32,7 @@
 /* One library: its file name, and the functions of it that ctower calls
  * (X(return type, name, (parameters), (arguments))). */
 #define CUBLAS_FUNCTIONS(X)                                                                     \
+  X(cublasStatus_t, cublasGetProperty, (libraryPropertyType type, int *value), (type, value))    \
   X(cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle))                       \
   X(cublasStatus_t, cublasDestroy_v2, (cublasHandle_t handle), (handle))                        \
   X(cublasStatus_t, cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t stream),           \
@@ -37,6 +46,7 @@
      computeType, algo))
 
 #define CUDNN_FUNCTIONS(X)                                                                        \
+  X(size_t, cudnnGetVersion, (void), ())                                                          \
   X(cudnnStatus_t, cudnnCreate, (cudnnHandle_t * handle), (handle))                               \
   X(cudnnStatus_t, cudnnDestroy, (cudnnHandle_t handle), (handle))                                \
   X(cudnnStatus_t, cudnnSetStream, (cudnnHandle_t handle, cudaStream_t stream), (handle, stream)) \
@@ -114,6 +124,7 @@
     (handle, alpha, xd, x, dyd, dy, conv, algo, work, work_bytes, beta, dwd, dw))
 
 #define NCCL_FUNCTIONS(X)                                                                     \
+  X(ncclResult_t, ncclGetVersion, (int *version), (version))                                  \
   X(ncclResult_t, ncclCommInitAll, (ncclComm_t * comms, int ndev, const int *devices),        \
     (comms, ndev, devices))                                                                   \
   X(ncclResult_t, ncclCommDestroy, (ncclComm_t comm), (comm))                                 \
@@ -124,34 +135,48 @@
   X(ncclResult_t, ncclGroupStart, (void), ())                                                 \
   X(ncclResult_t, ncclGroupEnd, (void), ())
 
-/* A library loaded on first use: dlopen's handle, or why there is none. */
+/* A library loaded on first use: dlopen's handle and where it came from,
+ * or why there is none. */
 typedef struct loaded_library {
-  const char *file;
+  const char *name; /* "cuDNN" */
+  const char *file; /* "libcudnn.so.9" */
   pthread_once_t once;
   void *handle;
-  char error[512];
+  char path[PATH_MAX];
+  char error[1024];
 } loaded_library;
 
-static loaded_library cublas = {.file = "libcublas.so." STRINGIFY(CUBLAS_VER_MAJOR),
+static loaded_library cublas = {.name = "cuBLAS",
+                                .file = "libcublas.so." STRINGIFY(CUBLAS_VER_MAJOR),
                                 .once = PTHREAD_ONCE_INIT};
-static loaded_library cudnn = {.file = "libcudnn.so." STRINGIFY(CUDNN_MAJOR),
+static loaded_library cudnn = {.name = "cuDNN",
+                               .file = "libcudnn.so." STRINGIFY(CUDNN_MAJOR),
                                .once = PTHREAD_ONCE_INIT};
-static loaded_library nccl = {.file = "libnccl.so." STRINGIFY(NCCL_MAJOR),
+static loaded_library nccl = {.name = "NCCL",
+                              .file = "libnccl.so." STRINGIFY(NCCL_MAJOR),
                               .once = PTHREAD_ONCE_INIT};
 
 static void open_library(loaded_library *lib) {
-  lib->handle = dlopen(lib->file, RTLD_NOW | RTLD_LOCAL);
-  if (lib->handle == NULL)
-    snprintf(lib->error, sizeof lib->error,
-             "%s could not be loaded (%s); install it, or point LD_LIBRARY_PATH at it", lib->file,
-             dlerror());
+  ct_library_places places;
+  char storage[PATH_MAX * 4];
+  ct_library_places_from_environment(&places, storage, sizeof storage);
+  lib->handle = ct_library_open(lib->file, &places, lib->path, sizeof lib->path, lib->error,
+                                sizeof lib->error);
 }
 
 #define DEFINE_OPEN(lib) \
   static void open_##lib(void) { open_library(&lib); }
 DEFINE_OPEN(cublas)
-DEFINE_OPEN(cudnn)
 DEFINE_OPEN(nccl)
+
+/* cuDNN loads cuBLASLt by its bare name for some of its engines; where
+ * both come from Python wheels, no system path leads there, but a library
+ * already loaded answers to its name: cuBLAS (which loads cuBLASLt beside
+ * it) is loaded first, when it can be. */
+static void open_cudnn(void) {
+  pthread_once(&cublas.once, open_cublas);
+  open_library(&cudnn);
+}
 
 /* The address of `name` in lib, loading lib first; NULL when either fails
  * (lib->error says why). */
@@ -200,3 +225,51 @@ FORWARD_STRING(cublas, cublasGetStatusName, cublasStatus_t)
 FORWARD_STRING(cublas, cublasGetStatusString, cublasStatus_t)
 FORWARD_STRING(cudnn, cudnnGetErrorString, cudnnStatus_t)
 FORWARD_STRING(nccl, ncclGetErrorString, ncclResult_t)
+FORWARD_STRING(nccl, ncclGetLastError, ncclComm_t)
+
+/* ---- what ctower needs to know ------------------------------------------ */
+
+static loaded_library *const libraries[CT_CUDA_LIBRARY_COUNT] = {&cublas, &cudnn, &nccl};
+static void (*const openers[CT_CUDA_LIBRARY_COUNT])(void) = {open_cublas, open_cudnn,
+                                                              open_nccl};
+static const char *const installs[CT_CUDA_LIBRARY_COUNT] = {
+    "install the CUDA toolkit's cuBLAS (or PyTorch's nvidia-cublas wheel)",
+    "install cuDNN " STRINGIFY(CUDNN_MAJOR) " (or PyTorch's nvidia-cudnn wheel)",
+    "install NCCL " STRINGIFY(NCCL_MAJOR) " (or PyTorch's nvidia-nccl wheel)"};
+
+static loaded_library *load(ct_cuda_library library) {
+  pthread_once(&libraries[library]->once, openers[library]);
+  return libraries[library];
+}
+
+int ct_cuda_library_require(ct_cuda_library library, const char *who, ct_status *status) {
+  const loaded_library *lib = load(library);
+  if (lib->handle) return 0;
+  ct_status_set(status, CT_UNAVAILABLE, "%s needs %s, but %s; %s, or name its folder in "
+                "CTOWER_CUDA_LIBRARY_PATH", who, lib->name, lib->error, installs[library]);
+  return 1;
+}
+
+void ct_cuda_library_describe(ct_cuda_library library, char *text, size_t size) {
+  const loaded_library *lib = load(library);
+  if (lib->handle == NULL) {
+    snprintf(text, size, "%s: %s", lib->name, lib->error);
+    return;
+  }
+  char version[64] = "";
+  if (library == CT_CUDA_CUBLAS) {
+    int major = 0, minor = 0, patch = 0;
+    if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
+        cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
+        cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS)
+      snprintf(version, sizeof version, " %d.%d.%d", major, minor, patch);
+  } else if (library == CT_CUDA_CUDNN) {
+    const size_t v = cudnnGetVersion(); /* major * 10000 + minor * 100 + patch */
+    snprintf(version, sizeof version, " %zu.%zu.%zu", v / 10000, v / 100 % 100, v % 100);
+  } else {
+    int v = 0; /* major * 10000 + minor * 100 + patch */
+    if (ncclGetVersion(&v) == ncclSuccess)
+      snprintf(version, sizeof version, " %d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+  }
+  snprintf(text, size, "%s%s from %s", lib->name, version, lib->path);
+}

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "device/cuda/cuda_libraries.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch_basic.h"
 
@@ -44,10 +45,14 @@ static void nccl_states_free(void *data) {
   }
 }
 
+/* NCCL's code and its own account of the error (ncclGetLastError: what
+ * failed and why, e.g. which system call or which peer). */
 static int nccl_check(ncclResult_t result, ct_kernel_ctx *ctx) {
   if (result == ncclSuccess) return 0;
-  ct_status_set(ctx->status, CT_INTERNAL, "%s: NCCL error %s", ctx->node->name,
-                ncclGetErrorString(result));
+  const char *detail = ncclGetLastError(NULL);
+  ct_status_set(ctx->status, CT_INTERNAL, "%s: NCCL error %s%s%s", ctx->node->name,
+                ncclGetErrorString(result), detail && detail[0] ? ": " : "",
+                detail ? detail : "");
   return 1;
 }
 
@@ -61,6 +66,7 @@ static nccl_state *communicators(ct_kernel_ctx *ctx, ct_gpu *owner, int n_ranks,
     for (int r = 0; same && r < n_ranks; ++r) same = st->ordinals[r] == ordinals[r];
     if (same) return st;
   }
+  if (ct_cuda_library_require(CT_CUDA_NCCL, ctx->node->name, ctx->status)) return NULL;
   nccl_state *st = calloc(1, sizeof *st);
   if (st == NULL) {
     ct_status_set(ctx->status, CT_RESOURCE_EXHAUSTED, "out of host memory for NCCL");

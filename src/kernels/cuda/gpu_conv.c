@@ -78,7 +78,8 @@ _Static_assert(MAX_ALGOS >= (int)CUDNN_CONVOLUTION_FWD_ALGO_COUNT &&
 /* cuDNN's heuristic ratings for the state's shapes, best first. */
 static int rate_algos(ct_kernel_ctx *ctx, conv_kind kind, const conv_state *s, algo_rating *out,
                       int *count) {
-  cudnnHandle_t h = ct_kernel_gpu(ctx)->cudnn;
+  cudnnHandle_t h = ct_gpu_cudnn(ct_kernel_gpu(ctx), ctx->node->name, ctx->status);
+  if (h == NULL) return 1;
   cudnnStatus_t st;
   *count = 0;
   if (kind == CONV_FORWARD) {
@@ -110,7 +111,8 @@ static int rate_algos(ct_kernel_ctx *ctx, conv_kind kind, const conv_state *s, a
 
 /* Sets the state's algorithm, its math type and its workspace size. */
 static int use_algo(ct_kernel_ctx *ctx, conv_kind kind, conv_state *s, const algo_rating *r) {
-  cudnnHandle_t h = ct_kernel_gpu(ctx)->cudnn;
+  cudnnHandle_t h = ct_gpu_cudnn(ct_kernel_gpu(ctx), ctx->node->name, ctx->status);
+  if (h == NULL) return 1;
   const char *what = ctx->node->name;
   /* cuDNN rates each algorithm under a math type, and runs it under that one */
   if (ct_cudnn_check(cudnnSetConvolutionMathType(s->conv_desc, r->math), what, ctx->status))
@@ -265,6 +267,9 @@ static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
                              gpu->stream));
     return;
   }
+  /* cuDNN is loaded, and the handle made, before its first descriptor */
+  cudnnHandle_t cudnn = ct_gpu_cudnn(gpu, ctx->node->name, ctx->status);
+  if (cudnn == NULL) return;
   conv_state *s = conv_state_get(ctx, kind);
   if (s == NULL) return;
   const size_t ws_bytes = aligned(s->workspace_bytes), filter_bytes = aligned(s->filter_bytes);
@@ -292,7 +297,7 @@ static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
       }
       float *y = ct_out_f32(ctx, 0);
       if (ct_cudnn_check(
-              cudnnConvolutionForward(gpu->cudnn, &one, s->x_desc, x, s->w_desc, filter,
+              cudnnConvolutionForward(cudnn, &one, s->x_desc, x, s->w_desc, filter,
                                       s->conv_desc, s->fwd_algo, workspace, s->workspace_bytes,
                                       &zero, s->y_desc, y),
               what, ctx->status))
@@ -312,7 +317,7 @@ static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
       if (ct_kernel_launch_failed(ctx,
                                   ct_launch_transpose(ct_in_f32(ctx, 0), filter, rsc, k, stream)) ||
           ct_cudnn_check(
-              cudnnConvolutionBackwardData(gpu->cudnn, &one, s->w_desc, filter, s->y_desc,
+              cudnnConvolutionBackwardData(cudnn, &one, s->w_desc, filter, s->y_desc,
                                            ct_in_f32(ctx, 1), s->conv_desc, s->bwd_data_algo,
                                            workspace, s->workspace_bytes, &zero, s->x_desc, dx),
               what, ctx->status))
@@ -332,7 +337,7 @@ static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
       }
       if (ct_cudnn_check(
               cudnnConvolutionBackwardFilter(
-                  gpu->cudnn, &one, s->x_desc, x, s->y_desc, ct_in_f32(ctx, 1), s->conv_desc,
+                  cudnn, &one, s->x_desc, x, s->y_desc, ct_in_f32(ctx, 1), s->conv_desc,
                   s->bwd_filter_algo, workspace, s->workspace_bytes, &zero, s->w_desc, filter),
               what, ctx->status))
         return;

@@ -39,9 +39,11 @@ void ct_gpu_matmul(ct_kernel_ctx *ctx) {
                   ctx->node->name, INT_MAX, (long long)m, (long long)k, (long long)k, (long long)n);
     return;
   }
+  cublasHandle_t cublas = ct_gpu_cublas(gpu, ctx->node->name, ctx->status);
+  if (cublas == NULL) return;
   const float one = 1.0f, zero = 0.0f;
   ct_cublas_check(
-      cublasGemmEx(gpu->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+      cublasGemmEx(cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                    (int)n, (int)m, (int)k, &one, ct_in_f32(ctx, 1), CUDA_R_32F, (int)b->dims[1],
                    ct_in_f32(ctx, 0), CUDA_R_32F, (int)a->dims[1], &zero, c, CUDA_R_32F, (int)n,
                    compute_type(gpu->precision), CUBLAS_GEMM_DEFAULT),

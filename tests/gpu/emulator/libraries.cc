@@ -27,7 +27,12 @@
 #include <string>
 #include <vector>
 
+#include <strings.h>
+
+#include "ctower/status.h"
+#include "device/cuda/cuda_libraries.h"
 #include "emulator.h"
+#include "emulator_faults.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
@@ -122,7 +127,54 @@ int device_count() {
   return n;
 }
 
+// The libraries a test made missing (emulator_faults.h), by ct_cuda_library.
+std::atomic<bool> library_missing[CT_CUDA_LIBRARY_COUNT];
+const char *const library_names[CT_CUDA_LIBRARY_COUNT] = {"cuBLAS", "cuDNN", "NCCL"};
+const char *const library_files[CT_CUDA_LIBRARY_COUNT] = {"libcublas.so.13", "libcudnn.so.9",
+                                                          "libnccl.so.2"};
+
 }  // namespace
+
+// ---- the libraries' presence (device/cuda/cuda_libraries.h) ---------------------
+
+extern "C" void emu_library_missing(const char *library, int missing) {
+  for (int i = 0; i < CT_CUDA_LIBRARY_COUNT; ++i)
+    if (strcasecmp(library, library_names[i]) == 0) {
+      library_missing[i] = missing != 0;
+      return;
+    }
+  emu_fail("emu_library_missing: no library '%s' (cublas, cudnn, nccl)", library);
+}
+
+// EMU_MISSING_LIBRARIES=cudnn,nccl: missing from the start.
+static const int missing_from_the_environment = [] {
+  const char *e = getenv("EMU_MISSING_LIBRARIES");
+  for (const char *p = e; p && *p;) {
+    const char *end = strchr(p, ',');
+    const std::string name(p, end ? (size_t)(end - p) : strlen(p));
+    if (!name.empty()) emu_library_missing(name.c_str(), 1);
+    p = end ? end + 1 : p + strlen(p);
+  }
+  return 0;
+}();
+
+extern "C" int ct_cuda_library_require(ct_cuda_library library, const char *who,
+                                       ct_status *status) {
+  if (!library_missing[library]) return 0;
+  ct_status_set(status, CT_UNAVAILABLE,
+                "%s needs %s, but %s was not found: looked in the emulator's missing libraries; "
+                "name its folder in CTOWER_CUDA_LIBRARY_PATH",
+                who, library_names[library], library_files[library]);
+  return 1;
+}
+
+extern "C" void ct_cuda_library_describe(ct_cuda_library library, char *text, size_t size) {
+  if (library_missing[library])
+    snprintf(text, size, "%s: %s was not found (emulated)", library_names[library],
+             library_files[library]);
+  else
+    snprintf(text, size, "%s (emulated)", library_names[library]);
+}
 
 // =============================================================================
 // cuBLAS
@@ -167,7 +219,14 @@ bool cublas_handle_ok(const char *fn, cublasHandle_t h) {
 
 extern "C" {
 
+cublasStatus_t CUBLASWINAPI cublasGetProperty(libraryPropertyType type, int *value) {
+  *value = type == MAJOR_VERSION ? CUBLAS_VER_MAJOR : type == MINOR_VERSION ? CUBLAS_VER_MINOR
+                                                                              : CUBLAS_VER_PATCH;
+  return library_missing[CT_CUDA_CUBLAS] ? CUBLAS_STATUS_NOT_INITIALIZED : CUBLAS_STATUS_SUCCESS;
+}
+
 cublasStatus_t CUBLASWINAPI cublasCreate_v2(cublasHandle_t *handle) {
+  if (library_missing[CT_CUDA_CUBLAS]) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (handle == nullptr) {
     emu_msg("cublasCreate", "handle pointer is NULL");
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -1055,7 +1114,10 @@ extern "C" {
 
 const char *CUDNNWINAPI cudnnGetErrorString(cudnnStatus_t status) { return cudnn_name(status); }
 
+size_t CUDNNWINAPI cudnnGetVersion(void) { return CUDNN_VERSION; }
+
 cudnnStatus_t CUDNNWINAPI cudnnCreate(cudnnHandle_t *handle) {
+  if (library_missing[CT_CUDA_CUDNN]) return CUDNN_STATUS_NOT_INITIALIZED;
   if (handle == nullptr) return dnn_err("cudnnCreate", CUDNN_STATUS_BAD_PARAM, "handle is NULL");
   cudnnContext *h = new cudnnContext;
   h->magic = kCudnnMagic;
@@ -1361,6 +1423,9 @@ struct PendingColl {
 thread_local int group_depth = 0;
 thread_local std::vector<PendingColl> group_ops;
 thread_local ncclResult_t group_error = ncclSuccess;  // first error inside the group
+thread_local char last_error[1200];                   // ncclGetLastError's text
+std::mutex init_failure_lock;
+std::string init_failure; // the next ncclCommInitAll's error text (emulator_faults.h)
 
 ncclResult_t nccl_err(const char *fn, ncclResult_t r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -1370,6 +1435,7 @@ ncclResult_t nccl_err(const char *fn, ncclResult_t r, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  snprintf(last_error, sizeof last_error, "%s: %s", fn, buf);
   fprintf(stderr, "EMU: %s: %s (returning %s)\n", fn, buf, ncclGetErrorString(r));
   return r;
 }
@@ -1457,8 +1523,32 @@ const char *ncclGetErrorString(ncclResult_t result) {
   }
 }
 
+void emu_nccl_fail_next_init(const char *text) {
+  std::lock_guard<std::mutex> lk(init_failure_lock);
+  init_failure = text;
+}
+
+const char *ncclGetLastError(ncclComm_t comm) {
+  (void)comm;
+  return last_error;
+}
+
+ncclResult_t ncclGetVersion(int *version) {
+  *version = NCCL_VERSION_CODE;
+  return library_missing[CT_CUDA_NCCL] ? ncclSystemError : ncclSuccess;
+}
+
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
   const char *fn = "ncclCommInitAll";
+  if (library_missing[CT_CUDA_NCCL]) return nccl_err(fn, ncclSystemError, "NCCL is missing");
+  {
+    std::lock_guard<std::mutex> lk(init_failure_lock);
+    if (!init_failure.empty()) {
+      const std::string text = init_failure;
+      init_failure.clear();
+      return nccl_err(fn, ncclSystemError, "%s", text.c_str());
+    }
+  }
   if (group_depth > 0)
     return nccl_err(fn, ncclInvalidUsage, "called inside ncclGroupStart/ncclGroupEnd");
   if (comms == nullptr) return nccl_err(fn, ncclInvalidArgument, "comms is NULL");

@@ -28,6 +28,7 @@
 
 #include "emulator.h"
 #include "emulator_counts.h"
+#include "emulator_faults.h"
 #include "device_code.h"
 
 void emu_fail(const char *fmt, ...) {
@@ -91,6 +92,23 @@ static size_t gpu_total() {
 static thread_local int current_device = 0;
 static thread_local cudaError_t sticky_error = cudaSuccess;
 
+// ---- planted faults (emulator_faults.h) -----------------------------------------
+
+// Per GPU, the fault a failed kernel left (cudaSuccess: none): every later
+// call on that GPU returns it, as on a GPU whose context is lost.
+static std::atomic<int> lost_context[64];
+static std::atomic<long> launches_until_fault{0};
+
+static cudaError_t lost(int device) {
+  return device >= 0 && device < 64 ? (cudaError_t)lost_context[device].load() : cudaSuccess;
+}
+
+extern "C" void emu_fault_after_launches(long n) { launches_until_fault = n; }
+extern "C" void emu_fault_clear(void) {
+  launches_until_fault = 0;
+  for (auto &e : lost_context) e = cudaSuccess;
+}
+
 static cudaError_t fail(cudaError_t e, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -107,7 +125,18 @@ int emu_current_device(void) { return current_device; }
 extern "C" {
 
 cudaError_t cudaGetDeviceCount(int *n) {
+  *n = 0;
+  if (const char *e = getenv("EMU_DRIVER_ERROR")) return sticky_error = (cudaError_t)atoi(e);
+  if (n_gpus() == 0) return sticky_error = cudaErrorNoDevice;
   *n = n_gpus();
+  return cudaSuccess;
+}
+cudaError_t cudaDriverGetVersion(int *version) {
+  *version = getenv("EMU_DRIVER_ERROR") ? 0 : CUDART_VERSION;
+  return cudaSuccess;
+}
+cudaError_t cudaRuntimeGetVersion(int *version) {
+  *version = CUDART_VERSION;
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int d) {
@@ -120,6 +149,7 @@ cudaError_t cudaGetDevice(int *d) {
   return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void) {
+  if (lost(current_device)) return lost(current_device); /* not cleared: the context is lost */
   cudaError_t e = sticky_error;
   sticky_error = cudaSuccess;
   return e;
@@ -334,8 +364,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   tally(EMU_HOST_WAITS);
-  drain(resolve(stream));
-  return cudaSuccess;
+  CUstream_st *s = resolve(stream);
+  drain(s);
+  return lost(s->device);
 }
 cudaError_t cudaStreamGetDevice(cudaStream_t stream, int *device) {
   *device = resolve(stream)->device;
@@ -344,12 +375,13 @@ cudaError_t cudaStreamGetDevice(cudaStream_t stream, int *device) {
 cudaError_t cudaDeviceSynchronize(void) {
   tally(EMU_HOST_WAITS);
   drain_device(current_device);
-  return cudaSuccess;
+  return lost(current_device);
 }
 
 cudaError_t cudaMalloc(void **p, size_t bytes) {
   *p = nullptr;
   tally(EMU_DEVICE_ALLOCATIONS);
+  if (lost(current_device)) return sticky_error = lost(current_device);
   std::lock_guard<std::mutex> g(memory_lock);
   if (used_bytes[current_device] + bytes > gpu_total())
     return sticky_error = cudaErrorMemoryAllocation;
@@ -382,6 +414,7 @@ cudaError_t cudaFree(void *p) {
   return cudaSuccess;
 }
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
+  if (lost(current_device)) return sticky_error = lost(current_device);
   std::lock_guard<std::mutex> g(memory_lock);
   *total = gpu_total();
   *free_bytes = gpu_total() - used_bytes[current_device];
@@ -428,6 +461,7 @@ static cudaMemcpyKind infer(const void *dst, const void *src) {
 extern "C" cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
                                        cudaMemcpyKind kind, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  if (cudaError_t e = lost(resolve(stream)->device)) return sticky_error = e;
   if (kind == cudaMemcpyDefault) kind = infer(dst, src);
   switch (kind) {
     case cudaMemcpyHostToDevice: {
@@ -450,7 +484,7 @@ extern "C" cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
       } else { /* pageable destination: returns once the copy is done */
         run_and_wait(stream, [=] { memcpy(dst, src, n); });
       }
-      return cudaSuccess;
+      return lost(resolve(stream)->device);
     case cudaMemcpyDeviceToDevice:
       check_device(src, n, "cudaMemcpyAsync D2D source");
       check_device(dst, n, "cudaMemcpyAsync D2D destination");
@@ -481,6 +515,7 @@ extern "C" cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *s
 
 extern "C" cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  if (cudaError_t e = lost(resolve(stream)->device)) return sticky_error = e;
   check_device(p, n, "cudaMemsetAsync");
   emu_enqueue(stream, [=] { memset(p, value, n); });
   return cudaSuccess;
@@ -530,6 +565,7 @@ static void check_event(cudaEvent_t e, const char *what) {
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t stream) {
   check_event(e, "cudaEventRecord");
   CUstream_st *s = resolve(stream);
+  if (cudaError_t err = lost(s->device)) return sticky_error = err;
   if (s->device != e->device)
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaEventRecord: event of GPU %d on a stream of GPU %d", e->device, s->device);
@@ -571,7 +607,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   const uint64_t generation = e->recorded;
   if (!e->cv.wait_for(l, std::chrono::seconds(kWatchdogSeconds), [&] { return e->completed >= generation; }))
     emu_fail("the host waited %d s for an event (a deadlock)", kWatchdogSeconds);
-  return cudaSuccess;
+  return lost(e->device);
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) {
   check_event(e, "cudaEventQuery");
@@ -801,6 +837,21 @@ void emu_launch_erased(const emu_cfg &cfg, std::function<void()> thread_body) {
   if (s->device != current_device) {
     fail(cudaErrorInvalidResourceHandle, "kernel launched on a stream of GPU %d from GPU %d",
          s->device, current_device);
+    return;
+  }
+  if (lost(s->device)) {
+    sticky_error = lost(s->device);
+    return;
+  }
+  long until = launches_until_fault.load();
+  while (until > 0 && !launches_until_fault.compare_exchange_weak(until, until - 1)) {
+  }
+  if (until == 1) { /* this kernel faults when its stream reaches it */
+    const int device = s->device;
+    emu_enqueue(s, [device] {
+      note("a planted fault: a kernel on GPU %d fails, and the GPU's context is lost", device);
+      lost_context[device] = cudaErrorIllegalAddress;
+    });
     return;
   }
   emu_enqueue(s, [cfg, thread_body] { run_grid(cfg, thread_body); });

@@ -104,14 +104,24 @@ static int cpu_has_isa(dnnl_cpu_isa_t isa) {
   return ((unsigned)dnnl_get_effective_cpu_isa() & (unsigned)isa) == (unsigned)isa;
 }
 
-/* Whether a Winograd convolution runs here: oneDNN's needs AVX-512,
- * ctower's own (kernels/cpu/winograd.c) a build for AVX2 and FMA. */
-static int winograd_available(void) {
-#if defined(__AVX2__) && defined(__FMA__)
-  return 1;
+/* The channel counts ctower's own Winograd (kernels/cpu/winograd.c) takes
+ * are multiples of this in this build: its kernels' panel, two vectors of
+ * 16 floats with AVX-512, of 8 with AVX2 and FMA; 0 where the build has
+ * none (test_cpu_kernels checks it against ct_winograd_channel_multiple). */
+static int own_winograd_channels(void) {
+#if defined(__AVX512F__)
+  return 32;
+#elif defined(__AVX2__) && defined(__FMA__)
+  return 16;
 #else
-  return cpu_has_isa(dnnl_cpu_isa_avx512_core);
+  return 0;
 #endif
+}
+
+/* Whether a Winograd convolution runs here: oneDNN's needs AVX-512,
+ * ctower's own a build for AVX2 and FMA. */
+static int winograd_available(void) {
+  return own_winograd_channels() > 0 || cpu_has_isa(dnnl_cpu_isa_avx512_core);
 }
 
 /* What train.precision and train.conv_algorithm ask of the CPU that it
@@ -164,15 +174,19 @@ static const char *own_loops_isa_name(void) {
  * algorithm computes. Tests and users read what ctower does here rather
  * than guess it from the CPU's flags. */
 static void describe_cpu(const ct_cpu *cpu, char *out, size_t size) {
-  char winograd[128] = "none";
+  char winograd[160] = "none", own[64];
+  snprintf(own, sizeof own, "(ctower's own, channels in multiples of %d)",
+           own_winograd_channels());
   if (cpu->winograd && !cpu->bf16) {
     char from[40] = "";
     if (cpu->winograd_min_channels > 0)
       snprintf(from, sizeof from, ", from %d channels", cpu->winograd_min_channels);
-    snprintf(winograd, sizeof winograd, "%s%s",
-             cpu->own_winograd ? "3x3 and 5x5 (ctower's own, channels in multiples of 16)"
-                               : "3x3 (oneDNN's)",
-             from);
+    if (cpu->own_winograd)
+      snprintf(winograd, sizeof winograd, "3x3 and 5x5 %s%s", own, from);
+    else if (own_winograd_channels() > 0)
+      snprintf(winograd, sizeof winograd, "3x3 (oneDNN's), 5x5 %s%s", own, from);
+    else
+      snprintf(winograd, sizeof winograd, "3x3 (oneDNN's)%s", from);
   }
   snprintf(out, size, "isa: %s (oneDNN), %s (ctower's loops)  math: %s  winograd: %s",
            onednn_isa_name(), own_loops_isa_name(), cpu->bf16 ? "bf16" : "fp32", winograd);
@@ -206,7 +220,7 @@ static ct_device *cpu_device_new(const ct_session_options *o, int index, int thr
         o->conv_algorithm == CT_CONV_WINOGRAD || o->conv_algorithm == CT_CONV_AUTO;
     cpu->winograd = winograd && winograd_available();
     cpu->winograd_min_channels = o->conv_algorithm == CT_CONV_AUTO ? 32 : 0;
-    cpu->own_winograd = !cpu_has_isa(dnnl_cpu_isa_avx512_core);
+    cpu->own_winograd = !cpu_has_isa(dnnl_cpu_isa_avx512_core) && own_winograd_channels() > 0;
     cpu->avx2_sgemm = !cpu_has_isa(dnnl_cpu_isa_avx512_core);
     describe_cpu(cpu, d->description, sizeof d->description);
   }

@@ -13,7 +13,8 @@ typedef struct ct_cpu {
   int bf16;                  /* convolutions and matmuls round their inputs to bfloat16 */
   int winograd;              /* 3x3 stride-1 convolutions use Winograd where it runs */
   int winograd_min_channels; /* ... those of at least so many input and output channels */
-  int own_winograd;          /* ... ctower's own (kernels/cpu/winograd.c): oneDNN has none here */
+  int own_winograd;          /* ... 3x3 ones by ctower's own too (kernels/cpu/winograd.c, which
+                                takes 5x5 ones everywhere): oneDNN has none here */
   int avx2_sgemm;            /* oneDNN's sgemm is its AVX2 one (no AVX-512): see matmul.c */
 } ct_cpu;
 

@@ -338,13 +338,26 @@ static void free_all(ct_tensor **t, int n) {
   for (int i = 0; i < n; ++i) ct_tensor_free(t[i]);
 }
 
-/* Whether the CPU device computes convolutions of taps x taps by Winograd
- * when asked, as it reports: 3x3 by oneDNN's F(4x4, 3x3) where it has one,
- * else 3x3 and 5x5 by ctower's own F(2x2, 3x3) and F(2x2, 5x5)
- * (winograd.c) in a build for AVX2 and FMA. */
-static int winograd_here(int taps) {
-  return cpu_reports(CT_PRECISION_FP32, CT_CONV_WINOGRAD,
-                     taps == 3 ? "winograd: 3x3" : "winograd: 3x3 and 5x5");
+/* Whether the CPU device, with conv_algorithm `algorithm`, reports that
+ * Winograd computes a stride-1 layer of taps x taps from in to out
+ * channels: "winograd: 3x3 (oneDNN's), 5x5 (ctower's own, channels in
+ * multiples of N), from M channels" or "winograd: 3x3 and 5x5 (ctower's
+ * own, ...)", or "none". oneDNN's 3x3 takes any channel counts, ctower's
+ * own multiples of the N it reports; auto only layers of M or more. */
+static int winograd_takes(ct_conv_algorithm algorithm, int taps, int64_t in, int64_t out) {
+  static const char own_mark[] = "(ctower's own, channels in multiples of ";
+  char description[512];
+  cpu_description(CT_PRECISION_FP32, algorithm, description, sizeof description);
+  const char *w = strstr(description, "winograd: ");
+  assert_non_null(w);
+  const char *own = strstr(w, own_mark), *from = strstr(w, "from ");
+  const int64_t multiple = own ? atoll(own + sizeof own_mark - 1) : 0;
+  const int64_t least = from ? atoll(from + 5) : 0;
+  const int own_takes = multiple > 0 && in % multiple == 0 && out % multiple == 0;
+  const int takes = taps == 3 ? strstr(w, "3x3 (oneDNN's)") != NULL ||
+                                    (strstr(w, "3x3 and 5x5") != NULL && own_takes)
+                              : strstr(w, "5x5 (ctower's own") != NULL && own_takes;
+  return takes && in >= least && out >= least;
 }
 
 /* Winograd on stride-1 layers of 3x3 and 5x5: within 1e-4 (2e-4 for 5x5,
@@ -358,9 +371,10 @@ static void test_conv2d_winograd(void **state) {
   (void)state;
   const conv_geom layers[4] = {
       geometry(2, 12, 12, 16, 3, 3, 32, 1, 1), geometry(3, 7, 6, 32, 3, 3, 16, 1, 0),
-      geometry(2, 10, 9, 16, 5, 5, 32, 1, 1), geometry(3, 9, 8, 32, 5, 5, 16, 1, 0)};
+      geometry(2, 10, 9, 32, 5, 5, 64, 1, 1), geometry(3, 9, 8, 64, 5, 5, 32, 1, 0)};
   for (int i = 0; i < 4; ++i) {
-    const int taps = (int)layers[i].R, has = winograd_here(taps);
+    const int taps = (int)layers[i].R;
+    const int has = winograd_takes(CT_CONV_WINOGRAD, taps, layers[i].C, layers[i].K);
     const double tolerance = taps == 5 ? 2e-4 : 1e-4;
     printf("  %dx%d: Winograd %s on this CPU\n", taps, taps, has ? "used" : "not available: direct");
     ct_tensor *direct[3], *winograd[3];
@@ -375,22 +389,33 @@ static void test_conv2d_winograd(void **state) {
 }
 
 /* ctower's own Winograd (winograd.c) called directly, on every CPU that
- * runs its build, 3x3 and 5x5: y, dx and dfilter within 1e-4 (3x3) and 2e-4
+ * runs its build, 3x3 and 5x5, on channel counts in multiples of the
+ * build's (16 with AVX2, 32 with AVX-512: what the CPU device reports, and
+ * what ct_winograd_supports takes): y, dx and dfilter within 1e-4 (3x3) and 2e-4
  * (5x5: sums of more transformed terms, whose coefficients reach 2.5) of
  * the naive loop on 1 and 2 threads, SAME and VALID, sizes of odd and even
  * tiles and a single pixel; and the same bits again from a second run on
  * as many threads. */
 static void test_own_winograd(void **state) {
   (void)state;
-  if (!ct_winograd_supports(3, 16, 16)) {
+  /* m: the channel multiple of the build's kernels (16 for AVX2, 32 for
+   * AVX-512), the one the CPU device reports */
+  const int64_t m = ct_winograd_channel_multiple();
+  char description[512], reported[64];
+  cpu_description(CT_PRECISION_FP32, CT_CONV_WINOGRAD, description, sizeof description);
+  snprintf(reported, sizeof reported, "channels in multiples of %lld)", (long long)m);
+  if (m == 0) {
     printf("  not in this build (no AVX2 and FMA): convolutions direct\n");
+    assert_null(strstr(description, "ctower's own"));
     return;
   }
+  assert_non_null(strstr(description, reported));
+  assert_true(ct_winograd_supports(5, m, 2 * m) && !ct_winograd_supports(5, m / 2, m));
   const conv_geom layers[8] = {
-      geometry(2, 7, 9, 16, 3, 3, 32, 1, 1),  geometry(3, 8, 5, 32, 3, 3, 16, 1, 0),
-      geometry(2, 6, 6, 48, 3, 3, 64, 1, 1),  geometry(2, 1, 1, 16, 3, 3, 16, 1, 1),
-      geometry(2, 7, 9, 16, 5, 5, 32, 1, 1),  geometry(3, 9, 6, 32, 5, 5, 16, 1, 0),
-      geometry(2, 14, 14, 32, 5, 5, 64, 1, 1), geometry(2, 1, 1, 16, 5, 5, 16, 1, 1)};
+      geometry(2, 7, 9, m, 3, 3, 2 * m, 1, 1),  geometry(3, 8, 5, 2 * m, 3, 3, m, 1, 0),
+      geometry(2, 6, 6, 3 * m, 3, 3, 4 * m, 1, 1), geometry(2, 1, 1, m, 3, 3, m, 1, 1),
+      geometry(2, 7, 9, m, 5, 5, 2 * m, 1, 1),  geometry(3, 9, 6, 2 * m, 5, 5, m, 1, 0),
+      geometry(2, 14, 14, 2 * m, 5, 5, 4 * m, 1, 1), geometry(2, 1, 1, m, 5, 5, m, 1, 1)};
   for (int i = 0; i < 16; ++i) {
     const conv_geom g = layers[i % 8];
     const int threads = 1 + i / 8;
@@ -442,19 +467,7 @@ static void test_own_winograd(void **state) {
  * on narrower layers, all within 1e-4 of the naive loop. */
 static void test_conv2d_auto_algorithm(void **state) {
   (void)state;
-  /* "winograd: 3x3 (...), from N channels" or "winograd: 3x3 and 5x5 (...),
-   * from N channels", or no Winograd at all */
-  char description[512];
-  cpu_description(CT_PRECISION_FP32, CT_CONV_AUTO, description, sizeof description);
-  const char *from = strstr(description, "winograd: 3x3");
-  const int takes_5x5 = strstr(description, "winograd: 3x3 and 5x5") != NULL;
-  int min_channels = 0;
-  if (from) {
-    from = strstr(from, "from ");
-    assert_non_null(from);
-    assert_int_equal(sscanf(from, "from %d channels", &min_channels), 1);
-  }
-  const int64_t layers[4][3] = {{16, 16, 3}, {16, 32, 3}, {32, 32, 3}, {32, 48, 5}}; /* in, out, taps */
+  const int64_t layers[4][3] = {{16, 16, 3}, {16, 32, 3}, {32, 32, 3}, {32, 64, 5}}; /* in, out, taps */
   for (int i = 0; i < 8; ++i) {
     g_threads = 1 + i / 4;
     const int64_t in = layers[i % 4][0], out = layers[i % 4][1], taps = layers[i % 4][2];
@@ -464,8 +477,7 @@ static void test_conv2d_auto_algorithm(void **state) {
     g_conv_algorithm = CT_CONV_AUTO;
     check_conv_geometry(cg, 1, taps == 5 ? 2e-4 : 1e-4, chosen);
     g_conv_algorithm = CT_CONV_DIRECT;
-    const int winograd =
-        from && (taps == 3 || takes_5x5) && in >= min_channels && out >= min_channels;
+    const int winograd = winograd_takes(CT_CONV_AUTO, (int)taps, in, out);
     printf("  %lldx%lld, %lld to %lld channels, %d thread(s): %s\n", (long long)taps,
            (long long)taps, (long long)in, (long long)out, g_threads,
            winograd ? "Winograd" : "direct");

@@ -30,10 +30,11 @@
  * clamp, as Add and Relu do, so fusing never changes a result
  * (tests/ops/test_gradients.c checks each path).
  *
- * Winograd's algorithm, where asked for, is oneDNN's where oneDNN has it
- * (CPUs with AVX-512: faster than ctower's own there, resnet20 at 253-255
- * against 258-261 ms a step on a Zen 4), else ctower's own (winograd.c) on
- * the layers it takes. */
+ * Winograd's algorithm, where asked for, is oneDNN's for 3x3 layers where
+ * oneDNN has it (CPUs with AVX-512: its F(4x4, 3x3) does fewer products
+ * than ctower's own F(2x2, 3x3)), else ctower's own (winograd.c) on the
+ * layers it takes; 5x5 layers, which oneDNN's Winograd does not take, on
+ * ctower's own everywhere. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,17 +246,20 @@ static dnnl_status_t transposed_desc_make(const ct_cpu *cpu, const int64_t dims[
 
 /* Whether the device computes a stride-1 layer of square filter fs by
  * Winograd's algorithm, where an implementation takes its taps: oneDNN's
- * 3x3, ctower's own 3x3 and 5x5 (winograd.c). */
+ * 3x3 where oneDNN has AVX-512, else ctower's own 3x3 (winograd.c); ctower's
+ * own 5x5 everywhere. */
 static int winograd_wanted(const ct_cpu *cpu, const ct_shape *fs, const ct_conv2d_attrs *a) {
   return cpu->winograd && !cpu->bf16 && fs->dims[0] == fs->dims[1] && a->strides[0] == 1 &&
          a->strides[1] == 1 && fs->dims[2] >= cpu->winograd_min_channels &&
          fs->dims[3] >= cpu->winograd_min_channels;
 }
 
-/* Whether oneDNN's Winograd is asked for the layer of filter fs. */
+/* Whether oneDNN's Winograd is asked for the layer of filter fs: where
+ * oneDNN has one (no own_winograd), for 3x3 layers. Elsewhere a layer
+ * ctower's own does not take is the direct convolution's, bit for bit. */
 static int onednn_winograd_wanted(const ct_cpu *cpu, const ct_shape *fs,
                                   const ct_conv2d_attrs *a) {
-  return winograd_wanted(cpu, fs, a) && fs->dims[0] == 3;
+  return !cpu->own_winograd && winograd_wanted(cpu, fs, a) && fs->dims[0] == 3;
 }
 
 /* Whether ctower's own Winograd (winograd.c) runs the convolution of x by
@@ -264,7 +268,7 @@ static int own_winograd(const ct_device *device, const ct_shape *xs, const ct_sh
                         const ct_shape *ys, const ct_conv2d_attrs *a, ct_winograd_shape *s) {
   const ct_cpu *cpu = ct_cpu_of(device);
   const int64_t taps = fs->dims[0];
-  if (!cpu->own_winograd || !winograd_wanted(cpu, fs, a) ||
+  if (!(cpu->own_winograd || taps == 5) || !winograd_wanted(cpu, fs, a) ||
       !ct_winograd_supports(taps, fs->dims[2], fs->dims[3]))
     return 0;
   const ct_window wh = ct_window_of(xs->dims[1], taps, 1, a->same_padding);

@@ -26,9 +26,12 @@
 #include <omp.h>
 #include <string.h>
 
-/* Products computed 6 tiles by 16 output channels at a time (12 of the 16
- * AVX2 registers accumulate). */
-enum { PANEL_ROWS = 6, PANEL_COLUMNS = 16, LANES = 8 };
+#include "kernels/cpu/lanes.h"
+
+/* Products computed 6 tiles by two vectors of output channels at a time
+ * (16 channels with AVX2, 32 with AVX-512): 12 registers accumulate, of
+ * the 16 AVX2 has. Channel counts are multiples of the panel's. */
+enum { PANEL_ROWS = 6, PANEL_VECTORS = 2, PANEL_COLUMNS = PANEL_VECTORS * LANES };
 
 /* Outputs a tile side; the largest filter and tile sides. */
 enum { OUT = 2, MAX_TAPS = 5, MAX_TILE = MAX_TAPS + OUT - 1 };
@@ -71,35 +74,42 @@ static const algorithm F2X2_5X5 = {
 
 static int positions_of(int64_t taps) { return (int)((taps + 1) * (taps + 1)); }
 
-typedef float v8 __attribute__((vector_size(32)));
-
-static inline v8 load8(const float *p) {
-  v8 v;
+static inline lanes load_lanes(const float *p) {
+  lanes v;
   memcpy(&v, p, sizeof v);
   return v;
 }
 
-static inline void store8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
+static inline void store_lanes(float *p, lanes v) { memcpy(p, &v, sizeof v); }
+
+/* a * b + c, rounded once. */
+static inline lanes fma_lanes(lanes a, lanes b, lanes c) {
+#if defined(__AVX512F__)
+  return (lanes)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+  return (lanes)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#endif
+}
 
 /* out[i * out_step] = sum over j < cols of M(i, j) in[j * in_step] for
  * i < rows, where M(i, j) = M[i * row_step + j * column_step] (a matrix
  * above or its transpose): one side of a transform. */
 static inline __attribute__((always_inline)) void transform_1d(
-    const float *M, int row_step, int column_step, int rows, int cols, const v8 *in, int in_step,
-    v8 *out, int out_step) {
+    const float *M, int row_step, int column_step, int rows, int cols, const lanes *in, int in_step,
+    lanes *out, int out_step) {
 #pragma GCC unroll 6
   for (int i = 0; i < rows; ++i) {
-    v8 sum = {0};
+    lanes sum = {0};
 #pragma GCC unroll 6
     for (int j = 0; j < cols; ++j) {
       const float c = M[i * row_step + j * column_step];
-      const v8 x = in[j * in_step];
+      const lanes x = in[j * in_step];
       if (c == 1.0f)
         sum += x;
       else if (c == -1.0f)
         sum -= x;
       else if (c != 0.0f)
-        sum = (v8)_mm256_fmadd_ps((__m256)x, _mm256_set1_ps(c), (__m256)sum);
+        sum = fma_lanes(x, (lanes){0} + c, sum);
     }
     out[i * out_step] = sum;
   }
@@ -109,8 +119,8 @@ static inline __attribute__((always_inline)) void transform_1d(
  * and in of cols x cols values, row i of each MAX_TILE apart. */
 static inline __attribute__((always_inline)) void transform_2d(const float *M, int row_step,
                                                               int column_step, int rows, int cols,
-                                                              const v8 *in, v8 *out) {
-  v8 half[MAX_TILE][MAX_TILE];
+                                                              const lanes *in, lanes *out) {
+  lanes half[MAX_TILE][MAX_TILE];
 #pragma GCC unroll 6
   for (int j = 0; j < cols; ++j)
     transform_1d(M, row_step, column_step, rows, cols, in + j, MAX_TILE, &half[0][j], MAX_TILE);
@@ -155,7 +165,7 @@ static inline __attribute__((always_inline)) void transform_input(
     int64_t first, int64_t n, int64_t rows, float *V) {
   const int64_t C = s->in_c;
   const int a = k->tile;
-  const v8 zero = {0};
+  const lanes zero = {0};
   for (int64_t t = n; t < rows; ++t)
     for (int p = 0; p < a * a; ++p) memset(V + (p * rows + t) * C, 0, C * sizeof(float));
   for (int64_t t = 0; t < n; ++t) {
@@ -168,13 +178,13 @@ static inline __attribute__((always_inline)) void transform_input(
       for (int j = 0; j < a; ++j)
         inside[i][j] = row0 + i >= 0 && row0 + i < s->in_h && col0 + j >= 0 && col0 + j < s->in_w;
     for (int64_t c = 0; c < C; c += LANES) {
-      v8 d[MAX_TILE][MAX_TILE], v[MAX_TILE][MAX_TILE];
+      lanes d[MAX_TILE][MAX_TILE], v[MAX_TILE][MAX_TILE];
       for (int i = 0; i < a; ++i)
         for (int j = 0; j < a; ++j)
-          d[i][j] = inside[i][j] ? load8(in + ((row0 + i) * s->in_w + col0 + j) * C + c) : zero;
+          d[i][j] = inside[i][j] ? load_lanes(in + ((row0 + i) * s->in_w + col0 + j) * C + c) : zero;
       transform_2d(k->BT[0], MAX_TILE, 1, a, a, d[0], v[0]);
       for (int i = 0; i < a; ++i)
-        for (int j = 0; j < a; ++j) store8(V + ((i * a + j) * rows + t) * C + c, v[i][j]);
+        for (int j = 0; j < a; ++j) store_lanes(V + ((i * a + j) * rows + t) * C + c, v[i][j]);
     }
   }
 }
@@ -186,25 +196,25 @@ static inline __attribute__((always_inline)) void transform_output(
     int64_t first, int64_t n, int64_t rows, const ct_winograd_epilogue *e, float *y) {
   const int64_t O = s->out_c;
   const int a = k->tile;
-  const __m256 zero = _mm256_setzero_ps();
+  const lanes zero = {0};
   for (int64_t t = 0; t < n; ++t) {
     int64_t image, row0, col0;
     tile_origin(tl, first + t, &image, &row0, &col0);
     float *out = y + image * s->out_h * s->out_w * O;
     const int64_t height = row0 + 1 < s->out_h ? 2 : 1, width = col0 + 1 < s->out_w ? 2 : 1;
     for (int64_t o = 0; o < O; o += LANES) {
-      v8 m[MAX_TILE][MAX_TILE], r[MAX_TILE][MAX_TILE];
+      lanes m[MAX_TILE][MAX_TILE], r[MAX_TILE][MAX_TILE];
       for (int i = 0; i < a; ++i)
-        for (int j = 0; j < a; ++j) m[i][j] = load8(M + ((i * a + j) * rows + t) * O + o);
+        for (int j = 0; j < a; ++j) m[i][j] = load_lanes(M + ((i * a + j) * rows + t) * O + o);
       transform_2d(k->AT[0], MAX_TILE, 1, OUT, a, m[0], r[0]);
-      const v8 bias = e->bias ? load8(e->bias + o) : (v8){0};
+      const lanes bias = e->bias ? load_lanes(e->bias + o) : (lanes){0};
       for (int i = 0; i < height; ++i)
         for (int j = 0; j < width; ++j) {
-          v8 value = r[i][j];
+          lanes value = r[i][j];
           if (e->bias) value += bias;
-          /* max(value, 0) is 0 where value is not above 0, NaN included: Relu's rule */
-          if (e->relu) value = (v8)_mm256_max_ps((__m256)value, zero);
-          store8(out + ((row0 + i) * s->out_w + col0 + j) * O + o, value);
+          /* 0 where value is not above 0, NaN included: Relu's rule */
+          if (e->relu) value = lanes_select(value > zero, value, zero);
+          store_lanes(out + ((row0 + i) * s->out_w + col0 + j) * O + o, value);
         }
     }
   }
@@ -217,7 +227,7 @@ static inline __attribute__((always_inline)) void transform_output_grad(
     int64_t first, int64_t n, int64_t rows, float *dM) {
   const int64_t O = s->out_c;
   const int a = k->tile;
-  const v8 zero = {0};
+  const lanes zero = {0};
   for (int64_t t = 0; t < n; ++t) {
     int64_t image, row0, col0;
     tile_origin(tl, first + t, &image, &row0, &col0);
@@ -225,39 +235,39 @@ static inline __attribute__((always_inline)) void transform_output_grad(
     const int inside[OUT] = {1, col0 + 1 < s->out_w};
     const int64_t height = row0 + 1 < s->out_h ? 2 : 1;
     for (int64_t o = 0; o < O; o += LANES) {
-      v8 g[MAX_TILE][MAX_TILE], m[MAX_TILE][MAX_TILE];
+      lanes g[MAX_TILE][MAX_TILE], m[MAX_TILE][MAX_TILE];
       for (int i = 0; i < OUT; ++i)
         for (int j = 0; j < OUT; ++j)
-          g[i][j] = i < height && inside[j] ? load8(in + ((row0 + i) * s->out_w + col0 + j) * O + o)
+          g[i][j] = i < height && inside[j] ? load_lanes(in + ((row0 + i) * s->out_w + col0 + j) * O + o)
                                             : zero;
       /* A = (A^T)^T: a x 2 */
       transform_2d(k->AT[0], 1, MAX_TILE, a, OUT, g[0], m[0]);
       for (int i = 0; i < a; ++i)
-        for (int j = 0; j < a; ++j) store8(dM + ((i * a + j) * rows + t) * O + o, m[i][j]);
+        for (int j = 0; j < a; ++j) store_lanes(dM + ((i * a + j) * rows + t) * O + o, m[i][j]);
     }
   }
 }
 
-/* c[r][0..16) = (c[r][0..16) if accumulate) + sum over k < K of
- * a[r * a_row + k * a_k] * b[k * ldb + 0..16), for r < rows (a constant
- * where inlined, so that the accumulators stay in registers). */
+/* c[r][0..PANEL_COLUMNS) = (the same if accumulate) + sum over k < K of
+ * a[r * a_row + k * a_k] * b[k * ldb + 0..PANEL_COLUMNS), for r < rows (a
+ * constant where inlined, so that the accumulators stay in registers). */
 static inline __attribute__((always_inline)) void panel_product(
     int rows, int64_t K, const float *a, int64_t a_row, int64_t a_k, const float *b, int64_t ldb,
     float *c, int64_t ldc, int accumulate) {
-  __m256 acc[PANEL_ROWS][2];
+  lanes acc[PANEL_ROWS][PANEL_VECTORS];
   for (int r = 0; r < rows; ++r)
-    for (int h = 0; h < 2; ++h)
-      acc[r][h] = accumulate ? _mm256_loadu_ps(c + r * ldc + LANES * h) : _mm256_setzero_ps();
+    for (int h = 0; h < PANEL_VECTORS; ++h)
+      acc[r][h] = accumulate ? load_lanes(c + r * ldc + LANES * h) : (lanes){0};
   for (int64_t k = 0; k < K; ++k) {
-    const __m256 b0 = _mm256_loadu_ps(b + k * ldb), b1 = _mm256_loadu_ps(b + k * ldb + LANES);
+    lanes bk[PANEL_VECTORS];
+    for (int h = 0; h < PANEL_VECTORS; ++h) bk[h] = load_lanes(b + k * ldb + LANES * h);
     for (int r = 0; r < rows; ++r) {
-      const __m256 ar = _mm256_broadcast_ss(a + r * a_row + k * a_k);
-      acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
+      const lanes ar = (lanes){0} + a[r * a_row + k * a_k];
+      for (int h = 0; h < PANEL_VECTORS; ++h) acc[r][h] = fma_lanes(ar, bk[h], acc[r][h]);
     }
   }
   for (int r = 0; r < rows; ++r)
-    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(c + r * ldc + LANES * h, acc[r][h]);
+    for (int h = 0; h < PANEL_VECTORS; ++h) store_lanes(c + r * ldc + LANES * h, acc[r][h]);
 }
 
 /* M[p] = V[p] U[p] for each position p: [rows x I] by [I x O]. */
@@ -282,7 +292,7 @@ static void multiply_filter_grad(int positions, int64_t n, int64_t rows, int64_t
       for (int64_t o = 0; o < O; o += PANEL_COLUMNS) {
         const float *a = Vp + i, *b = dMp + o;
         float *c = dUp + i * O + o;
-        /* I is a multiple of 16: the last panel has 6, 4 or 2 rows */
+        /* I is a multiple of 16 (or 32): the last panel has 6, 4 or 2 rows */
         switch (I - i < PANEL_ROWS ? I - i : PANEL_ROWS) {
           case 2: panel_product(2, n, a, 1, I, b, O, c, O, 1); break;
           case 4: panel_product(4, n, a, 1, I, b, O, c, O, 1); break;
@@ -300,17 +310,17 @@ static inline __attribute__((always_inline)) void transform_filter_lanes(
     const algorithm *k, const float *f, int64_t I, int64_t O, int turned, int64_t i, int64_t o,
     float *U) {
   const int r = k->taps, a = k->tile;
-  v8 g[MAX_TILE][MAX_TILE], u[MAX_TILE][MAX_TILE];
+  lanes g[MAX_TILE][MAX_TILE], u[MAX_TILE][MAX_TILE];
   for (int h = 0; h < r; ++h)
     for (int w = 0; w < r; ++w) {
       const int tap = turned ? (r - 1 - h) * r + r - 1 - w : h * r + w;
-      g[h][w] = load8(f + (tap * I + i) * O + o);
+      g[h][w] = load_lanes(f + (tap * I + i) * O + o);
     }
   transform_2d(k->G[0], MAX_TAPS, 1, a, r, g[0], u[0]);
   for (int p = 0; p < a * a; ++p) {
-    const v8 value = u[p / a][p % a];
+    const lanes value = u[p / a][p % a];
     if (!turned) {
-      store8(U + (p * I + i) * O + o, value);
+      store_lanes(U + (p * I + i) * O + o, value);
       continue;
     }
     for (int l = 0; l < LANES; ++l) U[(p * O + o + l) * I + i] = value[l];
@@ -383,6 +393,8 @@ static void forward_transformed(const ct_winograd_shape *s, const float *x, cons
   }
 }
 
+int64_t ct_winograd_channel_multiple(void) { return PANEL_COLUMNS; }
+
 int ct_winograd_supports(int64_t taps, int64_t in_c, int64_t out_c) {
   return (taps == 3 || taps == 5) && in_c > 0 && out_c > 0 && in_c % PANEL_COLUMNS == 0 &&
          out_c % PANEL_COLUMNS == 0;
@@ -452,17 +464,17 @@ static inline __attribute__((always_inline)) void filter_grad_lanes(
     const algorithm *k, const float *work, size_t per_thread, int parts, int64_t I, int64_t O,
     int64_t i, int64_t o, float *dfilter) {
   const int r = k->taps, a = k->tile;
-  v8 u[MAX_TILE][MAX_TILE], w[MAX_TILE][MAX_TILE];
+  lanes u[MAX_TILE][MAX_TILE], w[MAX_TILE][MAX_TILE];
   for (int p = 0; p < a * a; ++p) {
-    v8 sum = load8(work + (p * I + i) * O + o);
+    lanes sum = load_lanes(work + (p * I + i) * O + o);
     for (int part = 1; part < parts; ++part)
-      sum += load8(work + part * per_thread + (p * I + i) * O + o);
+      sum += load_lanes(work + part * per_thread + (p * I + i) * O + o);
     u[p / a][p % a] = sum;
   }
   /* G^T: r x a */
   transform_2d(k->G[0], 1, MAX_TAPS, r, a, u[0], w[0]);
   for (int h = 0; h < r; ++h)
-    for (int c = 0; c < r; ++c) store8(dfilter + ((h * r + c) * I + i) * O + o, w[h][c]);
+    for (int c = 0; c < r; ++c) store_lanes(dfilter + ((h * r + c) * I + i) * O + o, w[h][c]);
 }
 
 static void filter_grad_channel(int64_t taps, const float *work, size_t per_thread, int parts,
@@ -502,6 +514,8 @@ void ct_winograd_backward_filter(const ct_winograd_shape *s, const float *x, con
 }
 
 #else /* no AVX2 and FMA in this build: the callers use direct convolutions */
+
+int64_t ct_winograd_channel_multiple(void) { return 0; }
 
 int ct_winograd_supports(int64_t taps, int64_t in_c, int64_t out_c) {
   (void)taps, (void)in_c, (void)out_c;

@@ -1,7 +1,8 @@
 /* Winograd's F(2x2, 3x3) and F(2x2, 5x5) convolutions of ctower's own,
- * for the CPUs on which oneDNN has none (those without AVX-512, and 5x5
- * filters everywhere): filters of 3x3 or 5x5 taps at stride 1, activations
- * NHWC, filters HWIO, fp32, with AVX2 and FMA.
+ * for the layers oneDNN has none for (3x3 on CPUs without AVX-512, 5x5
+ * everywhere): filters of 3x3 or 5x5 taps at stride 1, activations NHWC,
+ * filters HWIO, fp32, in a build for AVX2 and FMA (vectors of 8 floats) or
+ * AVX-512 (16).
  *
  * Each 2x2 block of the output (a tile) comes from the (r+1)x(r+1) block of
  * input around it (r the filter's taps a side): y = A^T [(G g G^T) .
@@ -28,9 +29,14 @@ typedef struct ct_winograd_shape {
   int64_t pad_top, pad_left;
 } ct_winograd_shape;
 
-/* Whether this build has the kernels (compiled for AVX2 and FMA) and they
- * take a filter of taps x taps (3 or 5) from in_c input to out_c output
- * channels (multiples of 16). */
+/* The channel counts the kernels take are multiples of this: 16 in a build
+ * for AVX2, 32 for AVX-512; 0 where the build has no kernels (no AVX2 and
+ * FMA). */
+int64_t ct_winograd_channel_multiple(void);
+
+/* Whether this build has the kernels and they take a filter of taps x taps
+ * (3 or 5) from in_c input to out_c output channels (multiples of
+ * ct_winograd_channel_multiple()). */
 int ct_winograd_supports(int64_t taps, int64_t in_c, int64_t out_c);
 
 /* The scratch memory each call needs on a device of `threads` threads. */

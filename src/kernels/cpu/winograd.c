@@ -82,6 +82,15 @@ static inline lanes load_lanes(const float *p) {
 
 static inline void store_lanes(float *p, lanes v) { memcpy(p, &v, sizeof v); }
 
+/* x in every lane (0 + x would add, for -0's sake, where this broadcasts). */
+static inline lanes splat_lanes(float x) {
+#if defined(__AVX512F__)
+  return (lanes)_mm512_set1_ps(x);
+#else
+  return (lanes)_mm256_set1_ps(x);
+#endif
+}
+
 /* a * b + c, rounded once. */
 static inline lanes fma_lanes(lanes a, lanes b, lanes c) {
 #if defined(__AVX512F__)
@@ -109,7 +118,7 @@ static inline __attribute__((always_inline)) void transform_1d(
       else if (c == -1.0f)
         sum -= x;
       else if (c != 0.0f)
-        sum = fma_lanes(x, (lanes){0} + c, sum);
+        sum = fma_lanes(x, splat_lanes(c), sum);
     }
     out[i * out_step] = sum;
   }
@@ -262,7 +271,7 @@ static inline __attribute__((always_inline)) void panel_product(
     lanes bk[PANEL_VECTORS];
     for (int h = 0; h < PANEL_VECTORS; ++h) bk[h] = load_lanes(b + k * ldb + LANES * h);
     for (int r = 0; r < rows; ++r) {
-      const lanes ar = (lanes){0} + a[r * a_row + k * a_k];
+      const lanes ar = splat_lanes(a[r * a_row + k * a_k]);
       for (int h = 0; h < PANEL_VECTORS; ++h) acc[r][h] = fma_lanes(ar, bk[h], acc[r][h]);
     }
   }

@@ -102,7 +102,7 @@ int ct_batcher_fill(const ct_batcher *b, int64_t epoch, int64_t index, uint8_t *
   if (!b->augments) {
     const int64_t pixels = ds->h * ds->w * ds->c;
     /* divided, not looked up in a table: the same values, and the loop
-     * vectorizes (a 784-pixel image in 0.04 us instead of 0.2) */
+     * vectorizes */
     for (int64_t p = 0; p < pixels; ++p) image[p] = (float)scratch[p] / 255.0f;
     return 0;
   }

@@ -210,12 +210,9 @@ static ct_device *cpu_device_new(const ct_session_options *o, int index, int thr
   if (cpu) {
     cpu->bf16 = o->precision == CT_PRECISION_BF16 && cpu_has_isa(dnnl_cpu_isa_avx512_core_bf16);
     /* auto takes Winograd on layers of 32 channels or more in and out only:
-     * on fewer, its transforms outweigh the products it saves. resnet20 on
-     * a Zen 4, ms a step of its convolutions, Winograd against direct: at
-     * 1 thread the 16-channel layers 128 against 97, the 3-to-16 first
-     * layer 15 against 2, the stages of 32 and 64 channels 120 against
-     * 173; at 2 threads 65-70 against 88 for those stages, 84 against 50
-     * for the 16-channel layers */
+     * on fewer, its transforms outweigh the products it saves
+     * (bench/RESULTS.md, "Behind the code's choices"). One threshold for
+     * every CPU. */
     const int winograd =
         o->conv_algorithm == CT_CONV_WINOGRAD || o->conv_algorithm == CT_CONV_AUTO;
     cpu->winograd = winograd && winograd_available();

@@ -11,14 +11,13 @@
 #include "device/device.h"
 
 /* How long a worker that runs out of tasks watches its queue before it
- * sleeps, where its session's CPU threads leave a core free for the
- * threads that queue its work (ct_device.idle_watch; with none free, the
- * watching worker would take the core they need): the next task usually
- * comes within microseconds (the next run of a training loop), and a
- * sleeping thread takes tens of microseconds to wake, more in a virtual
- * machine (mlp at one thread: 20 us of a 1.33 ms step, and 10 more for the
- * thread that wakes it). It yields its core meanwhile to any thread that
- * wants it. */
+ * sleeps, where its session's CPU threads leave a core free for the threads
+ * that queue its work (ct_device.idle_watch; with none free, the watching
+ * worker would take the core they need): the next task usually comes within
+ * microseconds (the next run of a training loop), and a sleeping thread takes
+ * tens of microseconds to wake, more in a virtual machine, and as long again
+ * for the thread that wakes it (bench/RESULTS.md, "Behind the code's
+ * choices"). It yields its core meanwhile to any thread that wants it. */
 static const double idle_watch_seconds = 300e-6;
 
 /* Returns once a task is queued, or idle_watch_seconds after it was called. */

@@ -496,12 +496,12 @@ static void run_transfers(run_state *run, int receives_posted, unsigned char *ac
   }
 }
 
-/* How long before a run should end its thread wakes to watch for the end,
- * and how long after that it watches at most before it sleeps again, in
- * microseconds. A sleeping thread takes tens of microseconds to wake, more
- * in a virtual machine (mlp at one thread: 34-64 us of a 1.3 ms step from
- * its last kernel to the run's end); watching the whole run instead takes a
- * core from the threads that feed the next one. */
+/* How long before a run should end its thread wakes to watch for the end, and
+ * how long after that it watches at most before it sleeps again, in
+ * microseconds. A sleeping thread takes tens of microseconds to wake, more in
+ * a virtual machine, a sizeable part of a small model's step
+ * (bench/RESULTS.md, "Behind the code's choices"); watching the whole run
+ * instead takes a core from the threads that feed the next one. */
 enum { WATCH_BEFORE_END_US = 150, WATCH_AT_MOST_US = 400 };
 
 /* Whether the run's thread may watch for the run's end: its devices leave

@@ -49,13 +49,13 @@ static int channel_block(int64_t C, int64_t c0) {
   return 0;
 }
 
-/* The moments a batch norm's statistics come from, in one pass over x:
- * the sums of d and of d^2 over rows, d = x - shift, shift a row of x (a
- * sample of each channel's values, so that the sum of squares loses few
- * bits when the mean is far from 0). p1[c0 + j], p2[c0 + j], j < width (a
- * multiple of 16): those sums over rows r0..r1. In explicit vectors: the
- * compiler's own vectorization of this loop kept neither sum in registers
- * (resnet20's 16-channel batch norms took 1.4 ms where two passes took 0.9). */
+/* The moments a batch norm's statistics come from, in one pass over x: the
+ * sums of d and of d^2 over rows, d = x - shift, shift a row of x (a sample
+ * of each channel's values, so that the sum of squares loses few bits when
+ * the mean is far from 0). p1[c0 + j], p2[c0 + j], j < width (a multiple of
+ * 16): those sums over rows r0..r1. In explicit vectors: the compiler's own
+ * vectorization of this loop kept neither sum in registers, and one pass ran
+ * slower than two (bench/RESULTS.md, "Behind the code's choices"). */
 static inline __attribute__((always_inline)) void block_moments(const float *x, const float *shift,
                                                                 int64_t r0, int64_t r1, int64_t C,
                                                                 int64_t c0, int width, float *p1,
@@ -245,8 +245,8 @@ static inline __attribute__((always_inline)) void pass_lanes(lanes *dy, const la
 #if defined(__x86_64__)
   /* dy loaded whatever the test gives: GCC made the AND a load of dy under
    * the test's mask, a load that waited for x to arrive from memory before
-   * asking for dy (resnet20's 16-channel gradients with a ReLU, one thread
-   * on a Zen 5: 1.20 ms against 0.76 without the ReLU; 0.79-0.81 now) */
+   * asking for dy, and the ReLU made the gradient half as slow again
+   * (bench/RESULTS.md, "Behind the code's choices") */
   __asm__("" : "+v"(g));
 #endif
   *dy = (lanes)((lane_ints)g & (*gamma * (*x - *mean) * *inv_std + *beta > zero));

@@ -10,15 +10,13 @@
  * run and kept in the node's kernel state until the shapes change (a short
  * last batch).
  *
- * oneDNN's forward kernels run layers of at most 16 output channels well
- * below its backward-data kernels doing the same arithmetic (3x3, 16 to 16
- * channels on 32x32, batch 128, one thread: 7.0 against 5.7 ms with AVX2,
- * 5.7-6.5 against 5.4 with AVX-512; 3 to 16 channels: 1.3 against 1.1 ms).
- * A stride-1 convolution y = conv(x, W) is the backward data of another:
- * the one whose output gradient is x, under the filter turned half a turn
- * with input and output channels swapped, W'[h][w][o][i] =
- * W[R-1-h][S-1-w][i][o], padded R-1-p where y was padded p. Such forward
- * convolutions run "transposed" so.
+ * oneDNN's forward kernels run layers of at most 16 output channels slower
+ * than its backward-data kernels doing the same arithmetic, with AVX2 and
+ * with AVX-512 (bench/RESULTS.md, "Behind the code's choices"). A stride-1
+ * convolution y = conv(x, W) is the backward data of another: the one whose
+ * output gradient is x, under the filter turned half a turn with input and
+ * output channels swapped, W'[h][w][o][i] = W[R-1-h][S-1-w][i][o], padded
+ * R-1-p where y was padded p. Such forward convolutions run "transposed" so.
  *
  * A forward convolution with a bias (a third input) and a ReLU
  * (attrs.relu: ct_conv2d_bias) adds them as its primitive writes y (oneDNN's
@@ -132,13 +130,11 @@ static dnnl_primitive_attr_t conv_attr(const conv_epilogue *e, int64_t channels)
  * direct kernel before its brgemm one (below). */
 enum { FEW_CHANNELS = 4 };
 
-/* The primitive descriptor of a forward convolution: oneDNN's first
- * choice, except that on fp32 images of few channels (a first layer,
- * grayscale or RGB) its direct kernel is taken before its brgemm one,
- * which handles so short a reduction (channels times filter width)
- * poorly: on a Zen 5 core, fmnist_cnn's first layer (1 to 32 channels,
- * 5x5 on 28x28, batch 128) 0.96 against 1.65 ms, cifar10_cnn's (3 to 64
- * channels on 24x24) 2.80 against 3.53, the same bits. */
+/* The primitive descriptor of a forward convolution: oneDNN's first choice,
+ * except that on fp32 images of few channels (a first layer, grayscale or
+ * RGB) its direct kernel is taken before its brgemm one, which handles so
+ * short a reduction (channels times filter width) poorly; the direct kernel
+ * gives the same bits (bench/RESULTS.md, "Behind the code's choices"). */
 static dnnl_status_t forward_pd_create(dnnl_primitive_desc_t *pd,
                                        const dnnl_convolution_desc_t *desc,
                                        const_dnnl_primitive_attr_t attr, dnnl_engine_t engine) {

@@ -4,10 +4,10 @@
  * mask, and the result does not depend on threads, on what ran before, or
  * on how the batch is split across towers (src/ops/ops_nn.c).
  *
- * The hash is computed 8 elements at a time in explicit vectors: the
- * compiler vectorizes the plain loop only where the CPU multiplies 64-bit
- * lanes (AVX-512); on AVX2 it stayed scalar, 1.3 ms for fmnist_cnn's
- * [128, 1024] on a Zen 4 built for Zen 3, against 0.1. */
+ * The hash is computed 8 elements at a time in explicit vectors: the compiler
+ * vectorizes the plain loop only where the CPU multiplies 64-bit lanes
+ * (AVX-512); on AVX2 it stayed scalar, an order of magnitude slower
+ * (bench/RESULTS.md, "Behind the code's choices"). */
 #include <string.h>
 
 #include "core/hash.h"

@@ -19,10 +19,10 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernel_shapes.h"
 
-/* Each thread of a kernel's parallel region takes its own copy: read
- * through the region's shared variables, the compiler kept the loops
- * over a row's channels scalar, and beta's test in lrn_power inside them
- * (cifar10_cnn's LRN took 5.6 ms a step on one core of a Zen 4, 1.7 so). */
+/* Each thread of a kernel's parallel region takes its own copy: read through
+ * the region's shared variables, the compiler kept the loops over a row's
+ * channels scalar, and beta's test in lrn_power inside them, several times
+ * slower (bench/RESULTS.md, "Behind the code's choices"). */
 typedef struct lrn_params {
   int64_t rows, channels, radius;
   float bias, alpha, beta;

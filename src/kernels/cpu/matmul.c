@@ -1,20 +1,15 @@
 /* MatMul through oneDNN (row-major, on the device's OpenMP team): its sgemm
- * in fp32, but a matmul primitive where B is transposed (A B^T, the
- * gradient of a dense layer's input: sgemm spreads it poorly over a team,
- * 7.9 ms against 4.9 for [128, 1024] x [3136, 1024]^T on 2 threads of a
- * Zen 4, 9.4 against 8.1 on one); on a device that computes in bfloat16
- * (ct_cpu) a matmul primitive whose inputs are rounded to bfloat16 and
- * whose products are summed in fp32.
+ * in fp32, but a matmul primitive where B is transposed (A B^T, the gradient
+ * of a dense layer's input: sgemm spreads it poorly over a team
+ * (bench/RESULTS.md, "Behind the code's choices")); on a device that computes
+ * in bfloat16 (ct_cpu) a matmul primitive whose inputs are rounded to
+ * bfloat16 and whose products are summed in fp32.
  *
  * oneDNN's AVX2 sgemm (CPUs without AVX-512) slows down when the rows of B
- * lie a multiple of 1 KiB apart (every fourth row or closer in the same
- * cache set): fmnist_cnn's first dense layer, [128, 3136] x [3136, 1024],
- * took 17.3 ms on one core of a Zen 4 held to AVX2, and 8.3 with B first
- * copied to rows 16 floats longer (the copy 0.8 ms of it); [128, 1024] x
- * [1024, 512] 2.2 against 1.3; mlp's first layer, [128, 784] x [784, 256],
- * 0.58 against 0.51 ms with the copy (caches flushed before each), its
- * weight gradient 0.67 against 0.62. There B is so copied first. Its
- * AVX-512 sgemm does not care. */
+ * lie a multiple of 1 KiB apart (every fourth row or closer in the same cache
+ * set); with B first copied to rows 16 floats longer, the copy included, such
+ * products take up to half the time (bench/RESULTS.md, "Behind the code's
+ * choices"). There B is so copied first. Its AVX-512 sgemm does not care. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -113,10 +113,9 @@ static uint16_t bf16_of(float x) {
 enum { BF16_BLOCK = 32 };
 
 /* out[0..count) rounded from in, count <= BF16_BLOCK: a whole block with
- * AVX512_BF16's conversion where the build has it, which rounds the same
- * (one thread of a Zen 4, best of 200: 100352 floats in cache in 6.0-6.7 us
- * against 9.9-10.7 for the plain loop; from memory no faster, 3211264 in
- * 348-389 against 338-353, 8388608 in 1.42-1.51 ms against 1.42-1.48). */
+ * AVX512_BF16's conversion where the build has it, which rounds the same and
+ * is faster on data in cache (from memory, no faster) (bench/RESULTS.md,
+ * "Behind the code's choices"). */
 static void round_block(const float *in, uint16_t *out, int64_t count) {
 #ifdef __AVX512BF16__
   if (count == BF16_BLOCK) {

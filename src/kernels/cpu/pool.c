@@ -1,16 +1,15 @@
 /* Max and average pooling through oneDNN, with their gradients.
  *
  * Forward kernels run oneDNN's inference primitives. The gradient of max
- * pooling with windows that do not overlap (stride at least the window,
- * as in every model of the zoo) is a loop of ctower's own: each window's
- * first largest x, found again, takes dy, the rest of dx is 0, in one pass
- * (fmnist_cnn's first pooling gradient on a Zen 5, caches flushed: 1.34
- * ms against 2.30 for oneDNN's forward and backward primitives). Other
- * gradient kernels recompute the forward pass (training mode) into scratch
- * memory when the backward primitive needs its workspace (max pooling),
- * then run the backward primitive: cheaper than keeping workspaces alive
- * between the forward and backward passes, and it keeps the graph free of
- * opaque tensors. */
+ * pooling with windows that do not overlap (stride at least the window, as in
+ * every model of the zoo) is a loop of ctower's own: each window's first
+ * largest x, found again, takes dy, the rest of dx is 0, in one pass, faster
+ * than oneDNN's forward and backward primitives (bench/RESULTS.md, "Behind
+ * the code's choices"). Other gradient kernels recompute the forward pass
+ * (training mode) into scratch memory when the backward primitive needs its
+ * workspace (max pooling), then run the backward primitive: cheaper than
+ * keeping workspaces alive between the forward and backward passes, and it
+ * keeps the graph free of opaque tensors. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU machine's check, in one command of at most 9 minutes: builds
 # nothing, runs the bundle scripts/gpu-bundle.sh made (.gpu-bundle/, carried
-# along), and writes each step's log straight into $OUT, in 8 files:
+# along), and writes each step's log straight into $OUT, in 9 files:
 #   env.txt        (1) the machine: nvidia-smi, nvcc, the driver, where every
 #                  libcuda/libcublas/libcudnn/libnccl and cudnn.h/nccl.h is,
 #                  PyTorch's CUDA, cuDNN and NCCL, the bundle's MANIFEST,
@@ -11,6 +11,10 @@
 #   gpu-tests.txt  (3) test_gpu under CTOWER_EXPECT_GPU=1; if it fails, once
 #                  more with CTOWER_GPU_SYNC=1 and NCCL_DEBUG=INFO
 #   main-job.txt   (4) the main job on the GPU, all 10 epochs, and its eval
+#   staging.txt    (4b) the main job's model from the dataset's files, each
+#                  step copying the next one's batch onto the GPU ahead
+#                  (traced: how much of those copies ran under computing,
+#                  scripts/trace-overlap.py), against synthetic images
 #   towers.txt     (5) GPU + CPU with split: auto; 2 virtual GPUs with NCCL and
 #                  with ring, --compare-single; per_process_gpu_memory_fraction
 #                  0.3 and allow_growth, with the process's GPU memory as the
@@ -33,7 +37,7 @@
 #   command:   bash scripts/gpu-check.sh
 #   carry:     [".gpu-bundle"]
 #   timeout_s: 600
-# Its output_tail ends with summary.txt; the 8 files come back from $OUT.
+# Its output_tail ends with summary.txt; the 9 files come back from $OUT.
 # The fallback, when a bundle made here does not run there: scripts/gpu-kit.sh
 # here, then the same call with carry [".gpu-kit"] instead: it builds there
 # first (several minutes, which the later steps then lack; the build's log
@@ -196,6 +200,25 @@ step_main_job() {
     train.checkpoint="$WORK/model.safetensors" ${SMALL_DATA:-}
 }
 
+step_staging() {
+  local steps=$BENCH_STEPS
+  echo "--- from the dataset's files, traced: each step copies the next one's batch ahead"
+  $CTOWER bench examples/fmnist_cnn.yaml dataset.path="$DATASET" ${SMALL_DATA:-} ${SMALL_MODEL:-} \
+    devices.n_towers=0 devices.towers=[/gpu:0] --steps "$steps" --warmup 5 \
+    --trace "$WORK/staged.json" | tee "$WORK/files.txt"
+  echo "exit ${PIPESTATUS[0]}"
+  python3 "$repo/scripts/trace-overlap.py" "$WORK/staged.json"
+  echo "--- synthetic images"
+  $CTOWER bench examples/fmnist_cnn.yaml $synthetic devices.n_towers=0 devices.towers=[/gpu:0] \
+    --steps "$steps" --warmup 5 | tee "$WORK/synthetic.txt"
+  echo "exit ${PIPESTATUS[0]}"
+  local files synthetic
+  files=$(grep -o '[0-9.]* images/sec, ' "$WORK/files.txt" | tail -1 | cut -d' ' -f1)
+  synthetic=$(grep -o '[0-9.]* images/sec, ' "$WORK/synthetic.txt" | tail -1 | cut -d' ' -f1)
+  echo "files / synthetic: ${files:-?} / ${synthetic:-?} images/sec" \
+    "= $(python3 -c "print('%.3f' % ($files / $synthetic))" 2>/dev/null || echo '?')"
+}
+
 step_sanitizer() {
   command -v compute-sanitizer >/dev/null || { echo "no compute-sanitizer on this machine"; return 1; }
   # the binary itself (not its wrapper), with its libraries
@@ -313,7 +336,7 @@ gpu_step() {
   printf '%-34s not run: no GPU\n' "$1" >>"$summary"
 }
 
-for log in env devices gpu-tests main-job towers sanitizer bench; do
+for log in env devices gpu-tests main-job staging towers sanitizer bench; do
   : >"$out/$log.txt"
 done
 env_log=$out/env.txt
@@ -403,6 +426,9 @@ fi
 
 # ---- (4) the main job ----
 gpu_step "main job ($EPOCHS epochs)" 180 "$out/main-job.txt" bash "$self" --step main_job
+
+# ---- (4b) inputs staged one step ahead ----
+gpu_step "staging: files against synthetic" 90 "$out/staging.txt" bash "$self" --step staging
 
 # ---- (5) towers and memory ----
 gpu_step "towers and memory" 240 "$out/towers.txt" bash "$self" --step towers

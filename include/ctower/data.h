@@ -341,6 +341,13 @@ ct_pipeline *ct_pipeline_new(ct_batcher *batcher, const ct_pipeline_options *opt
  * batch). */
 int64_t ct_pipeline_next(ct_pipeline *pipeline, ct_pipeline_batch *batch, ct_status *status);
 
+/* The batch the next ct_pipeline_next will return, without taking it or
+ * waiting: its size when it is ready now, else 0 (still being filled, the
+ * end of the epoch, or an example that failed). Its tensors are those
+ * ct_pipeline_next will return, unchanged until then: a trainer may start
+ * copying them onto a GPU ahead (ct_session_run_staged). */
+int64_t ct_pipeline_peek(ct_pipeline *pipeline, ct_pipeline_batch *batch);
+
 /* As the batcher's: epochs, their batch count, positions within one. */
 void ct_pipeline_start_epoch(ct_pipeline *pipeline, int64_t epoch);
 void ct_pipeline_seek(ct_pipeline *pipeline, int64_t position);

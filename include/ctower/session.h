@@ -182,6 +182,25 @@ int ct_session_run_traced(ct_session *session, const ct_feed *feeds, int n_feeds
                           int n_targets, ct_tensor **results, ct_run_metadata *metadata,
                           ct_status *status);
 
+/* ct_session_run_traced that also stages the next run's inputs, as
+ * TensorFlow's StagingArea does: next_feeds (for the same outputs as
+ * feeds, in the same order; a NULL value: that feed is not staged) start
+ * copying onto the GPUs that read them when this run starts, on each GPU's
+ * stream of copies ahead, so that the copies run under this run's kernels.
+ * The session's next run takes a staged value instead of copying its feed
+ * when it feeds the same memory with the same dtype and shape; any other
+ * run drops what was staged. Keep next_feeds' memory unchanged until that
+ * next run: it must give the values that were staged. Feeds read on host
+ * devices (CPUs) are read in place and not staged; a GPU short of memory
+ * leaves its copy to the next run. The timeline of a traced run shows each
+ * copy ahead as a copy event "_Stage/<feed node>" on its GPU, and a copy
+ * step that took a staged value as "_Unstage/<feed node>". next_feeds NULL:
+ * ct_session_run_traced. */
+int ct_session_run_staged(ct_session *session, const ct_feed *feeds, const ct_feed *next_feeds,
+                          int n_feeds, const ct_output *fetches, int n_fetches,
+                          ct_node *const *targets, int n_targets, ct_tensor **results,
+                          ct_run_metadata *metadata, ct_status *status);
+
 #ifdef __cplusplus
 }
 #endif

@@ -297,6 +297,20 @@ int64_t ct_pipeline_next(ct_pipeline *p, ct_pipeline_batch *batch, ct_status *st
   return result;
 }
 
+int64_t ct_pipeline_peek(ct_pipeline *p, ct_pipeline_batch *batch) {
+  pthread_mutex_lock(&p->lock);
+  int64_t result = 0;
+  if (p->head < p->next_ticket) {
+    const slot *s = slot_of(p, p->head);
+    if (s->state == SLOT_READY && s->count > 0) {
+      *batch = (ct_pipeline_batch){s->count, s->first, s->rows, s->images, s->labels};
+      result = s->count;
+    }
+  }
+  pthread_mutex_unlock(&p->lock);
+  return result;
+}
+
 int64_t ct_pipeline_position(const ct_pipeline *p) { return p->position; }
 
 int64_t ct_pipeline_batches_per_epoch(const ct_pipeline *p) {

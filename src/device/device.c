@@ -228,6 +228,13 @@ int ct_device_copy(ct_device *to, void *dst, ct_device *from, const void *src, s
   return 0;
 }
 
+int ct_device_copies_ahead(const ct_device *d) { return d->ops->copy_ahead != NULL; }
+
+int ct_device_copy_ahead(ct_device *to, void *dst, const void *src, size_t nbytes, void *begin,
+                         void *end, ct_status *status) {
+  return to->ops->copy_ahead(to, dst, src, nbytes, begin, end, status);
+}
+
 int ct_device_synchronize(ct_device *d, ct_status *status) {
   return d->ops->synchronize ? d->ops->synchronize(d, status) : 0;
 }

@@ -57,6 +57,13 @@ typedef struct ct_device_ops {
    * host-addressable type: such copies are plain memcpy. */
   int (*copy)(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
               void *ready, ct_status *status);
+  /* Copies nbytes from host memory src into dst on the device off its
+   * compute queue (a GPU's copy stream), after the work queued so far and
+   * beside the work queued later; records `begin` (when not NULL) before
+   * the copy and `end` after it (contract: ct_device_copy_ahead). NULL: a
+   * host-addressable type, which needs no copy. */
+  int (*copy_ahead)(ct_device *to, void *dst, const void *src, size_t nbytes, void *begin,
+                    void *end, ct_status *status);
   /* Waits until the work queued on the device is done; NULL: a type whose
    * steps finish before they return. */
   int (*synchronize)(ct_device *device, ct_status *status);
@@ -173,6 +180,18 @@ int ct_device_submit_tasks(ct_device *device, ct_device_lane lane, const ct_devi
  * fills status. */
 int ct_device_copy(ct_device *to, void *dst, ct_device *from, const void *src, size_t nbytes,
                    void *ready, ct_status *status);
+/* Whether the device can copy ahead (ct_device_copy_ahead): a device
+ * whose buffers are not host memory. */
+int ct_device_copies_ahead(const ct_device *device);
+/* Starts copying nbytes from host memory src into dst on `to` beside its
+ * compute (TensorFlow's StagingArea: the copy of the next step's input runs
+ * under this step's kernels). The copy comes after the work queued on `to`
+ * so far, and the host may change src once `to` is synchronized. Its
+ * readers wait for the mark `end` (ct_device_wait_mark), which is recorded
+ * after it; `begin`, when not NULL, is recorded before it, to time it. Both
+ * are marks of `to`. Returns 0 or fills status. */
+int ct_device_copy_ahead(ct_device *to, void *dst, const void *src, size_t nbytes, void *begin,
+                         void *end, ct_status *status);
 /* Waits for the device's queued work (nothing on a type whose steps finish
  * before they return). Returns 0 or fills status. */
 int ct_device_synchronize(ct_device *device, ct_status *status);

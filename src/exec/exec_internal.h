@@ -36,6 +36,7 @@ struct ct_session {
   ct_device **variable_device; /* whose allocator holds each variable */
   int n_variables;
   uint64_t step;
+  uint64_t runs;            /* runs begun so far: a staged input is for the next one only */
   ct_plan **plans;          /* cached per (feeds, fetches, targets) */
   int n_plans, plans_cap;
   pthread_mutex_t run_mutex;  /* runs of one session are serialized */

@@ -14,6 +14,7 @@
 
 #include "cluster/cluster.h"
 #include "exec/executor.h"
+#include "exec/staging.h"
 #include "graph/op_def.h"
 
 typedef struct run_state {
@@ -74,6 +75,7 @@ static int can_take_input0(const ct_plan *p, const ct_plan_step *step, const ct_
  * device. */
 static int bind_outputs(ct_session *s, ct_plan *p, ct_plan_step *step, ct_status *status) {
   ct_node *n = step->node;
+  void *staged;
   for (int o = 0; o < step->n_outputs; ++o) {
     int slot = step->first_slot + o;
     ct_device *device = s->devices[p->slot_device[slot]];
@@ -97,6 +99,11 @@ static int bind_outputs(ct_session *s, ct_plan *p, ct_plan_step *step, ct_status
       b = p->value_buffers[in_slot];
       value->data = b->data;
       p->value_buffers[in_slot] = NULL; /* the output owns it now */
+    } else if (n == NULL && step->transfer == CT_TRANSFER_NONE &&
+               (staged = ct_staging_take(s, p, step, &p->values[step->input_slots[0]]))) {
+      b->data = staged; /* a copy that the last run made ahead */
+      b->owned = 1;
+      value->data = b->data;
     } else {
       size_t nbytes = (size_t)ct_shape_elements(&value->shape) * ct_dtype_size(value->dtype);
       b->data = ct_allocator_alloc(device->allocator, nbytes, status);
@@ -194,8 +201,12 @@ static int run_step(ct_session *s, ct_plan *p, ct_plan_step *step, ct_status *st
     const int source = step->input_slots[0];
     /* into host memory, the copy waits for the value's own mark */
     void *ready = p->slot_side_mark[source] ? p->slot_side_mark[source] : p->slot_ready[source];
-    if (ct_device_copy(device, p->values[step->first_slot].data, device_of_slot(s, p, source),
-                       inputs[0].data, ct_tensor_nbytes(&inputs[0]), ready, status) ||
+    void *staged = ct_staging_taken(s, p, step); /* copied ahead: its readers wait for that */
+    step->unstaged = staged != NULL;
+    if ((staged ? ct_device_wait_mark(device, staged, status)
+                : ct_device_copy(device, p->values[step->first_slot].data,
+                                 device_of_slot(s, p, source), inputs[0].data,
+                                 ct_tensor_nbytes(&inputs[0]), ready, status)) ||
         ct_device_step_done(device, step_name(step), step_op(step), status))
       return 1;
   } else {
@@ -226,6 +237,8 @@ static int run_step(ct_session *s, ct_plan *p, ct_plan_step *step, ct_status *st
         ct_device_step_done(device, step_name(step), step_op(step), status))
       return 1;
     if (check_numerics(s, p, step, status)) return 1;
+    /* the next run's inputs copied in beside this run's kernels (staging.h) */
+    if (ct_staging_issue(s, p, step->device, status)) return 1;
     for (int o = 0; o < step->n_outputs; ++o)
       p->slot_side_mark[step->first_slot + o] = output_marks[o];
   }
@@ -265,11 +278,15 @@ static void record_event(ct_plan *p, ct_run_metadata *metadata, const ct_plan_st
     used += (size_t)snprintf(shapes + used, sizeof shapes - used, "%s%s", j ? " " : "", one);
   }
   const ct_node *n = step->node;
+  /* a copy that took a staged value: "_Unstage/<source>", not "_Copy/..." */
+  char unstaged[160];
+  if (step->unstaged)
+    snprintf(unstaged, sizeof unstaged, "_Unstage/%s", step->copy_name + strlen("_Copy/"));
   const int bucket = n ? n->all_reduce_bucket : -1;
   const int collective =
       n && ((n->op->flags & (CT_OP_MULTI_DEVICE | CT_OP_WAITS_FOR_PEERS)) || bucket >= 0);
-  const ct_timeline_event event = {step_name(step),
-                                   step_op(step),
+  const ct_timeline_event event = {step->unstaged ? unstaged : step_name(step),
+                                   step->unstaged ? "_Unstage" : step_op(step),
                                    step->device,
                                    step->node == NULL ? CT_TIMELINE_COPY
                                    : collective       ? CT_TIMELINE_COLLECTIVE
@@ -547,8 +564,10 @@ static void release_all(ct_plan *p) {
   }
 }
 
-static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_metadata *metadata,
-                    ct_status *status) {
+static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, const ct_feed *next_feeds,
+                    ct_run_metadata *metadata, ct_status *status) {
+  s->runs++;
+  ct_staging_drop_stale(s);
   for (int slot = 0; slot < p->n_slots; ++slot) {
     p->value_buffers[slot] = NULL;
     p->slot_side_mark[slot] = NULL;
@@ -576,6 +595,7 @@ static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
     if (ct_device_mark_record(s->devices[d], p->device_marks[d], status)) return 1;
     p->device_mark_us[d] = micros_since(&run.start);
   }
+  if (next_feeds) ct_staging_start(s, p, next_feeds, metadata != NULL);
   atomic_store(&run.steps_left, p->n_steps);
   pthread_mutex_init(&run.mutex, NULL);
   pthread_condattr_t done_attr; /* timed waits on the run's clock */
@@ -646,9 +666,10 @@ static int fetch_result(ct_session *s, ct_plan *p, int slot, ct_tensor **result,
                         ct_tensor_nbytes(value), p->slot_side_mark[slot], status);
 }
 
-int ct_executor_run(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_metadata *metadata,
-                    ct_tensor **results, ct_status *status) {
-  int failed = run_plan(s, p, feeds, metadata, status);
+int ct_executor_run(ct_session *s, ct_plan *p, const ct_feed *feeds, const ct_feed *next_feeds,
+                    ct_run_metadata *metadata, ct_tensor **results, ct_status *status) {
+  int failed = run_plan(s, p, feeds, next_feeds, metadata, status);
+  if (!failed && next_feeds) failed = ct_staging_finish(s, p, status);
   for (int i = 0; i < p->n_fetches && !failed; ++i)
     failed = fetch_result(s, p, p->fetch_slots[i], &results[i], status);
   /* A run ends when its devices are done: work a device queues (a GPU's)
@@ -656,6 +677,9 @@ int ct_executor_run(ct_session *s, ct_plan *p, const ct_feed *feeds, ct_run_meta
   for (int d = 0; d < s->n_devices; ++d)
     if (p->uses_device[d] && ct_device_synchronize(s->devices[d], status)) failed = 1;
   if (metadata) add_device_timings(p, metadata);
+  if (metadata) ct_staging_add_timings(p, metadata);
+  /* a failed run's copies ahead may not have been made */
+  if (failed) ct_plan_drop_staged(p);
   release_all(p);
   return failed;
 }

@@ -23,8 +23,24 @@
 #include "graph/op_def.h"
 #include "ops/op_registry.h"
 
+void ct_plan_drop_staged(ct_plan *p) {
+  for (int i = 0; p->staged && i < 2 * p->n_steps; ++i) {
+    ct_staged_input *st = &p->staged[i];
+    if (st->data) ct_allocator_free(p->devices[p->steps[i / 2].device]->allocator, st->data);
+    st->data = NULL;
+    st->pending = NULL;
+    st->taken = 0;
+  }
+}
+
 void ct_plan_free(ct_plan *p) {
   if (p == NULL) return;
+  ct_plan_drop_staged(p);
+  for (int i = 0; p->staged && i < 2 * p->n_steps; ++i) {
+    ct_device_mark_free(p->devices[p->steps[i / 2].device], p->staged[i].begin);
+    ct_device_mark_free(p->devices[p->steps[i / 2].device], p->staged[i].end);
+  }
+  free(p->staged);
   for (int i = 0; i < p->n_steps; ++i) {
     free(p->steps[i].input_slots);
     free(p->steps[i].consumers);

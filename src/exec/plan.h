@@ -40,7 +40,23 @@ typedef struct ct_plan_step {
    * first use; timed: whether this run recorded them */
   void *mark_begin, *mark_end;
   int timed;
+  int unstaged; /* a copy of a feed that took, this run, the value the last run staged */
 } ct_plan_step;
+
+/* A feed's copy onto a device, started by the run before the one it is
+ * for (ct_session_run_staged; staging.h), kept by the copy step that
+ * would otherwise make it. */
+typedef struct ct_staged_input {
+  void *data;         /* on the step's device, from its allocator; NULL: nothing staged */
+  const ct_tensor *pending; /* to copy ahead this run, once its device computes; NULL: none */
+  const void *host;   /* the feed's memory it was copied from */
+  ct_dtype dtype;
+  ct_shape shape;
+  uint64_t for_run;   /* the session's run (ct_session.runs) that may take it */
+  void *begin, *end;  /* marks of the step's device around the copy; readers wait for end */
+  int timed;          /* begin was recorded: the copy goes into the run's timeline */
+  int taken;          /* this run's copy step took data as its output: it waits for end */
+} ct_staged_input;
 
 struct ct_plan {
   ct_device *const *devices; /* the session's, which outlive the plan */
@@ -63,6 +79,10 @@ struct ct_plan {
   unsigned char uses_device[CT_MAX_DEVICES]; /* runs a step or holds a value there */
   void **slot_side_mark; /* per slot, this run: the mark its readers wait for, when
                             its producer finished it on another stream (output_marks) */
+  ct_staged_input *staged; /* two per step (for even and odd runs: a run takes one while it
+                              stages the other), NULL until a run stages for this plan */
+  atomic_int staging_started[CT_MAX_DEVICES]; /* this run: the device's copies ahead queued */
+  int staging_traced; /* this run times its copies ahead for its timeline */
   /* per-run state, sized once */
   ct_tensor *values;
   ct_buffer **value_buffers;
@@ -89,6 +109,11 @@ struct ct_plan {
 };
 
 void ct_plan_free(ct_plan *plan);
+
+/* Gives back every staged input the plan holds (their buffers, to their
+ * devices' allocators; the copies into them are done once the run that
+ * made them has ended). */
+void ct_plan_drop_staged(ct_plan *plan);
 
 /* The cached plan for (feeds, fetches, targets), made now when there is
  * none. NULL and status when the graph cannot run so (a placeholder not

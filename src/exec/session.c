@@ -352,10 +352,28 @@ static int check_feed(const ct_feed *feed, ct_status *status) {
   return 0;
 }
 
-int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,
-                          const ct_output *fetches, int n_fetches, ct_node *const *targets,
-                          int n_targets, ct_tensor **results, ct_run_metadata *metadata,
-                          ct_status *status) {
+/* The next run's feeds, staged by this one: a feed each for the same
+ * outputs, in the same order (a NULL value: not staged). */
+static int check_next_feeds(const ct_feed *feeds, const ct_feed *next_feeds, int n_feeds,
+                            ct_status *status) {
+  for (int i = 0; i < n_feeds; ++i) {
+    if (next_feeds[i].output.node != feeds[i].output.node ||
+        next_feeds[i].output.index != feeds[i].output.index) {
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "next feed %d is for another output than feed %d ('%s'): give the next "
+                    "run's feeds in the order of this run's",
+                    i, i, feeds[i].output.node ? feeds[i].output.node->name : "null");
+      return 1;
+    }
+    if (next_feeds[i].value && check_feed(&next_feeds[i], status)) return 1;
+  }
+  return 0;
+}
+
+int ct_session_run_staged(ct_session *s, const ct_feed *feeds, const ct_feed *next_feeds,
+                          int n_feeds, const ct_output *fetches, int n_fetches,
+                          ct_node *const *targets, int n_targets, ct_tensor **results,
+                          ct_run_metadata *metadata, ct_status *status) {
   for (int i = 0; i < n_fetches; ++i) results[i] = NULL;
   if (s->graph->status.code != CT_OK) {
     ct_status_set(status, CT_FAILED_PRECONDITION, "the graph failed to build: %s",
@@ -374,13 +392,14 @@ int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,
     }
   for (int i = 0; i < n_feeds; ++i)
     if (check_feed(&feeds[i], status)) return 1;
+  if (next_feeds && check_next_feeds(feeds, next_feeds, n_feeds, status)) return 1;
   if (metadata) ct_run_metadata_clear(metadata);
   pthread_mutex_lock(&s->run_mutex);
   int failed = ct_session_place_new_nodes(s, status) || init_variables(s, status);
   ct_plan *p = failed
                    ? NULL
                    : ct_plan_get(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, status);
-  failed = p == NULL || ct_executor_run(s, p, feeds, metadata, results, status);
+  failed = p == NULL || ct_executor_run(s, p, feeds, next_feeds, metadata, results, status);
   pthread_mutex_unlock(&s->run_mutex);
   if (failed)
     for (int i = 0; i < n_fetches; ++i) {
@@ -388,6 +407,14 @@ int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,
       results[i] = NULL;
     }
   return failed;
+}
+
+int ct_session_run_traced(ct_session *s, const ct_feed *feeds, int n_feeds,
+                          const ct_output *fetches, int n_fetches, ct_node *const *targets,
+                          int n_targets, ct_tensor **results, ct_run_metadata *metadata,
+                          ct_status *status) {
+  return ct_session_run_staged(s, feeds, NULL, n_feeds, fetches, n_fetches, targets, n_targets,
+                               results, metadata, status);
 }
 
 int ct_session_run(ct_session *s, const ct_feed *feeds, int n_feeds, const ct_output *fetches,

@@ -67,6 +67,8 @@ void ct_train_run_free(ct_train_run *r) {
   ct_run_metadata_free(r->timeline);
   free(r->feeds);
   free(r->weights);
+  free(r->next_feeds);
+  free(r->next_weights);
   free(r->fetches);
   free(r->global_sizes);
   free(r->rows_sizes);
@@ -110,6 +112,22 @@ static int place_towers_in_job(ct_train_run *r, ct_status *status) {
 /* The session; with train.log_dir on rank 0, its placement log kept in
  * run->placement for TensorBoard, and printed as well where
  * session.log_device_placement asks. */
+/* With a GPU in the session, room for the next step's feeds, which each
+ * step stages on the GPUs (next_feeds_to_stage). Returns 1 when out of
+ * host memory. */
+static int stage_on_gpus(ct_train_run *r) {
+  int gpus = 0;
+  for (int d = 0; d < ct_session_device_count(r->session); ++d) {
+    ct_device_info info;
+    gpus += ct_session_device_info(r->session, d, &info) == 0 && strcmp(info.kind, "GPU") == 0;
+  }
+  if (gpus == 0) return 0;
+  r->next_feeds = calloc(1, sizeof *r->next_feeds);
+  r->next_weights =
+      calloc((size_t)(r->options->dataset.batch_size + r->towers.n_towers), sizeof *r->next_weights);
+  return r->next_feeds == NULL || r->next_weights == NULL;
+}
+
 static ct_session *open_session(ct_train_run *r, ct_status *status) {
   const ct_trainer_options *o = r->options;
   if (o->train.log_dir[0] == '\0' || ct_cluster_rank() != 0)
@@ -263,7 +281,7 @@ int ct_train_run_setup_graph(ct_train_run *r, const ct_trainer_options *o,
   /* a worker of a cluster with ps tasks fetches the gradients too */
   const int gradients = r->cluster ? r->tg.train.towers.n_gradients : 0;
   r->fetches = calloc((size_t)(n_towers + 1 + gradients), sizeof *r->fetches);
-  if (!r->feeds || !r->weights || !r->fetches) {
+  if (!r->feeds || !r->weights || !r->fetches || stage_on_gpus(r)) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
@@ -353,6 +371,32 @@ int64_t ct_train_run_next_batch(ct_train_run *r, ct_status *status) {
   return n;
 }
 
+/* Whether a feed's tensor views rows of `batch`. */
+static int views_batch(const ct_tensor *view, const ct_tensor *batch) {
+  const char *data = view->data, *start = batch->data;
+  return data >= start && data < start + ct_tensor_nbytes(batch);
+}
+
+/* The next step's feeds for this step to stage on the GPUs
+ * (ct_session_run_staged): the towers' shards of the pipeline's next
+ * batch, when it is ready now and its towers take the rows this step's
+ * take; every other feed (weights, first examples, the learning rate) is
+ * left to the next step (a NULL value). NULL: nothing to stage. */
+static const ct_feed *next_feeds_to_stage(ct_train_run *r, int n_feeds) {
+  ct_pipeline_batch next;
+  if (r->next_feeds == NULL || ct_pipeline_peek(r->pipeline, &next) != r->share.total ||
+      next.first != r->share.first || next.rows != r->rows)
+    return NULL;
+  ct_tower_feeds *f = r->next_feeds;
+  ct_classifier_make_feeds(&r->tg.train, next.images, next.labels, r->rows, r->sizes, &r->share,
+                           f, r->next_weights);
+  for (int k = 0; k < n_feeds; ++k)
+    if (k >= f->n_feeds ||
+        !(views_batch(f->feeds[k].value, next.images) || views_batch(f->feeds[k].value, next.labels)))
+      f->feeds[k] = (ct_feed){r->feeds->feeds[k].output, NULL};
+  return f->feeds;
+}
+
 int ct_train_run_feeds(ct_train_run *r, const ct_tensor *learning_rate) {
   int n_feeds = ct_classifier_make_feeds(&r->tg.train, r->buf.images, r->buf.labels, r->rows,
                                          r->sizes, &r->share, r->feeds, r->weights);
@@ -406,8 +450,9 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   ct_session_set_step(r->session, (uint64_t)global_step);
   r->times.run_start = ct_monotonic_seconds();
   ct_run_metadata *timeline = r->auto_split || r->record_timeline ? r->timeline : NULL;
-  if (ct_session_run_traced(r->session, r->feeds->feeds, n_feeds, r->fetches, n_fetches, targets,
-                            n_targets, out, timeline, status)) {
+  const ct_feed *next = next_feeds_to_stage(r, n_feeds);
+  if (ct_session_run_staged(r->session, r->feeds->feeds, next, n_feeds, r->fetches, n_fetches,
+                            targets, n_targets, out, timeline, status)) {
     free(out);
     return 1;
   }

@@ -137,6 +137,10 @@ typedef struct ct_train_run {
   int64_t *rows_sizes;            /* per global tower: the pipeline's even split */
   ct_tower_feeds *feeds;  /* per tower, then the learning rate */
   float *weights;         /* batch + towers */
+  /* with a GPU: the next step's feeds, which a step stages on the GPUs
+   * (ct_session_run_staged); NULL without one (nothing to stage) */
+  ct_tower_feeds *next_feeds;
+  float *next_weights;
   ct_output *fetches;     /* loss, then each tower's logits */
   int64_t sizes[CT_MAX_DEVICES];  /* the last step's shard sizes, of this process's towers */
   /* the job's towers: this process's are first_tower .. first_tower +

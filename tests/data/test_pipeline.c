@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "data/batcher_internal.h"
 #include "data/dataset_internal.h"
@@ -93,6 +94,57 @@ static int64_t same_batch(ct_batcher *b, ct_pipeline *p, int rows_only, float *i
   assert_memory_equal(ct_tensor_i32(batch.labels), labels, (size_t)rows * sizeof(int32_t));
   assert_int_equal(ct_pipeline_position(p), ct_batcher_position(b));
   return n;
+}
+
+/* ct_pipeline_peek until it shows a batch (the workers fill it), for at
+ * most 10 s; its size. */
+static int64_t peek_when_ready(ct_pipeline *p, ct_pipeline_batch *batch) {
+  int64_t n = 0;
+  for (int i = 0; i < 10000 && (n = ct_pipeline_peek(p, batch)) == 0; ++i)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  return n;
+}
+
+/* ct_pipeline_peek shows, without taking it, the batch ct_pipeline_next
+ * returns next: the same tensors, holding the batcher's rows; at the end
+ * of an epoch it shows nothing. */
+static void test_peek_shows_the_next_batch(void **state) {
+  (void)state;
+  ct_status st = CT_STATUS_INIT;
+  ct_dataset *ds = lazy_dataset(-1);
+  ct_batcher *b = new_batcher(ds);
+  ct_pipeline_options o = {2, 2, NULL, NULL, 0};
+  ct_pipeline *p = ct_pipeline_new(new_batcher(ds), &o, &st);
+  assert_non_null(p);
+  ct_batcher_start_epoch(b, 0);
+  ct_pipeline_start_epoch(p, 0);
+  float *images = malloc(BATCH * PIXELS * sizeof *images);
+  int32_t labels[BATCH];
+  int64_t batches = 0;
+  for (;;) {
+    const int64_t count = ct_batcher_next_size(b);
+    ct_pipeline_batch peeked = {0}, taken;
+    if (count > 0) {
+      assert_int_equal(peek_when_ready(p, &peeked), count);
+      assert_int_equal(ct_pipeline_peek(p, &peeked), count); /* peeking takes nothing */
+    } else {
+      nanosleep(&(struct timespec){0, 20000000}, NULL);
+      assert_int_equal(ct_pipeline_peek(p, &peeked), 0);
+    }
+    const int64_t n = ct_batcher_next_rows(b, 0, count, images, labels, &st);
+    assert_int_equal(ct_pipeline_next(p, &taken, &st), n);
+    if (n == 0) break;
+    assert_ptr_equal(taken.images, peeked.images);
+    assert_ptr_equal(taken.labels, peeked.labels);
+    assert_memory_equal(ct_tensor_f32(taken.images), images, (size_t)(n * PIXELS) * sizeof(float));
+    assert_memory_equal(ct_tensor_i32(taken.labels), labels, (size_t)n * sizeof(int32_t));
+    ++batches;
+  }
+  assert_int_equal(batches, (N + BATCH - 1) / BATCH);
+  free(images);
+  ct_pipeline_free(p);
+  ct_batcher_free(b);
+  ct_dataset_free(ds);
 }
 
 static void run_against_the_batcher(ct_dataset *ds, int threads, int prefetch, int rows_only) {
@@ -236,6 +288,7 @@ static void test_bad_options(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bitwise_the_batcher_for_any_threads_and_prefetch),
+      cmocka_unit_test(test_peek_shows_the_next_batch),
       cmocka_unit_test(test_an_unreadable_example_fails_its_batch),
       cmocka_unit_test(test_freed_while_the_workers_are_busy),
       cmocka_unit_test(test_cache_reads_each_example_once),

@@ -12,6 +12,7 @@
  *   - two sessions at per_process_gpu_memory_fraction 0.4 both run and a
  *     third fails clearly;
  *   - visible_device_list "1,0" swaps two GPUs, and a bad list is an error;
+ *   - a run stages the next run's input on the GPU under its own kernels;
  *   - towers on 2 virtual GPUs split from one (replicated with the
  *     collective all-reduce, and parameter server on /cpu:0) against one
  *     device, and on 2 physical GPUs when the machine has them.
@@ -362,6 +363,140 @@ static void test_training_steps_wait_only_at_the_end(void **state) {
 }
 #endif
 
+/* ---- inputs staged one run ahead ------------------------------------------------- */
+
+enum { STAGED_ROWS = 128, STAGED_COLS = 256, STAGED_LAYERS = 8, STAGED_RUNS = 4 };
+
+/* A chain of dense layers on /gpu:0 over an input fed from host memory:
+ * enough kernels that a run's compute outlasts its input's copy. */
+typedef struct staged_graph {
+  ct_graph *graph;
+  ct_output x, loss;
+  ct_tensor *weights;
+} staged_graph;
+
+static staged_graph staged_graph_build(void) {
+  staged_graph sg;
+  sg.graph = ct_graph_new();
+  const ct_shape square = ct_shape_of(2, (int64_t)STAGED_COLS, (int64_t)STAGED_COLS);
+  sg.weights = ct_tensor_new(CT_F32, &square, NULL);
+  float *w = ct_tensor_f32(sg.weights);
+  for (int i = 0; i < STAGED_COLS * STAGED_COLS; ++i) w[i] = (float)((i * 7919) % 61 - 30) / 1000.0f;
+  ct_graph_push_device(sg.graph, "/gpu:0");
+  sg.x = ct_placeholder(sg.graph, "x", CT_F32, ct_shape_of(2, (int64_t)STAGED_ROWS, (int64_t)STAGED_COLS));
+  ct_output h = sg.x, wc = ct_constant(sg.graph, "w", sg.weights);
+  for (int l = 0; l < STAGED_LAYERS; ++l) h = ct_tanh(sg.graph, ct_matmul(sg.graph, h, wc, 0, 0));
+  sg.loss = ct_reduce_sum(sg.graph, h, 3u, 0);
+  ct_graph_pop_device(sg.graph);
+  assert_status_ok(ct_graph_status(sg.graph));
+  return sg;
+}
+
+static void staged_graph_free(staged_graph *sg) {
+  ct_tensor_free(sg->weights);
+  ct_graph_free(sg->graph);
+}
+
+/* The timeline's events named `name` on device `device`: how many, and
+ * the earliest start. */
+static int timeline_find(const ct_run_metadata *m, const char *name, double *start) {
+  int found = 0;
+  for (int i = 0; i < ct_run_metadata_event_count(m); ++i) {
+    ct_timeline_event e = ct_run_metadata_event(m, i);
+    if (strcmp(e.node, name) != 0) continue;
+    if (!found || e.start_us < *start) *start = e.start_us;
+    ++found;
+  }
+  return found;
+}
+
+/* The latest end of the timeline's compute events. */
+static double timeline_compute_end(const ct_run_metadata *m) {
+  double end = 0;
+  for (int i = 0; i < ct_run_metadata_event_count(m); ++i) {
+    ct_timeline_event e = ct_run_metadata_event(m, i);
+    if (e.kind == CT_TIMELINE_COMPUTE && e.end_us > end) end = e.end_us;
+  }
+  return end;
+}
+
+/* TensorFlow's StagingArea (ct_session_run_staged): each run copies the
+ * next run's input onto the GPU beside its own kernels (its "_Stage/x"
+ * event starts before the run's last kernel ends); the next run takes the staged value instead of
+ * copying ("_Unstage/x", no "_Copy/x"); each run computes exactly what a run without
+ * staging computes. A run whose feed is other memory, and a run after
+ * another plan's, drop what was staged and copy. */
+static void test_staged_inputs_copy_under_the_last_run(void **state) {
+  (void)state;
+  staged_graph sg = staged_graph_build();
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.allow_soft_placement = 0;
+  so.gpu_options.allow_growth = 1;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(sg.graph, &so, &st);
+  assert_status_ok(&st);
+  ct_tensor *batches[STAGED_RUNS + 1];
+  float expected[STAGED_RUNS + 1];
+  for (int b = 0; b <= STAGED_RUNS; ++b) {
+    const ct_shape rows = ct_shape_of(2, (int64_t)STAGED_ROWS, (int64_t)STAGED_COLS);
+    batches[b] = ct_tensor_new(CT_F32, &rows, NULL);
+    float *x = ct_tensor_f32(batches[b]);
+    for (int i = 0; i < STAGED_ROWS * STAGED_COLS; ++i) x[i] = (float)((i + 31 * b) % 17) / 17.0f;
+    ct_feed feed = {sg.x, batches[b]};
+    ct_tensor *out = NULL;
+    assert_int_equal(ct_session_run(s, &feed, 1, &sg.loss, 1, NULL, 0, &out, &st), 0);
+    expected[b] = ct_tensor_f32(out)[0];
+    ct_tensor_free(out);
+  }
+  ct_run_metadata *m = ct_run_metadata_new();
+  for (int b = 0; b < STAGED_RUNS; ++b) {
+    ct_feed feed = {sg.x, batches[b]}, next = {sg.x, batches[b + 1]};
+    ct_tensor *out = NULL;
+    /* the last one runs without a next: it takes what its predecessor staged */
+    const int last = b == STAGED_RUNS - 1;
+    assert_int_equal(ct_session_run_staged(s, &feed, last ? NULL : &next, 1, &sg.loss, 1, NULL, 0,
+                                           &out, m, &st), 0);
+    assert_status_ok(&st);
+    assert_true(ct_tensor_f32(out)[0] == expected[b]);
+    ct_tensor_free(out);
+    double stage_start = 0, copy_start = 0;
+    const int staged = timeline_find(m, "_Stage/x", &stage_start);
+    const int copied = timeline_find(m, "_Copy/x", &copy_start);
+    const int unstaged = timeline_find(m, "_Unstage/x", &copy_start);
+    const double compute_end = timeline_compute_end(m);
+    printf("  run %d: %d copy ahead (at %.0f us; the last kernel ends at %.0f us), %d copy, %d "
+           "taken from the last run\n",
+           b, staged, stage_start, compute_end, copied, unstaged);
+    assert_int_equal(staged, last ? 0 : 1);
+    assert_int_equal(copied, b == 0 ? 1 : 0); /* the first run has nothing staged */
+    assert_int_equal(unstaged, b == 0 ? 0 : 1);
+    /* it waits for the run's first kernel, not for its last */
+    if (!last) assert_true(stage_start < compute_end);
+  }
+  /* staged for batch 1, then fed batch 0: other memory, so it copies */
+  ct_feed feed0 = {sg.x, batches[0]}, next1 = {sg.x, batches[1]};
+  ct_tensor *out = NULL;
+  assert_int_equal(
+      ct_session_run_staged(s, &feed0, &next1, 1, &sg.loss, 1, NULL, 0, &out, NULL, &st), 0);
+  ct_tensor_free(out);
+  assert_int_equal(ct_session_run_traced(s, &feed0, 1, &sg.loss, 1, NULL, 0, &out, m, &st), 0);
+  double start = 0;
+  assert_int_equal(timeline_find(m, "_Copy/x", &start), 1);
+  assert_true(ct_tensor_f32(out)[0] == expected[0]);
+  ct_tensor_free(out);
+  /* next feeds for other outputs than the feeds' are refused, named */
+  ct_feed wrong = {sg.loss, batches[1]};
+  assert_int_equal(
+      ct_session_run_staged(s, &feed0, &wrong, 1, &sg.loss, 1, NULL, 0, &out, NULL, &st), 1);
+  assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+  printf("  %s\n", st.message);
+  ct_run_metadata_free(m);
+  for (int b = 0; b <= STAGED_RUNS; ++b) ct_tensor_free(batches[b]);
+  ct_session_free(s);
+  staged_graph_free(&sg);
+}
+
 /* ---- memory ------------------------------------------------------------------- */
 
 /* y = x + x on /gpu:0 for an x of n floats. */
@@ -642,6 +777,7 @@ int main(void) {
       cmocka_unit_test(test_nccl_errors_carry_nccls_text),
 #endif
       cmocka_unit_test(test_towers_on_two_physical_gpus),
+      cmocka_unit_test(test_staged_inputs_copy_under_the_last_run),
 #ifdef CT_GPU_EMULATED
       cmocka_unit_test(test_training_steps_wait_only_at_the_end),
 #endif

@@ -110,6 +110,8 @@ static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_statu
                     status) ||
       ct_cuda_check(cudaStreamCreateWithFlags(&gpu->copy_stream, cudaStreamNonBlocking),
                     d->name, status) ||
+      ct_cuda_check(cudaStreamCreateWithFlags(&gpu->ahead_stream, cudaStreamNonBlocking),
+                    d->name, status) ||
       ct_cuda_check(cudaStreamCreateWithFlags(&gpu->comm_stream, cudaStreamNonBlocking),
                     d->name, status))
     return 1;
@@ -189,6 +191,7 @@ static void gpu_release(ct_device *d) {
   if (gpu->stream) cudaStreamDestroy(gpu->stream);
   /* copies out finish before gpu_copy returns: nothing is queued here */
   if (gpu->copy_stream) cudaStreamDestroy(gpu->copy_stream);
+  if (gpu->ahead_stream) cudaStreamDestroy(gpu->ahead_stream);
   if (gpu->comm_stream) cudaStreamDestroy(gpu->comm_stream);
   ct_staging_free(gpu->staging); /* the stream is idle: no transfer reads them */
   if (gpu->collectives) gpu->collectives_free(gpu->collectives);
@@ -363,6 +366,26 @@ static int gpu_copy(ct_device *to, void *dst, ct_device *from, const void *src, 
   return failed;
 }
 
+/* A copy in from host memory on the stream of copies ahead, through a
+ * pinned buffer: after the work queued on the compute stream so far (the
+ * last reader of dst's memory may still be queued there), beside the work
+ * queued on it later. */
+static int gpu_copy_ahead(ct_device *to, void *dst, const void *src, size_t nbytes, void *begin,
+                          void *end, ct_status *status) {
+  const ct_gpu *gpu = ct_gpu_of(to);
+  int current = -1;
+  cudaGetDevice(&current);
+  if (current != gpu->ordinal) cudaSetDevice(gpu->ordinal);
+  const int failed =
+      ct_cuda_stream_wait(gpu->ahead_stream, gpu->stream, status) ||
+      (begin &&
+       ct_cuda_check(cudaEventRecord((cudaEvent_t)begin, gpu->ahead_stream), to->name, status)) ||
+      ct_staging_copy_to_gpu(gpu->staging, dst, src, nbytes, gpu->ahead_stream, status) ||
+      ct_cuda_check(cudaEventRecord((cudaEvent_t)end, gpu->ahead_stream), to->name, status);
+  if (current >= 0 && current != gpu->ordinal) cudaSetDevice(current);
+  return failed;
+}
+
 static int gpu_synchronize(ct_device *d, ct_status *status) {
   const ct_gpu *gpu = ct_gpu_of(d);
   /* a GPU whose setup stopped before its stream existed */
@@ -371,6 +394,8 @@ static int gpu_synchronize(ct_device *d, ct_status *status) {
   return ct_cuda_check(cudaStreamSynchronize(gpu->stream), d->name, status) ||
          (gpu->copy_stream &&
           ct_cuda_check(cudaStreamSynchronize(gpu->copy_stream), d->name, status)) ||
+         (gpu->ahead_stream &&
+          ct_cuda_check(cudaStreamSynchronize(gpu->ahead_stream), d->name, status)) ||
          (gpu->comm_stream &&
           ct_cuda_check(cudaStreamSynchronize(gpu->comm_stream), d->name, status));
 }
@@ -474,6 +499,7 @@ const ct_device_ops ct_cuda_device_ops = {
     .region_free = gpu_region_free,
     .region_error = gpu_region_error,
     .copy = gpu_copy,
+    .copy_ahead = gpu_copy_ahead,
     .synchronize = gpu_synchronize,
     .step_done = gpu_step_done,
     .mark_new = gpu_mark_new,

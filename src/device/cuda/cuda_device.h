@@ -14,6 +14,10 @@
  * have just been freed by work still queued there, so a copy stream would
  * have to wait for the compute stream anyway. From host memory they go
  * through pinned staging buffers (staging.c), so the host does not wait.
+ * The one exception is a copy ahead (ct_device_copy_ahead: a run's copy
+ * of the next run's inputs): it runs on the device's stream of copies
+ * ahead, first waiting for the compute stream's work queued so far, so
+ * that it overlaps the compute stream's later kernels.
  * Copies out to host memory run on the device's copy stream, after an event
  * of the value's producer: the host waits for that copy alone (its reader
  * needs the value), while the compute stream goes on with later kernels;
@@ -62,8 +66,9 @@ typedef struct ct_gpu {
   int sm_count;
   size_t total_memory;        /* of the physical GPU */
   char product[256];          /* "NVIDIA H100 80GB HBM3" */
-  cudaStream_t stream;        /* compute: every kernel and copy into this device */
+  cudaStream_t stream;        /* compute: every kernel, and copies into this device */
   cudaStream_t copy_stream;   /* copies out of this device into host memory */
+  cudaStream_t ahead_stream;  /* copies in of a run's next inputs (ct_device_copy_ahead) */
   cudaStream_t comm_stream;   /* collectives (collective.c) */
   ct_staging *staging;        /* pinned buffers for copies in from host memory */
   pthread_mutex_t handles_lock; /* guards the creation of the two handles */

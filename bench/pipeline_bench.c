@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
   const ct_augment_options augment = {{crop, crop}, 0, 1, 0.0, {1.0, 1.0}, 0};
   ct_pipeline *p = NULL;
   if (batcher && ct_batcher_set_augment(batcher, &augment, 1, &status) == 0) {
-    const ct_pipeline_options options = {(int)threads, (int)prefetch, NULL, NULL, 0};
+    const ct_pipeline_options options = {.threads = (int)threads, .prefetch = (int)prefetch};
     p = ct_pipeline_new(batcher, &options, &status);
   } else {
     ct_batcher_free(batcher);

@@ -314,6 +314,9 @@ typedef struct ct_pipeline_options {
   /* the most rows `rows` gives a batch (the batches held are this size; a
    * batch's rows beyond it are not read); 0: the batch size */
   int64_t max_rows;
+  /* where the batches live (alloc NULL: ctower's own host memory); it
+   * must outlive the pipeline */
+  ct_host_memory memory;
 } ct_pipeline_options;
 
 /* A batch handed out: the whole batch's size (0: the epoch is over), the

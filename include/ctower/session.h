@@ -107,6 +107,13 @@ typedef struct ct_device_info {
 /* Fills *info for device i; returns 0, or 1 when there is no device i. */
 int ct_session_device_info(const ct_session *session, int index, ct_device_info *info);
 
+/* Host memory the session's GPUs copy from where it is, with no staging
+ * (pinned memory): feeds that live there go to a GPU straight from it.
+ * Fills *memory and returns 1 when the session has such a device, else
+ * returns 0 (any host memory will do). Free that memory before the
+ * session. */
+int ct_session_host_memory(ct_session *session, ct_host_memory *memory);
+
 /* Where the session placed `node`: the canonical name of its device, or NULL
  * when the node is not placed (not part of this session's graph). Nodes
  * added to the graph after the session was created are placed on first

@@ -56,6 +56,14 @@ int ct_shape_is_known(const ct_shape *shape);
 /* Writes "[128, 28, 28, 1]" (unknown dims as "?") into buf. */
 const char *ct_shape_str(const ct_shape *shape, char *buf, size_t size);
 
+/* Host memory from an allocator of the caller's: pinned memory, say,
+ * which a GPU copies from directly (ct_session_host_memory). */
+typedef struct ct_host_memory {
+  void *(*alloc)(size_t bytes, void *context); /* NULL when out of memory */
+  void (*free)(void *ptr, size_t bytes, void *context);
+  void *context;
+} ct_host_memory;
+
 /* A new tensor with an owned, zeroed, 64-byte aligned buffer.
  * Returns NULL and fills status on a bad shape or when memory runs out.
  * The caller owns the result and frees it with ct_tensor_free. */

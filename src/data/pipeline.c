@@ -55,6 +55,28 @@ struct ct_pipeline {
 
 static slot *slot_of(ct_pipeline *p, int64_t ticket) { return &p->slots[ticket % p->n_slots]; }
 
+/* A slot's tensor, in the options' memory when they name one. */
+static ct_tensor *batch_tensor_new(const ct_pipeline *p, ct_dtype dtype, const ct_shape *shape,
+                                   ct_status *status) {
+  const ct_host_memory *m = &p->options.memory;
+  if (m->alloc == NULL) return ct_tensor_new(dtype, shape, status);
+  ct_tensor *t = calloc(1, sizeof *t);
+  if (t == NULL) return NULL;
+  *t = (ct_tensor){dtype, *shape, NULL, 0};
+  if ((t->data = m->alloc(ct_tensor_nbytes(t), m->context)) == NULL) {
+    free(t);
+    return NULL;
+  }
+  memset(t->data, 0, ct_tensor_nbytes(t)); /* as ct_tensor_new's */
+  return t;
+}
+
+static void batch_tensor_free(const ct_pipeline *p, ct_tensor *t) {
+  const ct_host_memory *m = &p->options.memory;
+  if (t && m->alloc) m->free(t->data, ct_tensor_nbytes(t), m->context);
+  ct_tensor_free(t);
+}
+
 /* Takes the batcher's next batch into the free slot of next_ticket. */
 static void take_batch(ct_pipeline *p, slot *s) {
   ct_batcher *b = p->batcher;
@@ -185,8 +207,8 @@ ct_pipeline *ct_pipeline_new(ct_batcher *batcher, const ct_pipeline_options *opt
   for (int i = 0; !failed && i < p->n_slots; ++i) {
     slot *s = &p->slots[i];
     s->indices = malloc((size_t)rows * sizeof *s->indices);
-    s->images = ct_tensor_new(CT_F32, &is, status);
-    s->labels = s->images ? ct_tensor_new(CT_I32, &ls, status) : NULL;
+    s->images = batch_tensor_new(p, CT_F32, &is, status);
+    s->labels = s->images ? batch_tensor_new(p, CT_I32, &ls, status) : NULL;
     failed = s->indices == NULL || s->labels == NULL;
   }
   if (failed) {
@@ -330,8 +352,8 @@ void ct_pipeline_free(ct_pipeline *p) {
   for (int i = 0; i < p->n_threads; ++i) pthread_join(p->threads[i], NULL);
   for (int i = 0; p->slots && i < p->n_slots; ++i) {
     free(p->slots[i].indices);
-    ct_tensor_free(p->slots[i].images);
-    ct_tensor_free(p->slots[i].labels);
+    batch_tensor_free(p, p->slots[i].images);
+    batch_tensor_free(p, p->slots[i].labels);
   }
   free(p->slots);
   free(p->threads);

@@ -235,6 +235,14 @@ int ct_device_copy_ahead(ct_device *to, void *dst, const void *src, size_t nbyte
   return to->ops->copy_ahead(to, dst, src, nbytes, begin, end, status);
 }
 
+void *ct_device_host_alloc(ct_device *d, size_t bytes) {
+  return d->ops->host_alloc ? d->ops->host_alloc(bytes) : NULL;
+}
+
+void ct_device_host_free(ct_device *d, void *ptr) {
+  if (ptr) d->ops->host_free(ptr);
+}
+
 int ct_device_synchronize(ct_device *d, ct_status *status) {
   return d->ops->synchronize ? d->ops->synchronize(d, status) : 0;
 }

@@ -64,6 +64,10 @@ typedef struct ct_device_ops {
    * host-addressable type, which needs no copy. */
   int (*copy_ahead)(ct_device *to, void *dst, const void *src, size_t nbytes, void *begin,
                     void *end, ct_status *status);
+  /* Host memory that copies into devices of this type read directly, with
+   * no staging (a GPU's pinned memory), and its release; NULL: none. */
+  void *(*host_alloc)(size_t bytes);
+  void (*host_free)(void *ptr);
   /* Waits until the work queued on the device is done; NULL: a type whose
    * steps finish before they return. */
   int (*synchronize)(ct_device *device, ct_status *status);
@@ -192,6 +196,10 @@ int ct_device_copies_ahead(const ct_device *device);
  * are marks of `to`. Returns 0 or fills status. */
 int ct_device_copy_ahead(ct_device *to, void *dst, const void *src, size_t nbytes, void *begin,
                          void *end, ct_status *status);
+/* Host memory that copies into `device` read directly (ct_device_ops'
+ * host_alloc): NULL when its type has none or it is out of memory. */
+void *ct_device_host_alloc(ct_device *device, size_t bytes);
+void ct_device_host_free(ct_device *device, void *ptr);
 /* Waits for the device's queued work (nothing on a type whose steps finish
  * before they return). Returns 0 or fills status. */
 int ct_device_synchronize(ct_device *device, ct_status *status);

@@ -292,6 +292,23 @@ const char *ct_session_device_name(const ct_session *s, int index) {
   return index >= 0 && index < s->n_devices ? s->devices[index]->name : NULL;
 }
 
+static void *device_host_alloc(size_t bytes, void *device) {
+  return ct_device_host_alloc(device, bytes);
+}
+static void device_host_free(void *ptr, size_t bytes, void *device) {
+  (void)bytes;
+  ct_device_host_free(device, ptr);
+}
+
+int ct_session_host_memory(ct_session *s, ct_host_memory *memory) {
+  for (int d = 0; d < s->n_devices; ++d)
+    if (s->devices[d]->ops->host_alloc) {
+      *memory = (ct_host_memory){device_host_alloc, device_host_free, s->devices[d]};
+      return 1;
+    }
+  return 0;
+}
+
 int ct_session_device_info(const ct_session *s, int index, ct_device_info *info) {
   if (index < 0 || index >= s->n_devices) return 1;
   const ct_device *d = s->devices[index];

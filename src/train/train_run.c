@@ -240,7 +240,9 @@ static int open_pipeline(ct_train_run *r, ct_status *status) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
-  const ct_pipeline_options rows = {.rows = job_rows, .rows_context = r};
+  ct_pipeline_options rows = {.rows = job_rows, .rows_context = r};
+  /* with GPU towers, batches in memory the GPUs copy from where it is */
+  if (r->next_feeds) ct_session_host_memory(r->session, &rows.memory);
   r->pipeline = ct_trainer_open_pipeline(o, r->train_set, o->dataset.batch_size, 1, rows, status);
   return r->pipeline == NULL;
 }

@@ -113,7 +113,7 @@ static void test_peek_shows_the_next_batch(void **state) {
   ct_status st = CT_STATUS_INIT;
   ct_dataset *ds = lazy_dataset(-1);
   ct_batcher *b = new_batcher(ds);
-  ct_pipeline_options o = {2, 2, NULL, NULL, 0};
+  ct_pipeline_options o = {.threads = 2, .prefetch = 2};
   ct_pipeline *p = ct_pipeline_new(new_batcher(ds), &o, &st);
   assert_non_null(p);
   ct_batcher_start_epoch(b, 0);
@@ -147,12 +147,24 @@ static void test_peek_shows_the_next_batch(void **state) {
   ct_dataset_free(ds);
 }
 
-static void run_against_the_batcher(ct_dataset *ds, int threads, int prefetch, int rows_only) {
+/* A caller's host memory (ct_host_memory) that counts its live blocks. */
+static void *counted_alloc(size_t bytes, void *context) {
+  ++*(int *)context;
+  return malloc(bytes);
+}
+static void counted_free(void *ptr, size_t bytes, void *context) {
+  (void)bytes;
+  --*(int *)context;
+  free(ptr);
+}
+
+static void run_against_the_batcher(ct_dataset *ds, int threads, int prefetch, int rows_only,
+                                    const ct_host_memory *memory) {
   ct_status st = CT_STATUS_INIT;
   ct_batcher *b = new_batcher(ds);
   /* a process's rows: batches that hold only them */
   ct_pipeline_options o = {threads, prefetch, rows_only ? middle_rows : NULL, NULL,
-                           rows_only ? MIDDLE_ROWS : 0};
+                           rows_only ? MIDDLE_ROWS : 0, *memory};
   ct_pipeline *p = ct_pipeline_new(new_batcher(ds), &o, &st);
   assert_non_null(p);
   int64_t h, w, c;
@@ -186,11 +198,32 @@ static void test_bitwise_the_batcher_for_any_threads_and_prefetch(void **state) 
   (void)state;
   ct_dataset *ds = lazy_dataset(-1);
   const int threads[] = {1, 2, 4}, prefetch[] = {1, 3};
+  const ct_host_memory own = {NULL, NULL, NULL};
   for (int t = 0; t < 3; ++t)
     for (int q = 0; q < 2; ++q) {
-      run_against_the_batcher(ds, threads[t], prefetch[q], 0);
-      run_against_the_batcher(ds, threads[t], prefetch[q], 1);
+      run_against_the_batcher(ds, threads[t], prefetch[q], 0, &own);
+      run_against_the_batcher(ds, threads[t], prefetch[q], 1, &own);
     }
+  ct_dataset_free(ds);
+}
+
+/* Batches in the caller's memory (pinned memory for GPUs): the same bits,
+ * a block per slot's images and labels, each given back with the
+ * pipeline. */
+static void test_batches_in_the_callers_memory(void **state) {
+  (void)state;
+  ct_dataset *ds = lazy_dataset(-1);
+  int live = 0;
+  const ct_host_memory counted = {counted_alloc, counted_free, &live};
+  run_against_the_batcher(ds, 2, 3, 0, &counted);
+  assert_int_equal(live, 0);
+  ct_status st = CT_STATUS_INIT;
+  ct_pipeline_options o = {.threads = 1, .prefetch = 3, .memory = counted};
+  ct_pipeline *p = ct_pipeline_new(new_batcher(ds), &o, &st);
+  assert_non_null(p);
+  assert_int_equal(live, 2 * (3 + 1));
+  ct_pipeline_free(p);
+  assert_int_equal(live, 0);
   ct_dataset_free(ds);
 }
 
@@ -212,7 +245,7 @@ static void test_an_unreadable_example_fails_its_batch(void **state) {
   assert_int_equal(bad_batch, 100 / BATCH);
   ct_status_clear(&st);
   for (int threads = 1; threads <= 4; threads *= 2) {
-    ct_pipeline_options o = {threads, 3, NULL, NULL, 0};
+    ct_pipeline_options o = {.threads = threads, .prefetch = 3};
     ct_pipeline *p = ct_pipeline_new(new_batcher(ds), &o, &st);
     ct_pipeline_batch batch;
     for (int64_t i = 0; i < bad_batch; ++i)
@@ -238,7 +271,7 @@ static void test_freed_while_the_workers_are_busy(void **state) {
   ct_dataset *ds = lazy_dataset(-1);
   ct_status st = CT_STATUS_INIT;
   for (int i = 0; i < 20; ++i) {
-    ct_pipeline_options o = {4, 3, NULL, NULL, 0};
+    ct_pipeline_options o = {.threads = 4, .prefetch = 3};
     ct_pipeline *p = ct_pipeline_new(new_batcher(ds), &o, &st);
     assert_non_null(p);
     ct_pipeline_batch batch;
@@ -255,7 +288,7 @@ static void test_cache_reads_each_example_once(void **state) {
   assert_int_equal(ct_dataset_enable_cache(cached, &st), 0);
   ct_dataset *plain = lazy_dataset(-1);
   for (int threads = 1; threads <= 4; threads *= 4) {
-    ct_pipeline_options o = {threads, 2, NULL, NULL, 0};
+    ct_pipeline_options o = {.threads = threads, .prefetch = 2};
     ct_pipeline *a = ct_pipeline_new(new_batcher(cached), &o, &st);
     ct_batcher *b = new_batcher(plain);
     float *images = malloc(BATCH * PIXELS * sizeof *images);
@@ -279,7 +312,7 @@ static void test_bad_options(void **state) {
   (void)state;
   ct_dataset *ds = lazy_dataset(-1);
   ct_status st = CT_STATUS_INIT;
-  ct_pipeline_options o = {0, 2, NULL, NULL, 0};
+  ct_pipeline_options o = {.threads = 0, .prefetch = 2};
   assert_null(ct_pipeline_new(new_batcher(ds), &o, &st));
   assert_int_equal(st.code, CT_INVALID_ARGUMENT);
   ct_dataset_free(ds);
@@ -289,6 +322,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bitwise_the_batcher_for_any_threads_and_prefetch),
       cmocka_unit_test(test_peek_shows_the_next_batch),
+      cmocka_unit_test(test_batches_in_the_callers_memory),
       cmocka_unit_test(test_an_unreadable_example_fails_its_batch),
       cmocka_unit_test(test_freed_while_the_workers_are_busy),
       cmocka_unit_test(test_cache_reads_each_example_once),

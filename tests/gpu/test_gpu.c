@@ -13,6 +13,7 @@
  *     third fails clearly;
  *   - visible_device_list "1,0" swaps two GPUs, and a bad list is an error;
  *   - a run stages the next run's input on the GPU under its own kernels;
+ *     a feed in the session's pinned memory is copied in from where it is;
  *   - towers on 2 virtual GPUs split from one (replicated with the
  *     collective all-reduce, and parameter server on /cpu:0) against one
  *     device, and on 2 physical GPUs when the machine has them.
@@ -497,6 +498,68 @@ static void test_staged_inputs_copy_under_the_last_run(void **state) {
   staged_graph_free(&sg);
 }
 
+/* tanh(x) summed on /gpu:0, x fed from `memory` (NULL: a tensor of its own),
+ * in a session of its own; counts the pinned allocations the run made. */
+static float sum_tanh_fed_from(int use_session_memory, long *pinned_allocations) {
+  ct_graph *g = ct_graph_new();
+  ct_graph_push_device(g, "/gpu:0");
+  const ct_shape shape = ct_shape_of(2, (int64_t)STAGED_ROWS, (int64_t)STAGED_COLS);
+  ct_output x = ct_placeholder(g, "x", CT_F32, shape);
+  ct_output loss = ct_reduce_sum(g, ct_tanh(g, x), 3u, 0);
+  ct_graph_pop_device(g);
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.gpu_options.allow_growth = 1;
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, &so, &st);
+  assert_status_ok(&st);
+  ct_host_memory memory = {NULL, NULL, NULL};
+  assert_int_equal(ct_session_host_memory(s, &memory), 1);
+  ct_tensor value = {CT_F32, shape, NULL, 0};
+  const size_t nbytes = ct_tensor_nbytes(&value);
+  value.data = use_session_memory ? memory.alloc(nbytes, memory.context) : malloc(nbytes);
+  assert_non_null(value.data);
+  for (int i = 0; i < STAGED_ROWS * STAGED_COLS; ++i) ((float *)value.data)[i] = (float)(i % 13) / 13.0f;
+  ct_feed feed = {x, &value};
+  ct_tensor *out = NULL;
+#ifdef CT_GPU_EMULATED
+  const long before = emu_count(EMU_PINNED_ALLOCATIONS);
+#endif
+  assert_int_equal(ct_session_run(s, &feed, 1, &loss, 1, NULL, 0, &out, &st), 0);
+#ifdef CT_GPU_EMULATED
+  *pinned_allocations = emu_count(EMU_PINNED_ALLOCATIONS) - before;
+#else
+  *pinned_allocations = -1;
+#endif
+  const float sum = ct_tensor_f32(out)[0];
+  ct_tensor_free(out);
+  if (use_session_memory)
+    memory.free(value.data, nbytes, memory.context);
+  else
+    free(value.data);
+  ct_session_free(s);
+  ct_graph_free(g);
+  return sum;
+}
+
+/* A session with a GPU offers pinned host memory (ct_session_host_memory,
+ * where the trainer's input pipeline keeps its batches): a feed that lives
+ * there goes to the GPU from where it is, with no staging buffer of its
+ * own (on the emulator, which counts them), and the same result. */
+static void test_feeds_in_pinned_memory_copy_in_place(void **state) {
+  (void)state;
+  long pageable_allocations, pinned_allocations;
+  const float pageable = sum_tanh_fed_from(0, &pageable_allocations);
+  const float pinned = sum_tanh_fed_from(1, &pinned_allocations);
+  printf("  pinned allocations in a run fed from malloc: %ld, from the session's memory: %ld\n",
+         pageable_allocations, pinned_allocations);
+  assert_true(pageable == pinned);
+#ifdef CT_GPU_EMULATED
+  assert_int_equal(pageable_allocations, 1); /* the feed's staging buffer */
+  assert_int_equal(pinned_allocations, 0);
+#endif
+}
+
 /* ---- memory ------------------------------------------------------------------- */
 
 /* y = x + x on /gpu:0 for an x of n floats. */
@@ -778,6 +841,7 @@ int main(void) {
 #endif
       cmocka_unit_test(test_towers_on_two_physical_gpus),
       cmocka_unit_test(test_staged_inputs_copy_under_the_last_run),
+      cmocka_unit_test(test_feeds_in_pinned_memory_copy_in_place),
 #ifdef CT_GPU_EMULATED
       cmocka_unit_test(test_training_steps_wait_only_at_the_end),
 #endif

@@ -55,11 +55,18 @@ extern "C" {
 typedef struct ct_staging ct_staging;
 ct_staging *ct_staging_new(void);
 void ct_staging_free(ct_staging *staging);
-/* Queues a copy of nbytes from host memory src to dst on `stream`, through
- * a pinned buffer when one is free or can be made (else directly). src may
- * be reused as soon as this returns. Returns 0 or fills status. */
+/* Queues a copy of nbytes from host memory src to dst on `stream`: from
+ * src itself when it is pinned memory of ct_pinned_alloc (read when the
+ * copy runs: its owner keeps it unchanged until the GPU is synchronized, as
+ * a run's feeds are), else through a pinned buffer when one is free or can
+ * be made (else directly), and then src may be reused as soon as this
+ * returns. Returns 0 or fills status. */
 int ct_staging_copy_to_gpu(ct_staging *staging, void *dst, const void *src, size_t nbytes,
                            cudaStream_t stream, ct_status *status);
+/* Pinned host memory, portable to every GPU, that copies into a GPU read
+ * directly (ct_device_ops.host_alloc); NULL when there is none to be had. */
+void *ct_pinned_alloc(size_t bytes);
+void ct_pinned_free(void *ptr);
 
 typedef struct ct_gpu {
   int ordinal;                /* the CUDA device (after CUDA_VISIBLE_DEVICES) */

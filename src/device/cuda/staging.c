@@ -10,7 +10,9 @@
  * smallest free one that fits. Pinned memory is taken from the machine's
  * RAM for good, so there is a cap: a copy over STAGING_MAX_BYTES, or one
  * that finds every buffer busy and no room for another, goes unstaged
- * (and may wait). */
+ * (and may wait). A copy from pinned memory that ctower allocated itself
+ * (ct_pinned_alloc: the input pipeline's batches when a GPU trains) needs
+ * none of this and is queued from where it is. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +25,54 @@ enum {
 };
 /* pinned bytes per device, at most */
 static const size_t STAGING_PINNED_LIMIT = (size_t)256 << 20;
+
+/* The blocks of ct_pinned_alloc, which copies read in place. */
+enum { PINNED_BLOCKS = 256 };
+static struct {
+  pthread_mutex_t lock;
+  int n;
+  const char *start[PINNED_BLOCKS];
+  size_t bytes[PINNED_BLOCKS];
+} pinned_blocks = {PTHREAD_MUTEX_INITIALIZER, 0, {NULL}, {0}};
+
+void *ct_pinned_alloc(size_t bytes) {
+  void *ptr = NULL;
+  pthread_mutex_lock(&pinned_blocks.lock);
+  if (pinned_blocks.n < PINNED_BLOCKS) {
+    if (cudaHostAlloc(&ptr, bytes ? bytes : 1, cudaHostAllocPortable) == cudaSuccess) {
+      pinned_blocks.start[pinned_blocks.n] = ptr;
+      pinned_blocks.bytes[pinned_blocks.n++] = bytes;
+    } else {
+      cudaGetLastError();
+      ptr = NULL;
+    }
+  }
+  pthread_mutex_unlock(&pinned_blocks.lock);
+  return ptr;
+}
+
+void ct_pinned_free(void *ptr) {
+  pthread_mutex_lock(&pinned_blocks.lock);
+  for (int i = 0; i < pinned_blocks.n; ++i)
+    if (pinned_blocks.start[i] == ptr) {
+      pinned_blocks.start[i] = pinned_blocks.start[--pinned_blocks.n];
+      pinned_blocks.bytes[i] = pinned_blocks.bytes[pinned_blocks.n];
+      cudaFreeHost(ptr);
+      break;
+    }
+  pthread_mutex_unlock(&pinned_blocks.lock);
+}
+
+/* Whether [src, src + nbytes) lies in a block of ct_pinned_alloc. */
+static int pinned(const void *src, size_t nbytes) {
+  const char *p = src;
+  int found = 0;
+  pthread_mutex_lock(&pinned_blocks.lock);
+  for (int i = 0; i < pinned_blocks.n && !found; ++i)
+    found = p >= pinned_blocks.start[i] && p + nbytes <= pinned_blocks.start[i] + pinned_blocks.bytes[i];
+  pthread_mutex_unlock(&pinned_blocks.lock);
+  return found;
+}
 
 typedef struct staging_buffer {
   void *host; /* cudaHostAlloc'ed, portable to every GPU */
@@ -95,7 +145,8 @@ static staging_buffer *staging_take(ct_staging *st, size_t nbytes) {
 
 int ct_staging_copy_to_gpu(ct_staging *st, void *dst, const void *src, size_t nbytes,
                            cudaStream_t stream, ct_status *status) {
-  staging_buffer *b = nbytes <= STAGING_MAX_BYTES ? staging_take(st, nbytes) : NULL;
+  staging_buffer *b =
+      nbytes <= STAGING_MAX_BYTES && !pinned(src, nbytes) ? staging_take(st, nbytes) : NULL;
   if (b == NULL)
     return ct_cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, stream),
                          "copying to the GPU", status);

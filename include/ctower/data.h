@@ -130,6 +130,28 @@ ct_dataset *ct_dataset_open_image_folder(const char *dir, int train,
 ct_dataset *ct_dataset_open_tfrecord(const char *dir, int train,
                                      const ct_dataset_read_options *options, ct_status *status);
 
+/* A dataset to open by its format's name (ct_dataset_open_named): the
+ * fields its reader takes. */
+typedef struct ct_dataset_request {
+  const char *name; /* one of ct_dataset_names */
+  const char *path; /* the folder of its files (NULL or "": the default, for MNIST's) */
+  int train;        /* the training split, else the test split */
+  int64_t examples; /* synthetic: how many */
+  uint64_t seed;    /* synthetic: its examples' stream */
+  ct_dataset_read_options read; /* synthetic too: image_shape and num_classes */
+} ct_dataset_request;
+
+/* The formats ct_dataset_open_named reads, NULL-terminated:
+ * "fashion_mnist" and "mnist" (ct_dataset_open_mnist), "synthetic"
+ * (ct_dataset_new_synthetic), "cifar10" and "cifar100"
+ * (ct_dataset_open_cifar), "image_folder", "tfrecord". */
+extern const char *const ct_dataset_names[];
+
+/* Opens the dataset `request` names through its format's reader. NULL
+ * with status set: CT_INVALID_ARGUMENT for a name no reader has (the
+ * message lists the known ones), else the reader's. */
+ct_dataset *ct_dataset_open_named(const ct_dataset_request *request, ct_status *status);
+
 /* Reads example `index` (0 <= index < size): its H * W * C u8 pixels (HWC)
  * into pixels and its label into *label. Returns 0, or 1 with status
  * CT_DATA_LOSS (or CT_NOT_FOUND / CT_UNAVAILABLE for a file gone or

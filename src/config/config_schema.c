@@ -8,8 +8,6 @@
 const char *const ct_config_zoo_models[] = {"mlp",      "fmnist_cnn", "cifar10_cnn",
                                        "resnet20", "resnet32",   "resnet44",
                                        "resnet56", "resnet110",  NULL};
-static const char *const k_datasets[] = {"fashion_mnist", "mnist",        "synthetic", "cifar10",
-                                         "cifar100",      "image_folder", "tfrecord",  NULL};
 static const char *const k_labels[] = {"fine", "coarse", NULL};
 static const char *const k_optimizers[] = {"sgd", "momentum", "adam", NULL};
 static const char *const k_schedules[] = {"constant", "step", "piecewise", "cosine", NULL};
@@ -62,7 +60,7 @@ const ct_config_field ct_config_fields[] = {
     {.path = "model.layers", .type = CT_FIELD_LAYERS, .offset = OFF(model.layers), .def = "[]"},
     STR("model.library", model.library, "\"\""),
 
-    ENUM("dataset.name", dataset.name, k_datasets, "fashion_mnist"),
+    ENUM("dataset.name", dataset.name, ct_dataset_names, "fashion_mnist"),
     {.path = "dataset.path",
      .type = CT_FIELD_STR,
      .offset = OFF(dataset.path),

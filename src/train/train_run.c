@@ -13,26 +13,18 @@
 
 ct_dataset *ct_trainer_open_dataset(const ct_trainer_options *o, int train, ct_status *status) {
   const ct_dataset_options *d = &o->dataset;
-  if (strcmp(d->name, "synthetic") == 0) {
-    const int64_t *shape = d->image_shape;
-    return ct_dataset_new_synthetic(train ? d->train_size : d->test_size, shape[0], shape[1],
-                                    shape[2], (int)d->num_classes,
-                                    (uint64_t)o->train.seed + (uint64_t)train, status);
-  }
-  ct_dataset_read_options read = {
-      .image_shape = {d->image_shape[0], d->image_shape[1], d->image_shape[2]},
-      .num_classes = d->num_classes > INT32_MAX ? INT32_MAX : (int)d->num_classes,
-      .label_offset = d->label_offset,
-      .coarse_labels = d->coarse_labels,
-      .skip_bad_examples = d->skip_bad_examples};
-  if (strcmp(d->name, "cifar10") == 0 || strcmp(d->name, "cifar100") == 0)
-    return ct_dataset_open_cifar(d->path, strcmp(d->name, "cifar100") == 0 ? 100 : 10, train, &read,
-                                 status);
-  if (strcmp(d->name, "image_folder") == 0)
-    return ct_dataset_open_image_folder(d->path, train, &read, status);
-  if (strcmp(d->name, "tfrecord") == 0)
-    return ct_dataset_open_tfrecord(d->path, train, &read, status);
-  return ct_dataset_open_mnist(d->path, train, status);
+  const ct_dataset_request request = {
+      .name = d->name,
+      .path = d->path,
+      .train = train,
+      .examples = train ? d->train_size : d->test_size,
+      .seed = (uint64_t)o->train.seed + (uint64_t)train,
+      .read = {.image_shape = {d->image_shape[0], d->image_shape[1], d->image_shape[2]},
+               .num_classes = d->num_classes > INT32_MAX ? INT32_MAX : (int)d->num_classes,
+               .label_offset = d->label_offset,
+               .coarse_labels = d->coarse_labels,
+               .skip_bad_examples = d->skip_bad_examples}};
+  return ct_dataset_open_named(&request, status);
 }
 
 const ct_augment_options *ct_trainer_augment(const ct_trainer_options *o) {

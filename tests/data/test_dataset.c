@@ -196,6 +196,51 @@ static void test_synthetic_rejects_bad_sizes(void **state) {
   ct_dataset_free(empty);
 }
 
+/* Datasets open by their format's name through one table: every name has
+ * a reader (a missing folder is that reader's CT_NOT_FOUND, not "no
+ * reader"), "synthetic" gives what ct_dataset_new_synthetic gives, and an
+ * unknown name is an error that lists the known ones. */
+static void test_readers_by_name(void **state) {
+  (void)state;
+  int names = 0;
+  for (const char *const *name = ct_dataset_names; *name; ++name, ++names) {
+    if (strcmp(*name, "synthetic") == 0) continue;
+    ct_status st = CT_STATUS_INIT;
+    const ct_dataset_request r = {.name = *name, .path = "/nonexistent/ctower-dataset",
+                                  .read = {.image_shape = {8, 8, 3}, .num_classes = 10}};
+    assert_null(ct_dataset_open_named(&r, &st));
+    printf("  %s: %s\n", *name, st.message);
+    assert_int_equal(st.code, CT_NOT_FOUND);
+  }
+  assert_int_equal(names, 7);
+  ct_status st = CT_STATUS_INIT;
+  const ct_dataset_request synthetic = {.name = "synthetic", .examples = 40, .seed = 9,
+                                        .read = {.image_shape = {6, 5, 2}, .num_classes = 7}};
+  ct_dataset *named = ct_dataset_open_named(&synthetic, &st);
+  ct_dataset *direct = ct_dataset_new_synthetic(40, 6, 5, 2, 7, 9, &st);
+  assert_status_ok(&st);
+  assert_int_equal(ct_dataset_size(named), 40);
+  enum { PIX = 6 * 5 * 2 };
+  static float a[40 * PIX], b[40 * PIX];
+  int32_t la[40], lb[40];
+  ct_batcher *ba = ct_batcher_new(named, 40, 0, 0, &st), *bb = ct_batcher_new(direct, 40, 0, 0, &st);
+  assert_int_equal(ct_batcher_next(ba, a, la, NULL), 40);
+  assert_int_equal(ct_batcher_next(bb, b, lb, NULL), 40);
+  assert_memory_equal(a, b, sizeof a);
+  assert_memory_equal(la, lb, sizeof la);
+  ct_batcher_free(ba);
+  ct_batcher_free(bb);
+  ct_dataset_free(named);
+  ct_dataset_free(direct);
+  const ct_dataset_request unknown = {.name = "imagenet_lmdb", .path = "/data"};
+  assert_null(ct_dataset_open_named(&unknown, &st));
+  printf("  %s\n", st.message);
+  assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "'imagenet_lmdb'"));
+  assert_non_null(strstr(st.message, "fashion_mnist, mnist, synthetic, cifar10, cifar100, "
+                                     "image_folder, tfrecord"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_open_generated_mnist),
@@ -205,6 +250,7 @@ int main(void) {
       cmocka_unit_test(test_real_fashion_mnist),
       cmocka_unit_test(test_synthetic_is_deterministic),
       cmocka_unit_test(test_synthetic_rejects_bad_sizes),
+      cmocka_unit_test(test_readers_by_name),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

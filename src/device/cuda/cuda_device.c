@@ -372,7 +372,7 @@ static int gpu_copy(ct_device *to, void *dst, ct_device *from, const void *src, 
  * queued on it later. */
 static int gpu_copy_ahead(ct_device *to, void *dst, const void *src, size_t nbytes, void *begin,
                           void *end, ct_status *status) {
-  const ct_gpu *gpu = ct_gpu_of(to);
+  ct_gpu *gpu = ct_gpu_of(to);
   int current = -1;
   cudaGetDevice(&current);
   if (current != gpu->ordinal) cudaSetDevice(gpu->ordinal);
@@ -382,20 +382,23 @@ static int gpu_copy_ahead(ct_device *to, void *dst, const void *src, size_t nbyt
        ct_cuda_check(cudaEventRecord((cudaEvent_t)begin, gpu->ahead_stream), to->name, status)) ||
       ct_staging_copy_to_gpu(gpu->staging, dst, src, nbytes, gpu->ahead_stream, status) ||
       ct_cuda_check(cudaEventRecord((cudaEvent_t)end, gpu->ahead_stream), to->name, status);
+  gpu->ahead_queued = 1;
   if (current >= 0 && current != gpu->ordinal) cudaSetDevice(current);
   return failed;
 }
 
 static int gpu_synchronize(ct_device *d, ct_status *status) {
-  const ct_gpu *gpu = ct_gpu_of(d);
+  ct_gpu *gpu = ct_gpu_of(d);
   /* a GPU whose setup stopped before its stream existed */
   if (gpu == NULL || gpu->stream == NULL) return 0;
   cudaSetDevice(gpu->ordinal);
+  /* the stream of copies ahead only when a run used it: a wait less */
+  const int ahead = gpu->ahead_queued;
+  gpu->ahead_queued = 0;
   return ct_cuda_check(cudaStreamSynchronize(gpu->stream), d->name, status) ||
          (gpu->copy_stream &&
           ct_cuda_check(cudaStreamSynchronize(gpu->copy_stream), d->name, status)) ||
-         (gpu->ahead_stream &&
-          ct_cuda_check(cudaStreamSynchronize(gpu->ahead_stream), d->name, status)) ||
+         (ahead && ct_cuda_check(cudaStreamSynchronize(gpu->ahead_stream), d->name, status)) ||
          (gpu->comm_stream &&
           ct_cuda_check(cudaStreamSynchronize(gpu->comm_stream), d->name, status));
 }

@@ -76,6 +76,8 @@ typedef struct ct_gpu {
   cudaStream_t stream;        /* compute: every kernel, and copies into this device */
   cudaStream_t copy_stream;   /* copies out of this device into host memory */
   cudaStream_t ahead_stream;  /* copies in of a run's next inputs (ct_device_copy_ahead) */
+  int ahead_queued;           /* a copy ahead was queued since the last synchronize (set by a
+                                 step's worker, read once the run's steps are done) */
   cudaStream_t comm_stream;   /* collectives (collective.c) */
   ct_staging *staging;        /* pinned buffers for copies in from host memory */
   pthread_mutex_t handles_lock; /* guards the creation of the two handles */

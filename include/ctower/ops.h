@@ -152,7 +152,12 @@ ct_output ct_sparse_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_outp
 ct_output ct_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels);
 /* sum(x^2) / 2, a scalar (tf.nn.l2_loss); its gradient is x * dy. */
 ct_output ct_l2_loss(ct_graph *g, ct_output x);
-ct_output ct_argmax(ct_graph *g, ct_output x); /* over the last axis, i32 */
+/* The index (i32) of the largest element along `axis` (negative counts back
+ * from the rank), the first of equal ones; x without that axis, which must
+ * not be empty. A NaN never wins over a number after it (as a scan that
+ * keeps the first maximum). No gradient. */
+ct_output ct_argmax_axis(ct_graph *g, ct_output x, int axis);
+ct_output ct_argmax(ct_graph *g, ct_output x); /* ct_argmax_axis over the last axis */
 /* 1 where a == b, else 0 (u8, TensorFlow's bool): a and b of one dtype and
  * one shape, or one a scalar. No gradient. */
 ct_output ct_equal(ct_graph *g, ct_output a, ct_output b);

@@ -325,7 +325,7 @@ static PyObject *g_set_weight_decay(ct_py_graph *g, PyObject *args) {
 /* ---- ops ----------------------------------------------------------------------------------- */
 
 enum { UNARY_IDENTITY, UNARY_NEG, UNARY_RELU, UNARY_SIGMOID, UNARY_TANH, UNARY_ZEROS_LIKE,
-       UNARY_ONES_LIKE, UNARY_ARGMAX, UNARY_L2_LOSS };
+       UNARY_ONES_LIKE, UNARY_L2_LOSS };
 
 static PyObject *g_unary(ct_py_graph *g, PyObject *args) {
   int kind;
@@ -333,8 +333,7 @@ static PyObject *g_unary(ct_py_graph *g, PyObject *args) {
   ct_output x;
   if (!PyArg_ParseTuple(args, "iO", &kind, &obj) || ct_py_output(g, obj, &x)) return NULL;
   ct_output (*const table[])(ct_graph *, ct_output) = {
-      ct_identity, ct_neg,        ct_relu,   ct_sigmoid, ct_tanh,
-      ct_zeros_like, ct_ones_like, ct_argmax, ct_l2_loss};
+      ct_identity, ct_neg, ct_relu, ct_sigmoid, ct_tanh, ct_zeros_like, ct_ones_like, ct_l2_loss};
   if (kind < 0 || kind > UNARY_L2_LOSS) return PyErr_Format(PyExc_ValueError, "no unary op %d", kind);
   write_lock(g);
   ct_output o = table[kind](g->graph, x);
@@ -526,6 +525,18 @@ static PyObject *g_split(ct_py_graph *g, PyObject *args) {
   return list;
 }
 
+/* argmax(x, axis) */
+static PyObject *g_argmax(ct_py_graph *g, PyObject *args) {
+  PyObject *ox;
+  int axis;
+  ct_output x;
+  if (!PyArg_ParseTuple(args, "Oi", &ox, &axis) || ct_py_output(g, ox, &x)) return NULL;
+  write_lock(g);
+  ct_output o = ct_argmax_axis(g->graph, x, axis);
+  unlock(g);
+  return built(g, o);
+}
+
 static PyObject *g_reduce(ct_py_graph *g, PyObject *args) {
   PyObject *ox;
   int mean, keep;
@@ -662,6 +673,7 @@ static PyMethodDef graph_methods[] = {
     M(gradients, METH_VARARGS),    M(variable_gradients, METH_VARARGS),
     M(apply_gradients, METH_VARARGS), M(variables, METH_NOARGS),
     M(equal, METH_VARARGS),        M(softmax_xent, METH_VARARGS),   M(cast, METH_VARARGS),
+    M(argmax, METH_VARARGS),
     {NULL, NULL, 0, NULL},
 };
 #undef M

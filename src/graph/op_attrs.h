@@ -21,7 +21,7 @@ typedef struct ct_reshape_attrs {
   ct_shape shape; /* the target shape; at most one -1, resolved from the input's size */
 } ct_reshape_attrs;
 
-/* ConcatV2, ConcatGrad (as its Concat's), Split. */
+/* ConcatV2, ConcatGrad (as its Concat's), Split, ArgMax. */
 typedef struct ct_axis_attrs {
   int64_t axis; /* the axis joined or split; negative counts back from the rank */
 } ct_axis_attrs;

@@ -36,6 +36,12 @@ int64_t ct_outer_count(const ct_shape *s, int axis) {
   return n;
 }
 
+int64_t ct_inner_count(const ct_shape *s, int axis) {
+  int64_t n = 1;
+  for (int d = axis + 1; d < s->rank; ++d) n *= s->dims[d];
+  return n;
+}
+
 int ct_kernel_axis(const ct_kernel_ctx *ctx, int rank) {
   int64_t axis = ctx->attrs->axis.axis;
   return (int)(axis < 0 ? axis + rank : axis);

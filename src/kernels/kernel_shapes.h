@@ -20,6 +20,8 @@ void ct_broadcast_strides(const ct_shape *in, const ct_shape *out, int64_t *stri
 size_t ct_row_bytes(const ct_tensor *t, int axis);
 /* The product of the dims before `axis`. */
 int64_t ct_outer_count(const ct_shape *s, int axis);
+/* The product of the dims after `axis`. */
+int64_t ct_inner_count(const ct_shape *s, int axis);
 /* attrs->axis as an axis of a tensor of this rank (negative counts back). */
 int ct_kernel_axis(const ct_kernel_ctx *ctx, int rank);
 

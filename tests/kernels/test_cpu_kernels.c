@@ -1042,6 +1042,48 @@ static void test_concat_split(void **state) {
 
 /* ---- classification ------------------------------------------------------------------ */
 
+/* ArgMax along each axis of [3, 4, 5] (and axis -2) against the naive scan,
+ * the values rounded to tenths so that some maxima tie (the first wins). */
+static void test_argmax_along_each_axis(void **state) {
+  (void)state;
+  const int64_t dims[3] = {3, 4, 5};
+  ct_shape shapes[1] = {ct_shape_make(3, dims)};
+  op_run r;
+  run_begin(&r, 1, shapes, 73);
+  float *x = input(&r, 0);
+  for (int i = 0; i < 60; ++i) x[i] = roundf(x[i] * 10.0f) / 10.0f;
+  const int axes[4] = {0, 1, 2, -2};
+  ct_output fetches[4];
+  for (int k = 0; k < 4; ++k) fetches[k] = ct_argmax_axis(r.g, r.in[0], axes[k]);
+  ct_tensor *out[4];
+  run_fetch(&r, 4, fetches, out);
+  for (int k = 0; k < 4; ++k) {
+    const int axis = axes[k] < 0 ? axes[k] + 3 : axes[k];
+    const int64_t stride = axis == 0 ? 20 : axis == 1 ? 5 : 1;
+    int64_t j = 0, ties = 0;
+    for (int64_t i = 0; i < 60; ++i) {
+      if ((i / stride) % dims[axis] != 0) continue; /* i: the first of its line */
+      int64_t best = 0;
+      for (int64_t c = 1; c < dims[axis]; ++c) {
+        ties += x[i + c * stride] == x[i + best * stride];
+        if (x[i + c * stride] > x[i + best * stride]) best = c;
+      }
+      if (ct_tensor_i32(out[k])[j] != best)
+        fail_msg("ArgMax axis %d, output %lld: %d, not %lld", axes[k], (long long)j,
+                 ct_tensor_i32(out[k])[j], (long long)best);
+      ++j;
+    }
+    assert_int_equal(ct_tensor_elements(out[k]), j);
+    printf("  ArgMax axis %2d of [3, 4, 5]: %lld outputs match (%lld ties seen)\n", axes[k],
+           (long long)j, (long long)ties);
+    ct_tensor_free(out[k]);
+  }
+  ct_output too_far = ct_argmax_axis(r.g, r.in[0], 3);
+  assert_null(too_far.node);
+  assert_int_equal(ct_graph_status(r.g)->code, CT_INVALID_ARGUMENT);
+  run_end(&r);
+}
+
 static void test_cross_entropy_and_accuracy(void **state) {
   (void)state;
   const int64_t N = 6, C = 5;
@@ -1331,6 +1373,7 @@ int main(void) {
       cmocka_unit_test(test_broadcast_and_reduce),
       cmocka_unit_test(test_bias_gradient),
       cmocka_unit_test(test_concat_split),
+      cmocka_unit_test(test_argmax_along_each_axis),
       cmocka_unit_test(test_cross_entropy_and_accuracy),
       cmocka_unit_test(test_dense_cross_entropy),
       cmocka_unit_test(test_equal_and_cast),

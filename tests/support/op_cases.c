@@ -119,6 +119,16 @@ static ct_output b_dense_xent(ct_graph *g, const ct_output *x) {
   ct_tensor t = {CT_F32, ct_shape_of(2, (int64_t)3, (int64_t)4), labels, 0};
   return ct_softmax_cross_entropy(g, x[0], ct_constant(g, "labels", &t));
 }
+/* the index as a float: no gradient reaches x (the check expects zeros) */
+static ct_output b_argmax_axis0(ct_graph *g, const ct_output *x) {
+  return ct_cast(g, ct_argmax_axis(g, x[0], 0), CT_F32);
+}
+static ct_output b_argmax_axis1(ct_graph *g, const ct_output *x) {
+  return ct_cast(g, ct_argmax_axis(g, x[0], 1), CT_F32);
+}
+static ct_output b_argmax_last(ct_graph *g, const ct_output *x) {
+  return ct_cast(g, ct_argmax_axis(g, x[0], -1), CT_F32);
+}
 static ct_output b_l2_loss(ct_graph *g, const ct_output *x) { return ct_l2_loss(g, x[0]); }
 static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
   return ct_tanh(g, ct_add(g, ct_matmul(g, x[0], x[1], 0, 0), x[2]));
@@ -129,11 +139,12 @@ static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
 #define S3(a, b, c) ct_shape_of(3, (int64_t)(a), (int64_t)(b), (int64_t)(c))
 #define S4(a, b, c, d) ct_shape_of(4, (int64_t)(a), (int64_t)(b), (int64_t)(c), (int64_t)(d))
 
-static op_case cases[64];
+static op_case cases[80];
 static int n_cases;
 
 static void add_case(const char *name, int n, ct_shape s0, ct_shape s1, ct_shape s2,
                      value_kind values, ct_output (*build)(ct_graph *, const ct_output *)) {
+  assert_true(n_cases < (int)(sizeof cases / sizeof cases[0]));
   op_case *c = &cases[n_cases++];
   c->name = name;
   c->n_inputs = n;
@@ -221,6 +232,9 @@ static void build_table(void) {
   add_case("SoftmaxCrossEntropy", 1, S2(4, 5), none, none, VALUES_UNIFORM, b_xent);
   add_case("SoftmaxCrossEntropyWithLogits", 1, S2(3, 4), none, none, VALUES_UNIFORM,
            b_dense_xent);
+  add_case("ArgMax axis 0", 1, S3(5, 3, 4), none, none, VALUES_DISTINCT, b_argmax_axis0);
+  add_case("ArgMax axis 1", 1, S3(2, 6, 3), none, none, VALUES_DISTINCT, b_argmax_axis1);
+  add_case("ArgMax last axis", 1, S2(3, 40), none, none, VALUES_DISTINCT, b_argmax_last);
   add_case("L2Loss", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_l2_loss);
   add_case("dense chain", 3, S2(3, 4), S2(4, 2), S1(2), VALUES_UNIFORM, b_dense_chain);
 }

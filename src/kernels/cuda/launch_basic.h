@@ -151,9 +151,10 @@ cudaError_t ct_launch_equal(const void *a, const void *b, uint8_t *out, int dtyp
 cudaError_t ct_launch_cast(const void *x, void *y, int from, int to, int64_t n,
                            cudaStream_t stream);
 
-/* out[r] = the first index of row r's maximum (0 for a row of no classes). */
-cudaError_t ct_launch_argmax(const float *x, int32_t *out, int64_t rows, int64_t classes,
-                             cudaStream_t stream);
+/* x viewed as [outer, classes, inner]: out[o * inner + i] = the first index
+ * c of the maximum of x[o, c, i] (0 without classes). */
+cudaError_t ct_launch_argmax(const float *x, int32_t *out, int64_t outer, int64_t classes,
+                             int64_t inner, cudaStream_t stream);
 
 /* out[0] = the fraction of rows whose argmax equals the label (0 without
  * rows); scratch: `rows` int32. rows may be 0. */

@@ -7,7 +7,7 @@ from ctower.compat.v1 import _framework as fw
 from ctower.compat.v1._framework import Tensor, convert_to_tensor, get_default_graph
 
 # the extension's op codes (python/src/graph.c)
-_IDENTITY, _NEG, _RELU, _SIGMOID, _TANH, _ZEROS_LIKE, _ONES_LIKE, _ARGMAX, _L2_LOSS = range(9)
+_IDENTITY, _NEG, _RELU, _SIGMOID, _TANH, _ZEROS_LIKE, _ONES_LIKE, _L2_LOSS = range(8)
 _ADD, _SUB, _MUL, _DIV, _SPARSE_XENT, _ACCURACY, _ASSIGN = range(7)
 
 
@@ -240,19 +240,18 @@ def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_ind
 
 
 def argmax(input, axis=None, name=None, dimension=None, output_type=fw.int64):
+    if axis is not None and dimension is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dimension'")
     graph, (x,) = _tensors([input])
     axis = dimension if axis is None else axis
-    axis = 0 if axis is None else axis
-    if _axis(axis, x.shape.ndims) != x.shape.ndims - 1:
-        raise NotImplementedError("ctower's argmax runs over the last axis (%d), not axis %s"
-                                  % (x.shape.ndims - 1, axis))
+    axis = _axis(0 if axis is None else axis, x.shape.ndims)
     output_type = fw.as_dtype(output_type)
-    if output_type is fw.int32:
-        return graph._built(graph._c.unary(_ARGMAX, x._output()), name)
-    if output_type is not fw.int64:
+    if output_type is not fw.int32 and output_type is not fw.int64:
         raise TypeError("argmax's output_type is int32 or int64, not %s" % output_type.name)
+    if output_type is fw.int32:
+        return graph._built(graph._c.argmax(x._output(), axis), name)
     # the engine's ArgMax gives int32: TensorFlow's default int64 is its Cast
-    index = graph._built(graph._c.unary(_ARGMAX, x._output()))
+    index = graph._built(graph._c.argmax(x._output(), axis))
     out = graph._built(graph._c.cast(index._output(), fw.int64._code), name)
     out._dtype = fw.int64
     return out

@@ -1,0 +1,38 @@
+"""TensorFlow 1.x's ops with their full arguments, against NumPy: argmax
+along any axis, split into parts of given sizes, initializers with a mean
+or an asymmetric range, and indexing with slices, tf.newaxis and '...'."""
+import numpy as np
+import pytest
+
+import ctower.compat.v1 as tf
+
+
+def run(*fetches, feed_dict=None):
+    with tf.Session() as sess:
+        return sess.run(list(fetches) if len(fetches) > 1 else fetches[0], feed_dict=feed_dict)
+
+
+def test_argmax_along_every_axis():
+    a = np.random.RandomState(3).randint(0, 3, (3, 4, 5)).astype(np.float32)  # many ties
+    x = tf.placeholder(tf.float32, [None, 4, 5])
+    axes = [0, 1, 2, -1, -3]
+    got = run(*[tf.argmax(x, axis=k) for k in axes], tf.argmax(x, dimension=1),
+              tf.argmax(x, 1, output_type=tf.int32), feed_dict={x: a})
+    want = [np.argmax(a, axis=k) for k in axes] + [np.argmax(a, 1), np.argmax(a, 1)]
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    assert got[0].dtype == np.int64 and got[-1].dtype == np.int32
+    assert tf.argmax(x, 0).shape.as_list() == [4, 5]
+
+
+def test_argmax_misuse_raises():
+    x = tf.constant(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="out of range"):
+        tf.argmax(x, axis=2)
+    with pytest.raises(ValueError):
+        tf.argmax(x, axis=0, dimension=1)
+    with pytest.raises(TypeError):
+        tf.argmax(x, 0, output_type=tf.float32)
+    with pytest.raises(ValueError, match="empty"):
+        tf.argmax(tf.constant(np.zeros((2, 0), np.float32)), axis=1)

@@ -133,8 +133,14 @@ ct_output ct_dropout(ct_graph *g, ct_output x, float rate);
 /* Shapes. A -1 in `shape` is inferred from the element count. */
 ct_output ct_reshape(ct_graph *g, ct_output x, ct_shape shape);
 ct_output ct_concat(ct_graph *g, int n, const ct_output *xs, int axis);
-/* Splits x into n equal parts along axis; fills outs[0..n-1]. */
+/* Splits x into n (1 to 64) equal parts along axis; fills outs[0..n-1]. */
 void ct_split(ct_graph *g, ct_output x, int axis, int n, ct_output *outs);
+/* Splits x along axis into n (1 to 64) parts of sizes[0..n-1], which sum to
+ * the axis' size; one of them may be -1, the rest (tf.split with
+ * size_splits). Fills outs[0..n-1]; a size below -1, or a second -1, is an
+ * INVALID_ARGUMENT error. */
+void ct_split_sizes(ct_graph *g, ct_output x, int axis, int n, const int64_t *sizes,
+                    ct_output *outs);
 
 /* Reductions over the axes whose bits are set in axes_mask (bit i = axis i;
  * 0 means all axes). keep_dims keeps reduced axes as size 1. */

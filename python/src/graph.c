@@ -510,14 +510,47 @@ static PyObject *g_add_n(ct_py_graph *g, PyObject *args) {
   return built(g, o);
 }
 
+/* sizes (a sequence of up to 64 ints) into sizes[]; returns the count or -1. */
+static int get_sizes(PyObject *seq, int64_t *sizes) {
+  PyObject *fast = PySequence_Fast(seq, "split sizes are a sequence of integers");
+  if (fast == NULL) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  if (n < 1 || n > 64) {
+    Py_DECREF(fast);
+    PyErr_Format(PyExc_ValueError, "split makes 1 to 64 parts, not %zd", n);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    sizes[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+    if (sizes[i] == -1 && PyErr_Occurred()) {
+      Py_DECREF(fast);
+      return -1;
+    }
+  }
+  Py_DECREF(fast);
+  return (int)n;
+}
+
+/* split(x, axis, n) into equal parts, or split(x, axis, sizes) */
 static PyObject *g_split(ct_py_graph *g, PyObject *args) {
-  PyObject *ox;
+  PyObject *ox, *parts;
   int axis, n;
+  int64_t sizes[64];
   ct_output x, outs[64];
-  if (!PyArg_ParseTuple(args, "Oii", &ox, &axis, &n) || ct_py_output(g, ox, &x)) return NULL;
-  if (n < 1 || n > 64) return PyErr_Format(PyExc_ValueError, "split makes 1 to 64 parts, not %d", n);
+  if (!PyArg_ParseTuple(args, "OiO", &ox, &axis, &parts) || ct_py_output(g, ox, &x)) return NULL;
+  const int sized = !PyLong_Check(parts);
+  if (sized) {
+    if ((n = get_sizes(parts, sizes)) < 0) return NULL;
+  } else {
+    n = (int)PyLong_AsLong(parts);
+    if (PyErr_Occurred()) return NULL;
+    if (n < 1 || n > 64) return PyErr_Format(PyExc_ValueError, "split makes 1 to 64 parts, not %d", n);
+  }
   write_lock(g);
-  ct_split(g->graph, x, axis, n, outs);
+  if (sized)
+    ct_split_sizes(g->graph, x, axis, n, sizes, outs);
+  else
+    ct_split(g->graph, x, axis, n, outs);
   unlock(g);
   if (ct_py_graph_check(g)) return NULL;
   PyObject *list = PyList_New(n);

@@ -42,9 +42,14 @@ int64_t ct_inner_count(const ct_shape *s, int axis) {
   return n;
 }
 
+static int resolve_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
+
 int ct_kernel_axis(const ct_kernel_ctx *ctx, int rank) {
-  int64_t axis = ctx->attrs->axis.axis;
-  return (int)(axis < 0 ? axis + rank : axis);
+  return resolve_axis(ctx->attrs->axis.axis, rank);
+}
+
+int ct_kernel_split_axis(const ct_kernel_ctx *ctx, int rank) {
+  return resolve_axis(ctx->attrs->split.axis, rank);
 }
 
 void ct_conv_shapes(const ct_kernel_ctx *ctx, conv_kind kind, const ct_shape **x,

@@ -24,6 +24,8 @@ int64_t ct_outer_count(const ct_shape *s, int axis);
 int64_t ct_inner_count(const ct_shape *s, int axis);
 /* attrs->axis as an axis of a tensor of this rank (negative counts back). */
 int ct_kernel_axis(const ct_kernel_ctx *ctx, int rank);
+/* attrs->split's axis, as ct_kernel_axis. */
+int ct_kernel_split_axis(const ct_kernel_ctx *ctx, int rank);
 
 /* Conv2D (x, filter -> y), Conv2DBackpropInput (filter, dy -> dx) and
  * Conv2DBackpropFilter (x, dy -> dfilter): where each tensor is. */

@@ -1040,6 +1040,37 @@ static void test_concat_split(void **state) {
   run_end(&r);
 }
 
+/* Split of [3, 7] along axis 1 into parts of 2, 0, 4 and the rest (1)
+ * against naive copies; sizes that do not sum to 7 are refused. */
+static void test_split_sizes(void **state) {
+  (void)state;
+  ct_shape shapes[1] = {ct_shape_of(2, (int64_t)3, (int64_t)7)};
+  op_run r;
+  run_begin(&r, 1, shapes, 62);
+  const int64_t sizes[4] = {2, 0, 4, -1}, want_sizes[4] = {2, 0, 4, 1};
+  ct_output parts[4];
+  ct_split_sizes(r.g, r.in[0], -1, 4, sizes, parts);
+  ct_tensor *out[4];
+  run_fetch(&r, 4, parts, out);
+  int64_t first = 0;
+  for (int k = 0; k < 4; ++k) {
+    float ref[3 * 7];
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < want_sizes[k]; ++j)
+        ref[i * want_sizes[k] + j] = input(&r, 0)[i * 7 + first + j];
+    assert_int_equal(out[k]->shape.dims[1], want_sizes[k]);
+    char what[48];
+    snprintf(what, sizeof what, "Split sizes, part %d of [2, 0, 4, -1]", k);
+    expect_close(what, out[k], ref, 3 * want_sizes[k], 0);
+    first += want_sizes[k];
+    ct_tensor_free(out[k]);
+  }
+  ct_split_sizes(r.g, r.in[0], 1, 2, (const int64_t[]){3, 3}, parts);
+  assert_null(parts[0].node);
+  assert_int_equal(ct_graph_status(r.g)->code, CT_INVALID_ARGUMENT);
+  run_end(&r);
+}
+
 /* ---- classification ------------------------------------------------------------------ */
 
 /* ArgMax along each axis of [3, 4, 5] (and axis -2) against the naive scan,
@@ -1373,6 +1404,7 @@ int main(void) {
       cmocka_unit_test(test_broadcast_and_reduce),
       cmocka_unit_test(test_bias_gradient),
       cmocka_unit_test(test_concat_split),
+      cmocka_unit_test(test_split_sizes),
       cmocka_unit_test(test_argmax_along_each_axis),
       cmocka_unit_test(test_cross_entropy_and_accuracy),
       cmocka_unit_test(test_dense_cross_entropy),

@@ -36,3 +36,38 @@ def test_argmax_misuse_raises():
         tf.argmax(x, 0, output_type=tf.float32)
     with pytest.raises(ValueError, match="empty"):
         tf.argmax(tf.constant(np.zeros((2, 0), np.float32)), axis=1)
+
+
+def test_split_into_sizes_and_its_gradient():
+    a = np.random.RandomState(4).randn(2, 9, 3).astype(np.float32)
+    x = tf.placeholder(tf.float32, [None, 9, 3])
+    parts = tf.split(x, [2, -1, 4], axis=1)
+    same = tf.split(x, np.array([3, 3, 3]), 1, num=3)
+    assert [p.shape.as_list() for p in parts] == [[None, 2, 3], [None, 3, 3], [None, 4, 3]]
+    w = np.arange(4 * 3, dtype=np.float32).reshape(4, 3)
+    loss = tf.reduce_sum(parts[2] * w) + tf.reduce_sum(parts[0])
+    (grad,) = tf.gradients(loss, [x])
+    got = run(*parts, *same, grad, feed_dict={x: a})
+    want = np.split(a, [2, 5], axis=1) + np.split(a, 3, axis=1)
+    for g, w_ in zip(got, want):
+        np.testing.assert_array_equal(g, w_)
+    want_grad = np.zeros_like(a)
+    want_grad[:, :2] = 1
+    want_grad[:, 5:] = w
+    np.testing.assert_array_equal(got[-1], want_grad)
+
+
+def test_split_misuse_raises():
+    x = tf.constant(np.zeros((2, 6), np.float32))
+    with pytest.raises(ValueError, match="does not split"):
+        tf.split(x, [2, 3], axis=1)
+    with pytest.raises(ValueError, match="does not split"):
+        tf.split(x, 4, axis=1)
+    with pytest.raises(ValueError):
+        tf.split(x, [-1, -1], axis=1)
+    with pytest.raises(ValueError):
+        tf.split(x, [3, 3], axis=1, num=3)
+    with pytest.raises(ValueError):
+        tf.split(x, [], axis=1)
+    with pytest.raises(TypeError):
+        tf.split(x, tf.constant([3, 3]), axis=1)

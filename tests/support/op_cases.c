@@ -105,6 +105,12 @@ static ct_output b_split(ct_graph *g, const ct_output *x) {
   /* use two of the three parts, so the third gets a zero gradient */
   return ct_sub(g, parts[0], ct_mul(g, parts[2], parts[2]));
 }
+/* parts of 1, 3 (the rest, -1) and 2 along axis 0; the middle one unused */
+static ct_output b_split_sizes(ct_graph *g, const ct_output *x) {
+  ct_output parts[3];
+  ct_split_sizes(g, x[0], 0, 3, (const int64_t[]){1, -1, 2}, parts);
+  return ct_concat(g, 2, (ct_output[]){ct_mul(g, parts[2], parts[2]), parts[0]}, 0);
+}
 static ct_output b_sum(ct_graph *g, const ct_output *x) { return ct_reduce_sum(g, x[0], 0x2, 0); }
 static ct_output b_mean(ct_graph *g, const ct_output *x) { return ct_reduce_mean(g, x[0], 0x5, 1); }
 static ct_output b_mean_all(ct_graph *g, const ct_output *x) { return ct_reduce_mean(g, x[0], 0, 0); }
@@ -226,6 +232,7 @@ static void build_table(void) {
   add_case("Reshape", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_reshape);
   add_case("Concat", 2, S2(3, 2), S2(3, 4), none, VALUES_UNIFORM, b_concat);
   add_case("Split", 1, S2(3, 6), none, none, VALUES_UNIFORM, b_split);
+  add_case("Split sizes", 1, S3(6, 2, 3), none, none, VALUES_UNIFORM, b_split_sizes);
   add_case("Sum", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_sum);
   add_case("Mean keep_dims", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_mean);
   add_case("Mean all", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_mean_all);

@@ -52,5 +52,5 @@ void ct_cpu_concat_grad(ct_kernel_ctx *ctx) {
 
 void ct_cpu_split(ct_kernel_ctx *ctx) {
   join_or_split(&ctx->inputs[0], ctx->outputs, ctx->n_outputs,
-                ct_kernel_axis(ctx, ctx->inputs[0].shape.rank), 0);
+                ct_kernel_split_axis(ctx, ctx->inputs[0].shape.rank), 0);
 }

@@ -177,14 +177,16 @@ def concat(values, axis, name="concat"):
 def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     graph, (x,) = _tensors([value])
     axis = _axis(axis, x.shape.ndims)
-    if isinstance(num_or_size_splits, (list, tuple)):
-        sizes = [int(s) for s in num_or_size_splits]
-        if len(set(sizes)) != 1:
-            raise NotImplementedError("ctower splits into equal parts: sizes %s differ" % sizes)
-        n = len(sizes)
+    if isinstance(num_or_size_splits, Tensor):
+        raise TypeError("ctower takes split sizes as a Python list: sizes computed by the "
+                        "graph (%s) are not supported" % num_or_size_splits.name)
+    if np.ndim(num_or_size_splits) == 0:
+        parts = int(num_or_size_splits)
     else:
-        n = int(num_or_size_splits)
-    outs = graph._c.split(x._output(), axis, n)
+        parts = [int(s) for s in np.asarray(num_or_size_splits).reshape(-1)]
+        if num is not None and int(num) != len(parts):
+            raise ValueError("num (%d) is not the number of sizes (%d)" % (num, len(parts)))
+    outs = graph._c.split(x._output(), axis, parts)
     if name:
         graph._c.rename(outs[0][0], name)
     return [graph._built(o, rename=False) for o in outs]

@@ -53,6 +53,14 @@ void ct_variable_set_weight_decay(ct_graph *graph, ct_output variable, float dec
  * and its name, so that variables of one shape, initializer and seed start
  * equal. A `variable` that is not a variable read records INVALID_ARGUMENT. */
 void ct_variable_set_initializer_seed(ct_graph *graph, ct_output variable, uint64_t seed);
+/* Centres the random initializer of the variable that `variable` reads
+ * (CT_INIT_UNIFORM, CT_INIT_NORMAL or CT_INIT_RANDOM_NORMAL) on `mean`:
+ * each initial value is mean + what the initializer draws, so U(minval,
+ * maxval) is CT_INIT_UNIFORM of scale (maxval - minval) / 2 and mean
+ * (minval + maxval) / 2, and a normal one is truncated at mean +- 2 scale,
+ * as TensorFlow's initializers with mean=. Another kind is an
+ * INVALID_ARGUMENT error. */
+void ct_variable_set_initializer_mean(ct_graph *graph, ct_output variable, float mean);
 
 /* Sources. */
 ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape shape);

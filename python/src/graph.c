@@ -278,9 +278,10 @@ static PyObject *g_variable(ct_py_graph *g, PyObject *args) {
   const char *name;
   PyObject *shape_seq, *seed;
   int kind, trainable;
-  float value;
+  float value, mean;
   ct_shape shape;
-  if (!PyArg_ParseTuple(args, "sOifpO", &name, &shape_seq, &kind, &value, &trainable, &seed) ||
+  if (!PyArg_ParseTuple(args, "sOiffpO", &name, &shape_seq, &kind, &value, &mean, &trainable,
+                        &seed) ||
       ct_py_shape(shape_seq, &shape))
     return NULL;
   unsigned long long seed_value = 0;
@@ -292,6 +293,7 @@ static PyObject *g_variable(ct_py_graph *g, PyObject *args) {
   ct_initializer init = {(ct_init_kind)kind, value};
   ct_output o = ct_variable(g->graph, name, shape, init, trainable);
   if (o.node && seed != Py_None) ct_variable_set_initializer_seed(g->graph, o, seed_value);
+  if (o.node && mean != 0.0f) ct_variable_set_initializer_mean(g->graph, o, mean);
   int index = -1;
   for (int i = 0; o.node && i < ct_graph_variable_count(g->graph); ++i)
     if (strcmp(ct_graph_variable_name(g->graph, i), name) == 0) index = i;

@@ -71,3 +71,32 @@ def test_split_misuse_raises():
         tf.split(x, [], axis=1)
     with pytest.raises(TypeError):
         tf.split(x, tf.constant([3, 3]), axis=1)
+
+
+def test_initializers_take_a_mean_and_any_range():
+    shape = [100, 40]
+
+    def values(seed_graph):
+        tf.reset_default_graph()
+        tf.set_random_seed(seed_graph)
+        pairs = [(tf.random_uniform_initializer(2.0, 5.0, seed=3),
+                  tf.random_uniform_initializer(-1.0, 1.0, seed=3)),
+                 (tf.random_normal_initializer(mean=4.0, stddev=0.5, seed=5),
+                  tf.random_normal_initializer(seed=5)),
+                 (tf.truncated_normal_initializer(mean=-3.0, stddev=2.0, seed=7),
+                  tf.truncated_normal_initializer(seed=7))]
+        vs = [tf.get_variable("v%d_%d" % (k, j), shape, initializer=init)
+              for k, pair in enumerate(pairs) for j, init in enumerate(pair)]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            return sess.run(vs)
+
+    u, u0, n, n0, t, t0 = values(1)
+    np.testing.assert_allclose(u, 3.5 + 1.5 * u0, atol=1e-5)
+    assert u.min() >= 2.0 and u.max() <= 5.0 and abs(u.mean() - 3.5) < 0.05
+    np.testing.assert_allclose(n, 4.0 + 0.5 * n0, atol=1e-5)
+    assert abs(n.mean() - 4.0) < 0.05
+    np.testing.assert_allclose(t, -3.0 + 2.0 * t0, atol=1e-5)
+    assert t.min() >= -7.0 and t.max() <= 1.0 and abs(t.mean() + 3.0) < 0.2
+    for again, first in zip(values(1), (u, u0, n, n0, t, t0)):
+        np.testing.assert_array_equal(again, first)  # deterministic with the seeds

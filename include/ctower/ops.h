@@ -150,6 +150,17 @@ void ct_split(ct_graph *g, ct_output x, int axis, int n, ct_output *outs);
 void ct_split_sizes(ct_graph *g, ct_output x, int axis, int n, const int64_t *sizes,
                     ct_output *outs);
 
+/* x[begin:end:stride] on every axis of x, as Python and NumPy slice (and
+ * TensorFlow's StridedSlice without its shrink, new-axis and ellipsis
+ * masks): begin, end and strides have x's rank; a negative begin or end
+ * counts back from the axis' size, both are clamped to the axis; bit d of
+ * begin_mask starts axis d at its start (its end for a negative stride),
+ * bit d of end_mask runs it to its end (its start). A stride of 0 is an
+ * INVALID_ARGUMENT error. Its gradient puts dy where the elements were
+ * taken and zeros elsewhere. */
+ct_output ct_strided_slice(ct_graph *g, ct_output x, const int64_t *begin, const int64_t *end,
+                           const int64_t *strides, unsigned begin_mask, unsigned end_mask);
+
 /* Reductions over the axes whose bits are set in axes_mask (bit i = axis i;
  * 0 means all axes). keep_dims keeps reduced axes as size 1. */
 ct_output ct_reduce_sum(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);

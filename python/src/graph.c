@@ -560,6 +560,28 @@ static PyObject *g_split(ct_py_graph *g, PyObject *args) {
   return list;
 }
 
+/* strided_slice(x, begin, end, strides, begin_mask, end_mask): three lists
+ * of x's rank (read as shapes: up to CT_MAX_RANK ints) */
+static PyObject *g_strided_slice(ct_py_graph *g, PyObject *args) {
+  PyObject *ox, *ob, *oe, *os;
+  unsigned begin_mask, end_mask;
+  ct_output x;
+  ct_shape begin, end, strides;
+  if (!PyArg_ParseTuple(args, "OOOOII", &ox, &ob, &oe, &os, &begin_mask, &end_mask) ||
+      ct_py_output(g, ox, &x) || ct_py_shape(ob, &begin) || ct_py_shape(oe, &end) ||
+      ct_py_shape(os, &strides))
+    return NULL;
+  const int rank = ct_output_shape(x).rank;
+  if (begin.rank != rank || end.rank != rank || strides.rank != rank)
+    return PyErr_Format(PyExc_ValueError, "a slice of a tensor of rank %d takes %d begins, "
+                        "ends and strides", rank, rank);
+  write_lock(g);
+  ct_output o = ct_strided_slice(g->graph, x, begin.dims, end.dims, strides.dims, begin_mask,
+                                 end_mask);
+  unlock(g);
+  return built(g, o);
+}
+
 /* argmax(x, axis) */
 static PyObject *g_argmax(ct_py_graph *g, PyObject *args) {
   PyObject *ox;
@@ -708,7 +730,7 @@ static PyMethodDef graph_methods[] = {
     M(gradients, METH_VARARGS),    M(variable_gradients, METH_VARARGS),
     M(apply_gradients, METH_VARARGS), M(variables, METH_NOARGS),
     M(equal, METH_VARARGS),        M(softmax_xent, METH_VARARGS),   M(cast, METH_VARARGS),
-    M(argmax, METH_VARARGS),
+    M(argmax, METH_VARARGS),       M(strided_slice, METH_VARARGS),
     {NULL, NULL, 0, NULL},
 };
 #undef M

@@ -35,6 +35,16 @@ typedef struct ct_split_attrs {
   int32_t sizes[CT_SPLIT_MAX_PARTS]; /* part k's size along axis; one may be -1: the rest */
 } ct_split_attrs;
 
+/* StridedSlice, StridedSliceGrad (as its StridedSlice's): per axis of the
+ * input, elements begin, begin + stride, ... before end (ops/slice_geometry.h). */
+typedef struct ct_slice_attrs {
+  int64_t begin[CT_MAX_RANK];  /* negative counts back from the axis' size */
+  int64_t end[CT_MAX_RANK];    /* one past the last (before, for a negative stride) */
+  int64_t stride[CT_MAX_RANK]; /* not 0 */
+  unsigned begin_mask;         /* bit d: axis d starts at its start (end for stride < 0) */
+  unsigned end_mask;           /* bit d: axis d runs to its end (start for stride < 0) */
+} ct_slice_attrs;
+
 /* Sum, Mean, ReduceGrad (as its reduction's, plus `mean`). */
 typedef struct ct_reduce_attrs {
   unsigned axes_mask; /* bit d set: axis d is reduced (resolved when built) */
@@ -117,6 +127,7 @@ typedef union ct_attrs {
   ct_reshape_attrs reshape;
   ct_axis_attrs axis;
   ct_split_attrs split;
+  ct_slice_attrs slice;
   ct_reduce_attrs reduce;
   ct_matmul_attrs matmul;
   ct_conv2d_attrs conv2d;

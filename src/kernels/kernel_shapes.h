@@ -27,6 +27,11 @@ int ct_kernel_axis(const ct_kernel_ctx *ctx, int rank);
 /* attrs->split's axis, as ct_kernel_axis. */
 int ct_kernel_split_axis(const ct_kernel_ctx *ctx, int rank);
 
+/* StridedSlice of `in` (attrs.slice): output element c (coordinates) is
+ * input element base + sum of c[d] * strides[d] (in elements; a stride may
+ * be negative). Fills strides[0..rank-1], returns base. */
+int64_t ct_slice_view(const ct_slice_attrs *a, const ct_shape *in, int64_t *strides);
+
 /* Conv2D (x, filter -> y), Conv2DBackpropInput (filter, dy -> dx) and
  * Conv2DBackpropFilter (x, dy -> dfilter): where each tensor is. */
 typedef enum { CONV_FORWARD, CONV_BACKWARD_DATA, CONV_BACKWARD_FILTER } conv_kind;

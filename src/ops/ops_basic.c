@@ -1,9 +1,11 @@
 /* Sources and shape ops: Placeholder, Const, Variable, Identity, ZerosLike,
- * OnesLike, NoOp, Reshape, Concat, Split (and their backward helpers). */
+ * OnesLike, NoOp, Reshape, Concat, Split, StridedSlice (and their backward
+ * helpers). */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "ops/op_list.h"
+#include "ops/slice_geometry.h"
 
 /* ---- sources ------------------------------------------------------------ */
 
@@ -288,4 +290,51 @@ void ct_split_sizes(ct_graph *g, ct_output x, int axis, int n, const int64_t *si
     a.split.sizes[k] = (int32_t)sizes[k];
   }
   add_split(g, x, n, &a, outs);
+}
+
+/* ---- strided slice ------------------------------------------------------ */
+
+/* attrs.slice on every axis of input 0; StridedSliceGrad(dy, x) is shaped
+ * like x. */
+static int infer_strided_slice(ct_infer_ctx *ctx) {
+  const ct_slice_attrs *a = &ctx->attrs->slice;
+  ct_shape out = ctx->in_shapes[0];
+  for (int d = 0; d < out.rank; ++d) {
+    if (a->stride[d] == 0) return ct_infer_fail(ctx, "the stride of axis %d is 0", d);
+    out.dims[d] = ct_slice_range_of(out.dims[d], a->begin[d], a->end[d], a->stride[d],
+                                    (a->begin_mask >> d) & 1, (a->end_mask >> d) & 1)
+                      .count;
+  }
+  ctx->out_shapes[0] = out;
+  ctx->out_dtypes[0] = ctx->in_dtypes[0];
+  return 0;
+}
+
+static int infer_strided_slice_grad(ct_infer_ctx *ctx) {
+  ctx->out_shapes[0] = ctx->in_shapes[1];
+  ctx->out_dtypes[0] = ctx->in_dtypes[0];
+  return 0;
+}
+
+/* dy where the slice took its elements, zeros elsewhere. */
+static void grad_strided_slice(ct_graph *g, const ct_node *node, const ct_output *gy,
+                               ct_output *gx) {
+  ct_output in[2] = {gy[0], node->inputs[0]};
+  gx[0] = ct_out(ct_graph_add_node(g, &ct_op_strided_slice_grad, NULL, 2, in, 1, &node->attrs), 0);
+}
+
+const ct_op_def ct_op_strided_slice = {"StridedSlice", infer_strided_slice, grad_strided_slice, 0};
+const ct_op_def ct_op_strided_slice_grad = {"StridedSliceGrad", infer_strided_slice_grad, NULL, 0};
+
+ct_output ct_strided_slice(ct_graph *g, ct_output x, const int64_t *begin, const int64_t *end,
+                           const int64_t *strides, unsigned begin_mask, unsigned end_mask) {
+  if (x.node == NULL) return ct_out(NULL, 0);
+  const int rank = ct_output_shape(x).rank;
+  ct_attrs a = {.slice = {.begin_mask = begin_mask, .end_mask = end_mask}};
+  for (int d = 0; d < rank; ++d) {
+    a.slice.begin[d] = begin[d];
+    a.slice.end[d] = end[d];
+    a.slice.stride[d] = strides[d];
+  }
+  return ct_out(ct_graph_add_node(g, &ct_op_strided_slice, NULL, 1, &x, 1, &a), 0);
 }

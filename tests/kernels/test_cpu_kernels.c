@@ -1071,6 +1071,59 @@ static void test_split_sizes(void **state) {
   run_end(&r);
 }
 
+/* The elements listed per axis, gathered by a naive loop from x [4, 5, 3]. */
+typedef struct slice_case {
+  const char *what;
+  int64_t begin[3], end[3], strides[3];
+  unsigned begin_mask, end_mask;
+  int n[3];       /* how many indices each axis takes */
+  int take[3][5]; /* which */
+} slice_case;
+
+static void check_slice(const slice_case *c) {
+  const int64_t dims[3] = {4, 5, 3};
+  ct_shape shapes[1] = {ct_shape_make(3, dims)};
+  op_run r;
+  run_begin(&r, 1, shapes, 64);
+  ct_output y = ct_strided_slice(r.g, r.in[0], c->begin, c->end, c->strides, c->begin_mask,
+                                 c->end_mask);
+  ct_tensor *out;
+  run_fetch(&r, 1, &y, &out);
+  float ref[60];
+  int k = 0;
+  for (int i = 0; i < c->n[0]; ++i)
+    for (int j = 0; j < c->n[1]; ++j)
+      for (int l = 0; l < c->n[2]; ++l)
+        ref[k++] = input(&r, 0)[(c->take[0][i] * 5 + c->take[1][j]) * 3 + c->take[2][l]];
+  for (int d = 0; d < 3; ++d) assert_int_equal(out->shape.dims[d], c->n[d]);
+  expect_close(c->what, out, ref, k, 0);
+  ct_tensor_free(out);
+  run_end(&r);
+}
+
+/* StridedSlice with negative indices and strides, masks, clamping and an
+ * empty axis; a stride of 0 is refused. */
+static void test_strided_slice(void **state) {
+  (void)state;
+  const slice_case cases[] = {
+      {"x[1:3, :, ::2]", {1, 0, 0}, {3, 0, 0}, {1, 1, 2}, 0x6, 0x6, {2, 5, 2},
+       {{1, 2}, {0, 1, 2, 3, 4}, {0, 2}}},
+      {"x[-1:0:-2, -2:, 2]", {-1, -2, 2}, {0, 0, 3}, {-2, 1, 1}, 0, 0x2, {2, 2, 1},
+       {{3, 1}, {3, 4}, {2}}},
+      {"x[::-1, -9:99, 1:1]", {0, -9, 1}, {0, 99, 1}, {-1, 1, 1}, 0x1, 0x1, {4, 5, 0},
+       {{3, 2, 1, 0}, {0, 1, 2, 3, 4}, {0}}},
+      {"x[:, 4:1:-1, -3:]", {0, 4, -3}, {0, 1, 0}, {1, -1, 1}, 0x1, 0x5, {4, 3, 3},
+       {{0, 1, 2, 3}, {4, 3, 2}, {0, 1, 2}}},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) check_slice(&cases[k]);
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)4));
+  assert_null(ct_strided_slice(g, x, (const int64_t[]){0}, (const int64_t[]){4},
+                               (const int64_t[]){0}, 0, 0).node);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  ct_graph_free(g);
+}
+
 /* ---- classification ------------------------------------------------------------------ */
 
 /* ArgMax along each axis of [3, 4, 5] (and axis -2) against the naive scan,
@@ -1405,6 +1458,7 @@ int main(void) {
       cmocka_unit_test(test_bias_gradient),
       cmocka_unit_test(test_concat_split),
       cmocka_unit_test(test_split_sizes),
+      cmocka_unit_test(test_strided_slice),
       cmocka_unit_test(test_argmax_along_each_axis),
       cmocka_unit_test(test_cross_entropy_and_accuracy),
       cmocka_unit_test(test_dense_cross_entropy),

@@ -100,3 +100,55 @@ def test_initializers_take_a_mean_and_any_range():
     assert t.min() >= -7.0 and t.max() <= 1.0 and abs(t.mean() + 3.0) < 0.2
     for again, first in zip(values(1), (u, u0, n, n0, t, t0)):
         np.testing.assert_array_equal(again, first)  # deterministic with the seeds
+
+
+def test_indexing_as_numpy_indexes():
+    a = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    x = tf.placeholder(tf.float32, [None, 5, 6])
+    keys = [np.s_[1:3], np.s_[:, -1], np.s_[-2:, 1:-1, ::2], np.s_[::-1, 4:0:-2],
+            np.s_[..., 2], np.s_[1, ..., 1:3], np.s_[tf.newaxis, :, 3], np.s_[:, None, 2:, None],
+            np.s_[-1], np.s_[...], np.s_[2, 3, 4], np.s_[:, -9:99], np.s_[:, 3:1]]
+    got = run(*[x[k] for k in keys], feed_dict={x: a})
+    for k, g in zip(keys, got):
+        want = a[k]
+        assert g.shape == want.shape, k
+        np.testing.assert_array_equal(g, want)
+    assert x[:, 1:4, None].shape.as_list() == [None, 3, 1, 6]
+    i = tf.constant(np.arange(12, dtype=np.int32).reshape(3, 4))
+    np.testing.assert_array_equal(run(i[1:, ::-1]), np.arange(12).reshape(3, 4)[1:, ::-1])
+
+
+def test_slice_gradient_and_tf_slice():
+    a = np.random.RandomState(5).randn(3, 4).astype(np.float32)
+    x = tf.constant(a)
+    y = tf.reduce_sum(x[1:, ::-2] * np.array([[1.0, 2.0]], np.float32))
+    (grad,) = tf.gradients(y, [x])
+    want = np.zeros_like(a)
+    want[1:, 3] = 1.0
+    want[1:, 1] = 2.0
+    got, part, rest = run(grad, tf.slice(x, [1, 1], [2, 2]), tf.slice(x, [0, 2], [-1, -1]))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(part, a[1:3, 1:3])
+    np.testing.assert_array_equal(rest, a[:, 2:])
+
+
+def test_indexing_misuse_raises():
+    x = tf.constant(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="out of bounds"):
+        x[2]
+    with pytest.raises(ValueError, match="out of bounds"):
+        x[:, -4]
+    with pytest.raises(ValueError, match="zero"):
+        x[::0]
+    with pytest.raises(ValueError, match="Index out of range"):
+        x[0, 0, 0]
+    with pytest.raises(IndexError):
+        x[..., 0, ...]
+    with pytest.raises(TypeError):
+        x[tf.constant(0)]
+    with pytest.raises(TypeError):
+        x[0.5]
+    with pytest.raises(TypeError):
+        x[True]
+    with pytest.raises(ValueError):
+        tf.slice(x, [0], [1])

@@ -111,6 +111,16 @@ static ct_output b_split_sizes(ct_graph *g, const ct_output *x) {
   ct_split_sizes(g, x[0], 0, 3, (const int64_t[]){1, -1, 2}, parts);
   return ct_concat(g, 2, (ct_output[]){ct_mul(g, parts[2], parts[2]), parts[0]}, 0);
 }
+/* x[0:4:3, -1:0:-2, :] of [4, 5, 3]: rows 0 and 3, columns 4 and 2 */
+static ct_output b_strided_slice(ct_graph *g, const ct_output *x) {
+  return ct_strided_slice(g, x[0], (const int64_t[]){0, -1, 0}, (const int64_t[]){4, 0, 0},
+                          (const int64_t[]){3, -2, 1}, 0x4, 0x4);
+}
+/* x[::-1, 1:3] of [6, 4] */
+static ct_output b_reversed_slice(ct_graph *g, const ct_output *x) {
+  return ct_strided_slice(g, x[0], (const int64_t[]){0, 1}, (const int64_t[]){0, 3},
+                          (const int64_t[]){-1, 1}, 0x1, 0x1);
+}
 static ct_output b_sum(ct_graph *g, const ct_output *x) { return ct_reduce_sum(g, x[0], 0x2, 0); }
 static ct_output b_mean(ct_graph *g, const ct_output *x) { return ct_reduce_mean(g, x[0], 0x5, 1); }
 static ct_output b_mean_all(ct_graph *g, const ct_output *x) { return ct_reduce_mean(g, x[0], 0, 0); }
@@ -233,6 +243,8 @@ static void build_table(void) {
   add_case("Concat", 2, S2(3, 2), S2(3, 4), none, VALUES_UNIFORM, b_concat);
   add_case("Split", 1, S2(3, 6), none, none, VALUES_UNIFORM, b_split);
   add_case("Split sizes", 1, S3(6, 2, 3), none, none, VALUES_UNIFORM, b_split_sizes);
+  add_case("StridedSlice", 1, S3(4, 5, 3), none, none, VALUES_UNIFORM, b_strided_slice);
+  add_case("StridedSlice reversed", 1, S2(6, 4), none, none, VALUES_UNIFORM, b_reversed_slice);
   add_case("Sum", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_sum);
   add_case("Mean keep_dims", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_mean);
   add_case("Mean all", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_mean_all);

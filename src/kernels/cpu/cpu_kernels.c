@@ -15,6 +15,8 @@ const ct_kernel_def ct_cpu_kernels[] = {
     K("ConcatV2", ct_cpu_concat),
     K("ConcatGrad", ct_cpu_concat_grad),
     K("Split", ct_cpu_split),
+    K("StridedSlice", ct_cpu_strided_slice),
+    K("StridedSliceGrad", ct_cpu_strided_slice_grad),
     K("Neg", ct_cpu_neg),
     K("Add", ct_cpu_add),
     K("Sub", ct_cpu_sub),

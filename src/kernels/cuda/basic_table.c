@@ -15,6 +15,8 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     K("ConcatV2", ct_gpu_concat),
     K("ConcatGrad", ct_gpu_concat_grad),
     K("Split", ct_gpu_split),
+    K("StridedSlice", ct_gpu_strided_slice),
+    K("StridedSliceGrad", ct_gpu_strided_slice_grad),
     K("Neg", ct_gpu_neg),
     K("Add", ct_gpu_add),
     K("Sub", ct_gpu_sub),

@@ -34,6 +34,11 @@ typedef struct ct_strided {
 
 /* ---- copies and fills (elementwise.cu) ---- */
 
+/* n elements of element_size (1, 2, 4 or 8) bytes: gather, y[i] =
+ * x[offset(i, map)]; else scatter, y[offset(i, map)] = x[i]. */
+cudaError_t ct_launch_strided_copy(const void *x, void *y, size_t element_size, int64_t n,
+                                   const ct_strided *map, int gather, cudaStream_t stream);
+
 cudaError_t ct_launch_zero_bytes(void *y, size_t nbytes, cudaStream_t stream);
 cudaError_t ct_launch_fill_f32(float *y, int64_t n, float value, cudaStream_t stream);
 cudaError_t ct_launch_copy_bytes(void *dst, const void *src, size_t nbytes, cudaStream_t stream);

@@ -203,6 +203,13 @@ ct_node *ct_group(ct_graph *g, const char *name, int n, ct_node *const *nodes);
  * (an op on the path without a gradient, a non-f32 y). */
 int ct_gradients(ct_graph *graph, ct_output y, int n_xs, const ct_output *xs,
                  ct_output *dxs);
+/* ct_gradients holding the n_stops tensors `stops` constant (TensorFlow's
+ * stop_gradients): no gradient flows through them to what they depend on,
+ * while an x among them still gets its own. */
+int ct_gradients_stopping(ct_graph *graph, ct_output y, int n_xs, const ct_output *xs,
+                          int n_stops, const ct_output *stops, ct_output *dxs);
+/* x, through which no gradient flows (tf.stop_gradient). */
+ct_output ct_stop_gradient(ct_graph *graph, ct_output x);
 
 /* The gradient of the scalar `loss` with respect to every trainable
  * variable it depends on, as TensorFlow's compute_gradients: each sums the

@@ -327,7 +327,7 @@ static PyObject *g_set_weight_decay(ct_py_graph *g, PyObject *args) {
 /* ---- ops ----------------------------------------------------------------------------------- */
 
 enum { UNARY_IDENTITY, UNARY_NEG, UNARY_RELU, UNARY_SIGMOID, UNARY_TANH, UNARY_ZEROS_LIKE,
-       UNARY_ONES_LIKE, UNARY_L2_LOSS };
+       UNARY_ONES_LIKE, UNARY_L2_LOSS, UNARY_STOP_GRADIENT };
 
 static PyObject *g_unary(ct_py_graph *g, PyObject *args) {
   int kind;
@@ -335,8 +335,9 @@ static PyObject *g_unary(ct_py_graph *g, PyObject *args) {
   ct_output x;
   if (!PyArg_ParseTuple(args, "iO", &kind, &obj) || ct_py_output(g, obj, &x)) return NULL;
   ct_output (*const table[])(ct_graph *, ct_output) = {
-      ct_identity, ct_neg, ct_relu, ct_sigmoid, ct_tanh, ct_zeros_like, ct_ones_like, ct_l2_loss};
-  if (kind < 0 || kind > UNARY_L2_LOSS) return PyErr_Format(PyExc_ValueError, "no unary op %d", kind);
+      ct_identity, ct_neg,        ct_relu,    ct_sigmoid,      ct_tanh,
+      ct_zeros_like, ct_ones_like, ct_l2_loss, ct_stop_gradient};
+  if (kind < 0 || kind > UNARY_STOP_GRADIENT) return PyErr_Format(PyExc_ValueError, "no unary op %d", kind);
   write_lock(g);
   ct_output o = table[kind](g->graph, x);
   unlock(g);
@@ -609,28 +610,32 @@ static PyObject *g_reduce(ct_py_graph *g, PyObject *args) {
 
 /* ---- gradients and optimizers --------------------------------------------------------------- */
 
+/* gradients(y, xs, stops=()) -> [gradient output or None per x] */
 static PyObject *g_gradients(ct_py_graph *g, PyObject *args) {
-  PyObject *oy, *seq;
+  PyObject *oy, *seq, *stop_seq = NULL;
   ct_output y;
-  if (!PyArg_ParseTuple(args, "OO", &oy, &seq) || ct_py_output(g, oy, &y)) return NULL;
-  Py_ssize_t n = PySequence_Size(seq);
-  if (n < 0) return NULL;
+  if (!PyArg_ParseTuple(args, "OO|O", &oy, &seq, &stop_seq) || ct_py_output(g, oy, &y))
+    return NULL;
+  Py_ssize_t n = PySequence_Size(seq), n_stops = stop_seq ? PySequence_Size(stop_seq) : 0;
+  if (n < 0 || n_stops < 0) return NULL;
   ct_output *xs = PyMem_Calloc((size_t)n + 1, sizeof *xs), *dxs = PyMem_Calloc((size_t)n + 1, sizeof *dxs);
-  if (xs == NULL || dxs == NULL) {
-    PyMem_Free(xs), PyMem_Free(dxs);
+  ct_output *stops = PyMem_Calloc((size_t)n_stops + 1, sizeof *stops);
+  if (xs == NULL || dxs == NULL || stops == NULL) {
+    PyMem_Free(xs), PyMem_Free(dxs), PyMem_Free(stops);
     return PyErr_NoMemory();
   }
   PyObject *list = NULL;
-  if (get_outputs(g, seq, xs, (int)n) >= 0) {
+  if (get_outputs(g, seq, xs, (int)n) >= 0 &&
+      (stop_seq == NULL || get_outputs(g, stop_seq, stops, (int)n_stops) >= 0)) {
     write_lock(g);
-    ct_gradients(g->graph, y, (int)n, xs, dxs);
+    ct_gradients_stopping(g->graph, y, (int)n, xs, (int)n_stops, stops, dxs);
     unlock(g);
     if (!ct_py_graph_check(g)) {
       list = PyList_New(n);
       for (Py_ssize_t i = 0; list && i < n; ++i) PyList_SET_ITEM(list, i, output_tuple(dxs[i]));
     }
   }
-  PyMem_Free(xs), PyMem_Free(dxs);
+  PyMem_Free(xs), PyMem_Free(dxs), PyMem_Free(stops);
   return list;
 }
 

@@ -1,5 +1,5 @@
-/* Sources and shape ops: Placeholder, Const, Variable, Identity, ZerosLike,
- * OnesLike, NoOp, Reshape, Concat, Split, StridedSlice (and their backward
+/* Sources and shape ops: Placeholder, Const, Variable, Identity,
+ * StopGradient, ZerosLike, OnesLike, NoOp, Reshape, Concat, Split, StridedSlice (and their backward
  * helpers). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,6 +61,13 @@ const ct_op_def ct_op_zeros_like = {"ZerosLike", ct_infer_same_as_input0, NULL,
                                     CT_OP_NO_GRADIENT};
 const ct_op_def ct_op_ones_like = {"OnesLike", ct_infer_same_as_input0, NULL, CT_OP_NO_GRADIENT};
 
+/* Identity whose gradient stops: tf.stop_gradient. */
+const ct_op_def ct_op_stop_gradient = {"StopGradient", ct_infer_same_as_input0, NULL,
+                                       CT_OP_ALIAS_INPUT0 | CT_OP_NO_GRADIENT};
+
+ct_output ct_stop_gradient(ct_graph *g, ct_output x) {
+  return ct_out(ct_graph_add_node(g, &ct_op_stop_gradient, NULL, 1, &x, 1, NULL), 0);
+}
 ct_output ct_identity(ct_graph *g, ct_output x) {
   return ct_out(ct_graph_add_node(g, &ct_op_identity, NULL, 1, &x, 1, NULL), 0);
 }

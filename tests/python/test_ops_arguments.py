@@ -152,3 +152,16 @@ def test_indexing_misuse_raises():
         x[True]
     with pytest.raises(ValueError):
         tf.slice(x, [0], [1])
+
+
+def test_stop_gradient_and_stop_gradients():
+    a = np.array([1.0, -2.0, 0.5], np.float32)
+    x = tf.placeholder(tf.float32, [3])
+    b = 2.0 * x
+    (dx,) = tf.gradients(tf.reduce_sum(x * tf.stop_gradient(x)), [x])
+    da, db = tf.gradients(tf.reduce_sum(x * b), [x, b], stop_gradients=[b])
+    (full,) = tf.gradients(tf.reduce_sum(x * b), x)
+    got = run(dx, da, db, full, tf.stop_gradient(x), feed_dict={x: a})
+    for g, w in zip(got, [a, 2 * a, a, 4 * a, a]):
+        np.testing.assert_array_equal(g, w)
+    assert tf.gradients(tf.reduce_sum(tf.stop_gradient(x)), [x]) == [None]

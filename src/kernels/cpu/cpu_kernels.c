@@ -8,6 +8,7 @@ const ct_kernel_def ct_cpu_kernels[] = {
     K("Const", ct_cpu_nothing),
     K("Variable", ct_cpu_nothing),
     K("Identity", ct_cpu_nothing),
+    K("StopGradient", ct_cpu_nothing),
     K("Reshape", ct_cpu_nothing),
     K("ReshapeLike", ct_cpu_nothing),
     K("ZerosLike", ct_cpu_zeros_like),

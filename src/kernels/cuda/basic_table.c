@@ -8,6 +8,7 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     K("Const", ct_gpu_nothing),
     K("Variable", ct_gpu_nothing),
     K("Identity", ct_gpu_nothing),
+    K("StopGradient", ct_gpu_nothing),
     K("Reshape", ct_gpu_nothing),
     K("ReshapeLike", ct_gpu_nothing),
     K("ZerosLike", ct_gpu_zeros_like),

@@ -10,7 +10,8 @@ from ctower.compat.v1 import _framework as fw
 from ctower.compat.v1._framework import Tensor, convert_to_tensor, get_default_graph
 
 # the extension's op codes (python/src/graph.c)
-_IDENTITY, _NEG, _RELU, _SIGMOID, _TANH, _ZEROS_LIKE, _ONES_LIKE, _L2_LOSS = range(8)
+(_IDENTITY, _NEG, _RELU, _SIGMOID, _TANH, _ZEROS_LIKE, _ONES_LIKE, _L2_LOSS,
+ _STOP_GRADIENT) = range(9)
 _ADD, _SUB, _MUL, _DIV, _SPARSE_XENT, _ACCURACY, _ASSIGN = range(7)
 
 
@@ -52,6 +53,10 @@ def _binary(kind, x, y, name):
 
 def identity(input, name=None):
     return _unary(_IDENTITY, input, name)
+
+
+def stop_gradient(input, name=None):
+    return _unary(_STOP_GRADIENT, input, name or "StopGradient")
 
 
 def negative(x, name=None):

@@ -165,3 +165,14 @@ def test_stop_gradient_and_stop_gradients():
     for g, w in zip(got, [a, 2 * a, a, 4 * a, a]):
         np.testing.assert_array_equal(g, w)
     assert tf.gradients(tf.reduce_sum(tf.stop_gradient(x)), [x]) == [None]
+
+
+def test_compute_gradients_with_grad_loss():
+    a = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)
+    w = tf.get_variable("w", [2], initializer=tf.constant_initializer([0.5, -2.0]))
+    per_example = tf.reduce_sum(tf.constant(a) * w, axis=1)  # [2]
+    weights = np.array([3.0, -1.0], np.float32)
+    ((grad, var),) = tf.train.GradientDescentOptimizer(0.1).compute_gradients(
+        per_example, grad_loss=tf.constant(weights))
+    assert var is w
+    np.testing.assert_allclose(run(grad), weights @ a, rtol=1e-6)

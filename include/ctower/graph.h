@@ -146,7 +146,8 @@ typedef enum ct_init_kind {
   CT_INIT_ZEROS = 0,
   CT_INIT_ONES,
   CT_INIT_CONSTANT,        /* every element = value */
-  CT_INIT_UNIFORM,         /* U(-scale, scale) */
+  CT_INIT_UNIFORM,         /* U(-scale, scale); the three random kinds are centred on
+                              the variable's mean (ct_variable_set_initializer_mean), 0 */
   CT_INIT_NORMAL,          /* N(0, scale^2) truncated at 2 scale, as TF */
   CT_INIT_GLOROT_UNIFORM,  /* U(-l, l), l = sqrt(6 / (fan_in + fan_out)) */
   CT_INIT_HE_NORMAL,       /* truncated N(0, 2 / fan_in) */

@@ -53,6 +53,14 @@ void ct_variable_set_weight_decay(ct_graph *graph, ct_output variable, float dec
  * and its name, so that variables of one shape, initializer and seed start
  * equal. A `variable` that is not a variable read records INVALID_ARGUMENT. */
 void ct_variable_set_initializer_seed(ct_graph *graph, ct_output variable, uint64_t seed);
+/* Centres the random initializer of the variable that `variable` reads
+ * (CT_INIT_UNIFORM, CT_INIT_NORMAL or CT_INIT_RANDOM_NORMAL) on `mean`:
+ * each initial value is mean + what the initializer draws, so U(minval,
+ * maxval) is CT_INIT_UNIFORM of scale (maxval - minval) / 2 and mean
+ * (minval + maxval) / 2, and a normal one is truncated at mean +- 2 scale,
+ * as TensorFlow's initializers with mean=. Another kind is an
+ * INVALID_ARGUMENT error. */
+void ct_variable_set_initializer_mean(ct_graph *graph, ct_output variable, float mean);
 
 /* Sources. */
 ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape shape);
@@ -133,8 +141,25 @@ ct_output ct_dropout(ct_graph *g, ct_output x, float rate);
 /* Shapes. A -1 in `shape` is inferred from the element count. */
 ct_output ct_reshape(ct_graph *g, ct_output x, ct_shape shape);
 ct_output ct_concat(ct_graph *g, int n, const ct_output *xs, int axis);
-/* Splits x into n equal parts along axis; fills outs[0..n-1]. */
+/* Splits x into n (1 to 64) equal parts along axis; fills outs[0..n-1]. */
 void ct_split(ct_graph *g, ct_output x, int axis, int n, ct_output *outs);
+/* Splits x along axis into n (1 to 64) parts of sizes[0..n-1], which sum to
+ * the axis' size; one of them may be -1, the rest (tf.split with
+ * size_splits). Fills outs[0..n-1]; a size below -1, or a second -1, is an
+ * INVALID_ARGUMENT error. */
+void ct_split_sizes(ct_graph *g, ct_output x, int axis, int n, const int64_t *sizes,
+                    ct_output *outs);
+
+/* x[begin:end:stride] on every axis of x, as Python and NumPy slice (and
+ * TensorFlow's StridedSlice without its shrink, new-axis and ellipsis
+ * masks): begin, end and strides have x's rank; a negative begin or end
+ * counts back from the axis' size, both are clamped to the axis; bit d of
+ * begin_mask starts axis d at its start (its end for a negative stride),
+ * bit d of end_mask runs it to its end (its start). A stride of 0 is an
+ * INVALID_ARGUMENT error. Its gradient puts dy where the elements were
+ * taken and zeros elsewhere. */
+ct_output ct_strided_slice(ct_graph *g, ct_output x, const int64_t *begin, const int64_t *end,
+                           const int64_t *strides, unsigned begin_mask, unsigned end_mask);
 
 /* Reductions over the axes whose bits are set in axes_mask (bit i = axis i;
  * 0 means all axes). keep_dims keeps reduced axes as size 1. */
@@ -152,7 +177,12 @@ ct_output ct_sparse_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_outp
 ct_output ct_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels);
 /* sum(x^2) / 2, a scalar (tf.nn.l2_loss); its gradient is x * dy. */
 ct_output ct_l2_loss(ct_graph *g, ct_output x);
-ct_output ct_argmax(ct_graph *g, ct_output x); /* over the last axis, i32 */
+/* The index (i32) of the largest element along `axis` (negative counts back
+ * from the rank), the first of equal ones; x without that axis, which must
+ * not be empty. A NaN never wins over a number after it (as a scan that
+ * keeps the first maximum). No gradient. */
+ct_output ct_argmax_axis(ct_graph *g, ct_output x, int axis);
+ct_output ct_argmax(ct_graph *g, ct_output x); /* ct_argmax_axis over the last axis */
 /* 1 where a == b, else 0 (u8, TensorFlow's bool): a and b of one dtype and
  * one shape, or one a scalar. No gradient. */
 ct_output ct_equal(ct_graph *g, ct_output a, ct_output b);
@@ -173,6 +203,13 @@ ct_node *ct_group(ct_graph *g, const char *name, int n, ct_node *const *nodes);
  * (an op on the path without a gradient, a non-f32 y). */
 int ct_gradients(ct_graph *graph, ct_output y, int n_xs, const ct_output *xs,
                  ct_output *dxs);
+/* ct_gradients holding the n_stops tensors `stops` constant (TensorFlow's
+ * stop_gradients): no gradient flows through them to what they depend on,
+ * while an x among them still gets its own. */
+int ct_gradients_stopping(ct_graph *graph, ct_output y, int n_xs, const ct_output *xs,
+                          int n_stops, const ct_output *stops, ct_output *dxs);
+/* x, through which no gradient flows (tf.stop_gradient). */
+ct_output ct_stop_gradient(ct_graph *graph, ct_output x);
 
 /* The gradient of the scalar `loss` with respect to every trainable
  * variable it depends on, as TensorFlow's compute_gradients: each sums the

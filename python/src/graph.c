@@ -278,9 +278,10 @@ static PyObject *g_variable(ct_py_graph *g, PyObject *args) {
   const char *name;
   PyObject *shape_seq, *seed;
   int kind, trainable;
-  float value;
+  float value, mean;
   ct_shape shape;
-  if (!PyArg_ParseTuple(args, "sOifpO", &name, &shape_seq, &kind, &value, &trainable, &seed) ||
+  if (!PyArg_ParseTuple(args, "sOiffpO", &name, &shape_seq, &kind, &value, &mean, &trainable,
+                        &seed) ||
       ct_py_shape(shape_seq, &shape))
     return NULL;
   unsigned long long seed_value = 0;
@@ -292,6 +293,7 @@ static PyObject *g_variable(ct_py_graph *g, PyObject *args) {
   ct_initializer init = {(ct_init_kind)kind, value};
   ct_output o = ct_variable(g->graph, name, shape, init, trainable);
   if (o.node && seed != Py_None) ct_variable_set_initializer_seed(g->graph, o, seed_value);
+  if (o.node && mean != 0.0f) ct_variable_set_initializer_mean(g->graph, o, mean);
   int index = -1;
   for (int i = 0; o.node && i < ct_graph_variable_count(g->graph); ++i)
     if (strcmp(ct_graph_variable_name(g->graph, i), name) == 0) index = i;
@@ -325,7 +327,7 @@ static PyObject *g_set_weight_decay(ct_py_graph *g, PyObject *args) {
 /* ---- ops ----------------------------------------------------------------------------------- */
 
 enum { UNARY_IDENTITY, UNARY_NEG, UNARY_RELU, UNARY_SIGMOID, UNARY_TANH, UNARY_ZEROS_LIKE,
-       UNARY_ONES_LIKE, UNARY_ARGMAX, UNARY_L2_LOSS };
+       UNARY_ONES_LIKE, UNARY_L2_LOSS, UNARY_STOP_GRADIENT };
 
 static PyObject *g_unary(ct_py_graph *g, PyObject *args) {
   int kind;
@@ -333,9 +335,9 @@ static PyObject *g_unary(ct_py_graph *g, PyObject *args) {
   ct_output x;
   if (!PyArg_ParseTuple(args, "iO", &kind, &obj) || ct_py_output(g, obj, &x)) return NULL;
   ct_output (*const table[])(ct_graph *, ct_output) = {
-      ct_identity, ct_neg,        ct_relu,   ct_sigmoid, ct_tanh,
-      ct_zeros_like, ct_ones_like, ct_argmax, ct_l2_loss};
-  if (kind < 0 || kind > UNARY_L2_LOSS) return PyErr_Format(PyExc_ValueError, "no unary op %d", kind);
+      ct_identity, ct_neg,        ct_relu,    ct_sigmoid,      ct_tanh,
+      ct_zeros_like, ct_ones_like, ct_l2_loss, ct_stop_gradient};
+  if (kind < 0 || kind > UNARY_STOP_GRADIENT) return PyErr_Format(PyExc_ValueError, "no unary op %d", kind);
   write_lock(g);
   ct_output o = table[kind](g->graph, x);
   unlock(g);
@@ -511,19 +513,86 @@ static PyObject *g_add_n(ct_py_graph *g, PyObject *args) {
   return built(g, o);
 }
 
+/* sizes (a sequence of up to 64 ints) into sizes[]; returns the count or -1. */
+static int get_sizes(PyObject *seq, int64_t *sizes) {
+  PyObject *fast = PySequence_Fast(seq, "split sizes are a sequence of integers");
+  if (fast == NULL) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  if (n < 1 || n > 64) {
+    Py_DECREF(fast);
+    PyErr_Format(PyExc_ValueError, "split makes 1 to 64 parts, not %zd", n);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    sizes[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+    if (sizes[i] == -1 && PyErr_Occurred()) {
+      Py_DECREF(fast);
+      return -1;
+    }
+  }
+  Py_DECREF(fast);
+  return (int)n;
+}
+
+/* split(x, axis, n) into equal parts, or split(x, axis, sizes) */
 static PyObject *g_split(ct_py_graph *g, PyObject *args) {
-  PyObject *ox;
+  PyObject *ox, *parts;
   int axis, n;
+  int64_t sizes[64];
   ct_output x, outs[64];
-  if (!PyArg_ParseTuple(args, "Oii", &ox, &axis, &n) || ct_py_output(g, ox, &x)) return NULL;
-  if (n < 1 || n > 64) return PyErr_Format(PyExc_ValueError, "split makes 1 to 64 parts, not %d", n);
+  if (!PyArg_ParseTuple(args, "OiO", &ox, &axis, &parts) || ct_py_output(g, ox, &x)) return NULL;
+  const int sized = !PyLong_Check(parts);
+  if (sized) {
+    if ((n = get_sizes(parts, sizes)) < 0) return NULL;
+  } else {
+    n = (int)PyLong_AsLong(parts);
+    if (PyErr_Occurred()) return NULL;
+    if (n < 1 || n > 64) return PyErr_Format(PyExc_ValueError, "split makes 1 to 64 parts, not %d", n);
+  }
   write_lock(g);
-  ct_split(g->graph, x, axis, n, outs);
+  if (sized)
+    ct_split_sizes(g->graph, x, axis, n, sizes, outs);
+  else
+    ct_split(g->graph, x, axis, n, outs);
   unlock(g);
   if (ct_py_graph_check(g)) return NULL;
   PyObject *list = PyList_New(n);
   for (int k = 0; list && k < n; ++k) PyList_SET_ITEM(list, k, output_tuple(outs[k]));
   return list;
+}
+
+/* strided_slice(x, begin, end, strides, begin_mask, end_mask): three lists
+ * of x's rank (read as shapes: up to CT_MAX_RANK ints) */
+static PyObject *g_strided_slice(ct_py_graph *g, PyObject *args) {
+  PyObject *ox, *ob, *oe, *os;
+  unsigned begin_mask, end_mask;
+  ct_output x;
+  ct_shape begin, end, strides;
+  if (!PyArg_ParseTuple(args, "OOOOII", &ox, &ob, &oe, &os, &begin_mask, &end_mask) ||
+      ct_py_output(g, ox, &x) || ct_py_shape(ob, &begin) || ct_py_shape(oe, &end) ||
+      ct_py_shape(os, &strides))
+    return NULL;
+  const int rank = ct_output_shape(x).rank;
+  if (begin.rank != rank || end.rank != rank || strides.rank != rank)
+    return PyErr_Format(PyExc_ValueError, "a slice of a tensor of rank %d takes %d begins, "
+                        "ends and strides", rank, rank);
+  write_lock(g);
+  ct_output o = ct_strided_slice(g->graph, x, begin.dims, end.dims, strides.dims, begin_mask,
+                                 end_mask);
+  unlock(g);
+  return built(g, o);
+}
+
+/* argmax(x, axis) */
+static PyObject *g_argmax(ct_py_graph *g, PyObject *args) {
+  PyObject *ox;
+  int axis;
+  ct_output x;
+  if (!PyArg_ParseTuple(args, "Oi", &ox, &axis) || ct_py_output(g, ox, &x)) return NULL;
+  write_lock(g);
+  ct_output o = ct_argmax_axis(g->graph, x, axis);
+  unlock(g);
+  return built(g, o);
 }
 
 static PyObject *g_reduce(ct_py_graph *g, PyObject *args) {
@@ -541,28 +610,32 @@ static PyObject *g_reduce(ct_py_graph *g, PyObject *args) {
 
 /* ---- gradients and optimizers --------------------------------------------------------------- */
 
+/* gradients(y, xs, stops=()) -> [gradient output or None per x] */
 static PyObject *g_gradients(ct_py_graph *g, PyObject *args) {
-  PyObject *oy, *seq;
+  PyObject *oy, *seq, *stop_seq = NULL;
   ct_output y;
-  if (!PyArg_ParseTuple(args, "OO", &oy, &seq) || ct_py_output(g, oy, &y)) return NULL;
-  Py_ssize_t n = PySequence_Size(seq);
-  if (n < 0) return NULL;
+  if (!PyArg_ParseTuple(args, "OO|O", &oy, &seq, &stop_seq) || ct_py_output(g, oy, &y))
+    return NULL;
+  Py_ssize_t n = PySequence_Size(seq), n_stops = stop_seq ? PySequence_Size(stop_seq) : 0;
+  if (n < 0 || n_stops < 0) return NULL;
   ct_output *xs = PyMem_Calloc((size_t)n + 1, sizeof *xs), *dxs = PyMem_Calloc((size_t)n + 1, sizeof *dxs);
-  if (xs == NULL || dxs == NULL) {
-    PyMem_Free(xs), PyMem_Free(dxs);
+  ct_output *stops = PyMem_Calloc((size_t)n_stops + 1, sizeof *stops);
+  if (xs == NULL || dxs == NULL || stops == NULL) {
+    PyMem_Free(xs), PyMem_Free(dxs), PyMem_Free(stops);
     return PyErr_NoMemory();
   }
   PyObject *list = NULL;
-  if (get_outputs(g, seq, xs, (int)n) >= 0) {
+  if (get_outputs(g, seq, xs, (int)n) >= 0 &&
+      (stop_seq == NULL || get_outputs(g, stop_seq, stops, (int)n_stops) >= 0)) {
     write_lock(g);
-    ct_gradients(g->graph, y, (int)n, xs, dxs);
+    ct_gradients_stopping(g->graph, y, (int)n, xs, (int)n_stops, stops, dxs);
     unlock(g);
     if (!ct_py_graph_check(g)) {
       list = PyList_New(n);
       for (Py_ssize_t i = 0; list && i < n; ++i) PyList_SET_ITEM(list, i, output_tuple(dxs[i]));
     }
   }
-  PyMem_Free(xs), PyMem_Free(dxs);
+  PyMem_Free(xs), PyMem_Free(dxs), PyMem_Free(stops);
   return list;
 }
 
@@ -662,6 +735,7 @@ static PyMethodDef graph_methods[] = {
     M(gradients, METH_VARARGS),    M(variable_gradients, METH_VARARGS),
     M(apply_gradients, METH_VARARGS), M(variables, METH_NOARGS),
     M(equal, METH_VARARGS),        M(softmax_xent, METH_VARARGS),   M(cast, METH_VARARGS),
+    M(argmax, METH_VARARGS),       M(strided_slice, METH_VARARGS),
     {NULL, NULL, 0, NULL},
 };
 #undef M

@@ -56,16 +56,16 @@ void ct_initialize_variable(const ct_variable_info *var, uint64_t graph_seed, ct
                          : ct_hash_string(graph_seed, var->name)};
   double fan_in, fan_out;
   fans(&var->shape, &fan_in, &fan_out);
-  const double scale = var->init.value;
+  const double scale = var->init.value, mean = var->init_mean;
   for (int64_t i = 0; i < n; ++i) {
     double x = 0;
     switch (var->init.kind) {
       case CT_INIT_ZEROS: x = 0; break;
       case CT_INIT_ONES: x = 1; break;
       case CT_INIT_CONSTANT: x = scale; break;
-      case CT_INIT_UNIFORM: x = scale * (2 * rng_uniform(&r) - 1); break;
-      case CT_INIT_NORMAL: x = scale * rng_truncated_normal(&r); break;
-      case CT_INIT_RANDOM_NORMAL: x = scale * rng_normal(&r); break;
+      case CT_INIT_UNIFORM: x = mean + scale * (2 * rng_uniform(&r) - 1); break;
+      case CT_INIT_NORMAL: x = mean + scale * rng_truncated_normal(&r); break;
+      case CT_INIT_RANDOM_NORMAL: x = mean + scale * rng_normal(&r); break;
       case CT_INIT_GLOROT_UNIFORM:
         x = sqrt(6.0 / (fan_in + fan_out)) * (2 * rng_uniform(&r) - 1);
         break;

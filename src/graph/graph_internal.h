@@ -20,6 +20,8 @@ typedef struct ct_variable_info {
   float weight_decay;   /* the model's own L2 decay, added to the optimizer's; 0 */
   int has_seed;         /* an op-level seed (ct_variable_set_initializer_seed) ... */
   uint64_t seed;        /* ... which seeds the initializer instead of the name */
+  float init_mean;      /* added to a random initializer's draws: the centre of its
+                           distribution (ct_variable_set_initializer_mean); 0 */
 } ct_variable_info;
 
 struct ct_node {

@@ -21,10 +21,29 @@ typedef struct ct_reshape_attrs {
   ct_shape shape; /* the target shape; at most one -1, resolved from the input's size */
 } ct_reshape_attrs;
 
-/* ConcatV2, ConcatGrad (as its Concat's), Split. */
+/* ConcatV2, ConcatGrad (as its Concat's), ArgMax. */
 typedef struct ct_axis_attrs {
-  int64_t axis; /* the axis joined or split; negative counts back from the rank */
+  int64_t axis; /* the axis joined or reduced; negative counts back from the rank */
 } ct_axis_attrs;
+
+enum { CT_SPLIT_MAX_PARTS = 64 };
+
+/* Split. */
+typedef struct ct_split_attrs {
+  int64_t axis; /* the axis split; negative counts back from the rank */
+  int n_sizes;  /* 0: as many equal parts as the node has outputs; else its output count */
+  int32_t sizes[CT_SPLIT_MAX_PARTS]; /* part k's size along axis; one may be -1: the rest */
+} ct_split_attrs;
+
+/* StridedSlice, StridedSliceGrad (as its StridedSlice's): per axis of the
+ * input, elements begin, begin + stride, ... before end (ops/slice_geometry.h). */
+typedef struct ct_slice_attrs {
+  int64_t begin[CT_MAX_RANK];  /* negative counts back from the axis' size */
+  int64_t end[CT_MAX_RANK];    /* one past the last (before, for a negative stride) */
+  int64_t stride[CT_MAX_RANK]; /* not 0 */
+  unsigned begin_mask;         /* bit d: axis d starts at its start (end for stride < 0) */
+  unsigned end_mask;           /* bit d: axis d runs to its end (start for stride < 0) */
+} ct_slice_attrs;
 
 /* Sum, Mean, ReduceGrad (as its reduction's, plus `mean`). */
 typedef struct ct_reduce_attrs {
@@ -107,6 +126,8 @@ typedef union ct_attrs {
   ct_source_attrs source;
   ct_reshape_attrs reshape;
   ct_axis_attrs axis;
+  ct_split_attrs split;
+  ct_slice_attrs slice;
   ct_reduce_attrs reduce;
   ct_matmul_attrs matmul;
   ct_conv2d_attrs conv2d;

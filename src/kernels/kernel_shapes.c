@@ -1,5 +1,6 @@
 /* Shape arithmetic shared by CPU and GPU kernels (kernel_shapes.h). */
 #include "kernels/kernel_shapes.h"
+#include "ops/slice_geometry.h"
 
 broadcast_kind ct_broadcast_kind_of(const ct_shape *in, const ct_shape *out, int64_t *block) {
   int64_t n = ct_shape_elements(in);
@@ -36,9 +37,33 @@ int64_t ct_outer_count(const ct_shape *s, int axis) {
   return n;
 }
 
+int64_t ct_inner_count(const ct_shape *s, int axis) {
+  int64_t n = 1;
+  for (int d = axis + 1; d < s->rank; ++d) n *= s->dims[d];
+  return n;
+}
+
+static int resolve_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
+
 int ct_kernel_axis(const ct_kernel_ctx *ctx, int rank) {
-  int64_t axis = ctx->attrs->axis.axis;
-  return (int)(axis < 0 ? axis + rank : axis);
+  return resolve_axis(ctx->attrs->axis.axis, rank);
+}
+
+int ct_kernel_split_axis(const ct_kernel_ctx *ctx, int rank) {
+  return resolve_axis(ctx->attrs->split.axis, rank);
+}
+
+int64_t ct_slice_view(const ct_slice_attrs *a, const ct_shape *in, int64_t *strides) {
+  int64_t base = 0, element = 1;
+  for (int d = in->rank - 1; d >= 0; --d) {
+    const ct_slice_range r =
+        ct_slice_range_of(in->dims[d], a->begin[d], a->end[d], a->stride[d],
+                          (a->begin_mask >> d) & 1, (a->end_mask >> d) & 1);
+    base += r.first * element;
+    strides[d] = a->stride[d] * element;
+    element *= in->dims[d];
+  }
+  return base;
 }
 
 void ct_conv_shapes(const ct_kernel_ctx *ctx, conv_kind kind, const ct_shape **x,

@@ -20,8 +20,17 @@ void ct_broadcast_strides(const ct_shape *in, const ct_shape *out, int64_t *stri
 size_t ct_row_bytes(const ct_tensor *t, int axis);
 /* The product of the dims before `axis`. */
 int64_t ct_outer_count(const ct_shape *s, int axis);
+/* The product of the dims after `axis`. */
+int64_t ct_inner_count(const ct_shape *s, int axis);
 /* attrs->axis as an axis of a tensor of this rank (negative counts back). */
 int ct_kernel_axis(const ct_kernel_ctx *ctx, int rank);
+/* attrs->split's axis, as ct_kernel_axis. */
+int ct_kernel_split_axis(const ct_kernel_ctx *ctx, int rank);
+
+/* StridedSlice of `in` (attrs.slice): output element c (coordinates) is
+ * input element base + sum of c[d] * strides[d] (in elements; a stride may
+ * be negative). Fills strides[0..rank-1], returns base. */
+int64_t ct_slice_view(const ct_slice_attrs *a, const ct_shape *in, int64_t *strides);
 
 /* Conv2D (x, filter -> y), Conv2DBackpropInput (filter, dy -> dx) and
  * Conv2DBackpropFilter (x, dy -> dfilter): where each tensor is. */

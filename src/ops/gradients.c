@@ -3,7 +3,8 @@
  * Pass 1 marks nodes that depend on some x; pass 2 marks nodes y depends on;
  * nodes in both are on the path. Pass 3 walks the path in reverse creation
  * order (a reverse topological order), sums the gradients arriving at each
- * output and asks the op's gradient function for its inputs' gradients.
+ * output (none for an output held constant, ct_gradients_stopping) and asks
+ * the op's gradient function for its inputs' gradients.
  * ct_variable_gradients asks it for the gradients of every trainable
  * variable's reads and sums them per variable, beside the variable. */
 #include <stdio.h>
@@ -37,7 +38,18 @@ static ct_output grad_list_sum(ct_graph *g, const grad_list *list) {
   return ct_add_n(g, list->n, list->items);
 }
 
+static int is_stopped(const ct_node *n, int output, int n_stops, const ct_output *stops) {
+  for (int k = 0; k < n_stops; ++k)
+    if (stops[k].node == n && stops[k].index == output) return 1;
+  return 0;
+}
+
 int ct_gradients(ct_graph *g, ct_output y, int n_xs, const ct_output *xs, ct_output *dxs) {
+  return ct_gradients_stopping(g, y, n_xs, xs, 0, NULL, dxs);
+}
+
+int ct_gradients_stopping(ct_graph *g, ct_output y, int n_xs, const ct_output *xs, int n_stops,
+                          const ct_output *stops, ct_output *dxs) {
   for (int i = 0; i < n_xs; ++i) dxs[i] = ct_out(NULL, 0);
   if (g->status.code != CT_OK) return 1;
   if (y.node == NULL) {
@@ -97,7 +109,9 @@ int ct_gradients(ct_graph *g, ct_output y, int n_xs, const ct_output *xs, ct_out
     ct_graph_push_name_scope(g, scope);
     ct_graph_push_device(g, n->requested_device);
     for (int o = 0; o < n->n_outputs && o < 64; ++o) {
-      grad_outputs[o] = grad_list_sum(g, &lists[list_base[id] + o]);
+      grad_outputs[o] = is_stopped(n, o, n_stops, stops)
+                            ? ct_out(NULL, 0)
+                            : grad_list_sum(g, &lists[list_base[id] + o]);
       any |= grad_outputs[o].node != NULL;
     }
     int wants_input_grads = 0;

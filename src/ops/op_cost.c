@@ -36,7 +36,8 @@ static double matmul_flops(const ct_attrs *attrs, const ct_shape *in, const ct_s
 /* Ops that only move or view data. */
 static const char *const k_no_arithmetic[] = {
     "Placeholder", "Const", "Variable", "Identity",  "Reshape",  "ReshapeLike",  "ConcatV2",
-    "ConcatGrad",  "Split", "NoOp",     "ZerosLike", "OnesLike", "BroadcastLike"};
+    "ConcatGrad",  "Split", "NoOp",     "ZerosLike", "OnesLike", "BroadcastLike",
+    "StridedSlice", "StridedSliceGrad", "StopGradient"};
 
 /* Per element of the largest input or output: a few operations each. */
 static double per_element(const ct_op_def *op) {

@@ -1,8 +1,11 @@
-/* Sources and shape ops: Placeholder, Const, Variable, Identity, ZerosLike,
- * OnesLike, NoOp, Reshape, Concat, Split (and their backward helpers). */
+/* Sources and shape ops: Placeholder, Const, Variable, Identity,
+ * StopGradient, ZerosLike, OnesLike, NoOp, Reshape, Concat, Split, StridedSlice (and their backward
+ * helpers). */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "ops/op_list.h"
+#include "ops/slice_geometry.h"
 
 /* ---- sources ------------------------------------------------------------ */
 
@@ -58,6 +61,13 @@ const ct_op_def ct_op_zeros_like = {"ZerosLike", ct_infer_same_as_input0, NULL,
                                     CT_OP_NO_GRADIENT};
 const ct_op_def ct_op_ones_like = {"OnesLike", ct_infer_same_as_input0, NULL, CT_OP_NO_GRADIENT};
 
+/* Identity whose gradient stops: tf.stop_gradient. */
+const ct_op_def ct_op_stop_gradient = {"StopGradient", ct_infer_same_as_input0, NULL,
+                                       CT_OP_ALIAS_INPUT0 | CT_OP_NO_GRADIENT};
+
+ct_output ct_stop_gradient(ct_graph *g, ct_output x) {
+  return ct_out(ct_graph_add_node(g, &ct_op_stop_gradient, NULL, 1, &x, 1, NULL), 0);
+}
 ct_output ct_identity(ct_graph *g, ct_output x) {
   return ct_out(ct_graph_add_node(g, &ct_op_identity, NULL, 1, &x, 1, NULL), 0);
 }
@@ -194,40 +204,144 @@ ct_output ct_concat(ct_graph *g, int n, const ct_output *xs, int axis) {
   return ct_out(ct_graph_add_node(g, &ct_op_concat, NULL, n, xs, 1, &a), 0);
 }
 
-/* attrs.axis; the node's output count is the number of parts. */
+/* The sizes of attrs.split along an axis of size d (-1: unknown) into
+ * parts[]: one -1 takes what the others leave. */
+static int infer_sized_parts(ct_infer_ctx *ctx, int64_t d, int64_t *parts) {
+  const ct_split_attrs *a = &ctx->attrs->split;
+  int64_t given = 0;
+  int rest = -1;
+  for (int k = 0; k < a->n_sizes; ++k) {
+    if (a->sizes[k] < 0)
+      rest = k;
+    else
+      given += a->sizes[k];
+    parts[k] = a->sizes[k];
+  }
+  if (d >= 0 && (rest < 0 ? given != d : given > d))
+    return ct_infer_fail(ctx, "dimension of size %lld does not split into parts of sizes "
+                         "summing to %lld%s", (long long)d, (long long)given,
+                         rest < 0 ? "" : " plus the rest (-1)");
+  if (rest >= 0) parts[rest] = d < 0 ? -1 : d - given;
+  return 0;
+}
+
+/* attrs.split: n_sizes 0 splits into as many equal parts as the node has
+ * outputs; else into parts of sizes[k]. */
 static int infer_split(ct_infer_ctx *ctx) {
   int axis = 0;
-  if (normalize_axis(ctx, ctx->attrs->axis.axis, ctx->in_shapes[0].rank, &axis)) return 1;
-  ct_shape part = ctx->in_shapes[0];
-  int64_t d = part.dims[axis];
-  if (d >= 0 && d % ctx->n_outputs != 0)
-    return ct_infer_fail(ctx, "dimension %d (%lld) does not split into %d equal parts", axis,
-                         (long long)d, ctx->n_outputs);
-  part.dims[axis] = d < 0 ? -1 : d / ctx->n_outputs;
+  if (normalize_axis(ctx, ctx->attrs->split.axis, ctx->in_shapes[0].rank, &axis)) return 1;
+  const int64_t d = ctx->in_shapes[0].dims[axis];
+  int64_t parts[CT_SPLIT_MAX_PARTS];
+  if (ctx->attrs->split.n_sizes > 0) {
+    if (infer_sized_parts(ctx, d, parts)) return 1;
+  } else {
+    if (d >= 0 && d % ctx->n_outputs != 0)
+      return ct_infer_fail(ctx, "dimension %d (%lld) does not split into %d equal parts", axis,
+                           (long long)d, ctx->n_outputs);
+    for (int k = 0; k < ctx->n_outputs; ++k) parts[k] = d < 0 ? -1 : d / ctx->n_outputs;
+  }
   for (int k = 0; k < ctx->n_outputs; ++k) {
-    ctx->out_shapes[k] = part;
+    ctx->out_shapes[k] = ctx->in_shapes[0];
+    ctx->out_shapes[k].dims[axis] = parts[k];
     ctx->out_dtypes[k] = ctx->in_dtypes[0];
   }
   return 0;
 }
 
+/* The concatenation of the parts' gradients (zeros for a part without one). */
 static void grad_split(ct_graph *g, const ct_node *node, const ct_output *gy, ct_output *gx) {
-  ct_output parts[64];
+  ct_output parts[CT_SPLIT_MAX_PARTS];
   for (int k = 0; k < node->n_outputs; ++k)
     parts[k] = gy[k].node ? gy[k] : ct_zeros_like(g, ct_out((ct_node *)node, k));
-  ct_attrs a = node->attrs;
+  ct_attrs a = {.axis = {.axis = node->attrs.split.axis}};
   gx[0] = ct_out(ct_graph_add_node(g, &ct_op_concat, NULL, node->n_outputs, parts, 1, &a), 0);
 }
 
 const ct_op_def ct_op_split = {"Split", infer_split, grad_split, 0};
 
+/* Adds the Split node of attrs `a` with n outputs into outs. */
+static void add_split(ct_graph *g, ct_output x, int n, const ct_attrs *a, ct_output *outs) {
+  ct_node *node = ct_graph_add_node(g, &ct_op_split, NULL, 1, &x, n, a);
+  for (int k = 0; node && k < n; ++k) outs[k] = ct_out(node, k);
+}
+
 void ct_split(ct_graph *g, ct_output x, int axis, int n, ct_output *outs) {
   for (int k = 0; k < n; ++k) outs[k] = ct_out(NULL, 0);
-  if (n < 1 || n > 64) {
-    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "ct_split makes 1 to 64 parts, got %d", n);
+  if (n < 1 || n > CT_SPLIT_MAX_PARTS) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "ct_split makes 1 to %d parts, got %d",
+                       CT_SPLIT_MAX_PARTS, n);
     return;
   }
-  ct_attrs a = {.axis = {.axis = axis}};
-  ct_node *node = ct_graph_add_node(g, &ct_op_split, NULL, 1, &x, n, &a);
-  for (int k = 0; node && k < n; ++k) outs[k] = ct_out(node, k);
+  ct_attrs a = {.split = {.axis = axis}};
+  add_split(g, x, n, &a, outs);
+}
+
+void ct_split_sizes(ct_graph *g, ct_output x, int axis, int n, const int64_t *sizes,
+                    ct_output *outs) {
+  for (int k = 0; k < n; ++k) outs[k] = ct_out(NULL, 0);
+  if (n < 1 || n > CT_SPLIT_MAX_PARTS) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "ct_split_sizes makes 1 to %d parts, got %d",
+                       CT_SPLIT_MAX_PARTS, n);
+    return;
+  }
+  ct_attrs a = {.split = {.axis = axis, .n_sizes = n}};
+  int rest = 0;
+  for (int k = 0; k < n; ++k) {
+    rest += sizes[k] == -1;
+    if (sizes[k] < -1 || sizes[k] > INT32_MAX || rest > 1) {
+      ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                         "ct_split_sizes takes sizes >= 0 and at most one -1 (the rest); "
+                         "size %d is %lld", k, (long long)sizes[k]);
+      return;
+    }
+    a.split.sizes[k] = (int32_t)sizes[k];
+  }
+  add_split(g, x, n, &a, outs);
+}
+
+/* ---- strided slice ------------------------------------------------------ */
+
+/* attrs.slice on every axis of input 0; StridedSliceGrad(dy, x) is shaped
+ * like x. */
+static int infer_strided_slice(ct_infer_ctx *ctx) {
+  const ct_slice_attrs *a = &ctx->attrs->slice;
+  ct_shape out = ctx->in_shapes[0];
+  for (int d = 0; d < out.rank; ++d) {
+    if (a->stride[d] == 0) return ct_infer_fail(ctx, "the stride of axis %d is 0", d);
+    out.dims[d] = ct_slice_range_of(out.dims[d], a->begin[d], a->end[d], a->stride[d],
+                                    (a->begin_mask >> d) & 1, (a->end_mask >> d) & 1)
+                      .count;
+  }
+  ctx->out_shapes[0] = out;
+  ctx->out_dtypes[0] = ctx->in_dtypes[0];
+  return 0;
+}
+
+static int infer_strided_slice_grad(ct_infer_ctx *ctx) {
+  ctx->out_shapes[0] = ctx->in_shapes[1];
+  ctx->out_dtypes[0] = ctx->in_dtypes[0];
+  return 0;
+}
+
+/* dy where the slice took its elements, zeros elsewhere. */
+static void grad_strided_slice(ct_graph *g, const ct_node *node, const ct_output *gy,
+                               ct_output *gx) {
+  ct_output in[2] = {gy[0], node->inputs[0]};
+  gx[0] = ct_out(ct_graph_add_node(g, &ct_op_strided_slice_grad, NULL, 2, in, 1, &node->attrs), 0);
+}
+
+const ct_op_def ct_op_strided_slice = {"StridedSlice", infer_strided_slice, grad_strided_slice, 0};
+const ct_op_def ct_op_strided_slice_grad = {"StridedSliceGrad", infer_strided_slice_grad, NULL, 0};
+
+ct_output ct_strided_slice(ct_graph *g, ct_output x, const int64_t *begin, const int64_t *end,
+                           const int64_t *strides, unsigned begin_mask, unsigned end_mask) {
+  if (x.node == NULL) return ct_out(NULL, 0);
+  const int rank = ct_output_shape(x).rank;
+  ct_attrs a = {.slice = {.begin_mask = begin_mask, .end_mask = end_mask}};
+  for (int d = 0; d < rank; ++d) {
+    a.slice.begin[d] = begin[d];
+    a.slice.end[d] = end[d];
+    a.slice.stride[d] = strides[d];
+  }
+  return ct_out(ct_graph_add_node(g, &ct_op_strided_slice, NULL, 1, &x, 1, &a), 0);
 }

@@ -418,12 +418,25 @@ ct_output ct_l2_loss(ct_graph *g, ct_output x) {
   return ct_out(add_with(g, &ct_op_l2_loss, 1, &x, 1, NULL), 0);
 }
 
+/* attrs.axis (negative counts back): x without that axis, the index of
+ * each maximum along it. */
 static int infer_argmax(ct_infer_ctx *ctx) {
   if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
-  ct_shape s = ctx->in_shapes[0];
-  if (s.rank < 1) return ct_infer_fail(ctx, "argmax needs rank >= 1");
-  s.rank -= 1;
-  ctx->out_shapes[0] = s;
+  const ct_shape *x = &ctx->in_shapes[0];
+  int64_t axis = ctx->attrs->axis.axis;
+  if (axis < 0) axis += x->rank;
+  if (axis < 0 || axis >= x->rank)
+    return ct_infer_fail(ctx, "argmax axis %lld is out of range for rank %d",
+                         (long long)ctx->attrs->axis.axis, x->rank);
+  if (x->dims[axis] == 0) {
+    char buf[96];
+    return ct_infer_fail(ctx, "argmax axis %lld is empty in shape %s", (long long)axis,
+                         ct_shape_str(x, buf, sizeof buf));
+  }
+  ct_shape out = *x;
+  out.rank -= 1;
+  for (int d = (int)axis; d < out.rank; ++d) out.dims[d] = x->dims[d + 1];
+  ctx->out_shapes[0] = out;
   ctx->out_dtypes[0] = CT_I32;
   return 0;
 }
@@ -436,9 +449,11 @@ static int infer_accuracy(ct_infer_ctx *ctx) {
 const ct_op_def ct_op_argmax = {"ArgMax", infer_argmax, NULL, CT_OP_NO_GRADIENT};
 const ct_op_def ct_op_accuracy = {"Accuracy", infer_accuracy, NULL, CT_OP_NO_GRADIENT};
 
-ct_output ct_argmax(ct_graph *g, ct_output x) {
-  return ct_out(add_with(g, &ct_op_argmax, 1, &x, 1, NULL), 0);
+ct_output ct_argmax_axis(ct_graph *g, ct_output x, int axis) {
+  ct_attrs a = {.axis = {.axis = axis}};
+  return ct_out(add_with(g, &ct_op_argmax, 1, &x, 1, &a), 0);
 }
+ct_output ct_argmax(ct_graph *g, ct_output x) { return ct_argmax_axis(g, x, -1); }
 ct_output ct_accuracy(ct_graph *g, ct_output logits, ct_output labels) {
   ct_output in[2] = {logits, labels};
   return ct_out(add_with(g, &ct_op_accuracy, 2, in, 1, NULL), 0);

@@ -78,6 +78,7 @@ ct_output ct_variable_absolute(ct_graph *g, const char *full_name, ct_shape shap
   var->weight_decay = 0.0f;
   var->has_seed = 0;
   var->seed = 0;
+  var->init_mean = 0.0f;
   var->device = strdup(g->n_variable_device_scopes
                            ? g->variable_device_scopes[g->n_variable_device_scopes - 1]
                        : g->n_device_scopes ? g->device_scopes[g->n_device_scopes - 1]
@@ -139,4 +140,21 @@ void ct_variable_set_initializer_seed(ct_graph *g, ct_output variable, uint64_t 
   }
   g->variables[variable.node->variable].has_seed = 1;
   g->variables[variable.node->variable].seed = seed;
+}
+
+void ct_variable_set_initializer_mean(ct_graph *g, ct_output variable, float mean) {
+  if (g->status.code != CT_OK) return;
+  if (variable.node == NULL || variable.node->variable < 0) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "an initializer mean needs a variable read");
+    return;
+  }
+  ct_variable_info *var = &g->variables[variable.node->variable];
+  const ct_init_kind kind = var->init.kind;
+  if (kind != CT_INIT_UNIFORM && kind != CT_INIT_NORMAL && kind != CT_INIT_RANDOM_NORMAL) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                       "variable '%s': only a uniform or normal initializer takes a mean",
+                       var->name);
+    return;
+  }
+  var->init_mean = mean;
 }

@@ -239,6 +239,52 @@ static void test_initializer_seeds_and_reinitializing(void **state) {
   ct_graph_free(g);
 }
 
+/* Each random kind centred on a mean (seeded alike, so each is mean + the
+ * centred variable's values, against a loop here), a truncated normal
+ * within mean +- 2 scale; a mean for a constant initializer is refused. */
+static void test_initializer_means(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  const ct_shape s = ct_shape_of(1, (int64_t)3000);
+  const ct_init_kind kinds[3] = {CT_INIT_UNIFORM, CT_INIT_NORMAL, CT_INIT_RANDOM_NORMAL};
+  const float means[3] = {3.5f, -3.0f, 4.0f};
+  for (int k = 0; k < 3; ++k) {
+    ct_output centred = ct_variable(g, k == 0 ? "u0" : k == 1 ? "t0" : "n0", s,
+                                    (ct_initializer){kinds[k], 1.5f}, 1);
+    ct_output moved = ct_variable(g, k == 0 ? "u" : k == 1 ? "t" : "n", s,
+                                  (ct_initializer){kinds[k], 1.5f}, 1);
+    ct_variable_set_initializer_seed(g, centred, 5);
+    ct_variable_set_initializer_seed(g, moved, 5);
+    ct_variable_set_initializer_mean(g, moved, means[k]);
+  }
+  assert_status_ok(ct_graph_status(g));
+  ct_status st = CT_STATUS_INIT;
+  ct_session *sess = ct_session_new(g, NULL, &st);
+  assert_status_ok(&st);
+  for (int k = 0; k < 3; ++k) {
+    ct_tensor *c = ct_session_read_variable(sess, 2 * k, &st);
+    ct_tensor *m = ct_session_read_variable(sess, 2 * k + 1, &st);
+    assert_status_ok(&st);
+    double worst = 0, sum = 0;
+    for (int i = 0; i < 3000; ++i) {
+      const float got = ct_tensor_f32(m)[i], want = means[k] + ct_tensor_f32(c)[i];
+      worst = fmax(worst, fabs(got - want));
+      sum += got;
+      if (kinds[k] != CT_INIT_RANDOM_NORMAL) assert_true(fabsf(got - means[k]) <= 2 * 1.5f + 1e-5f);
+    }
+    printf("  kind %d mean %g: drawn mean %.3f, max difference to mean + centred %.1e\n",
+           kinds[k], (double)means[k], sum / 3000, worst);
+    assert_true(worst <= 1e-6);
+    assert_true(fabs(sum / 3000 - means[k]) < 0.1);
+    ct_tensor_free(c), ct_tensor_free(m);
+  }
+  ct_session_free(sess);
+  ct_output one = ct_variable(g, "one", s, (ct_initializer){CT_INIT_CONSTANT, 1.0f}, 1);
+  ct_variable_set_initializer_mean(g, one, 2.0f);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_missing_and_misshaped_feeds),
@@ -247,6 +293,7 @@ int main(void) {
       cmocka_unit_test(test_memory_limit_gives_resource_exhausted),
       cmocka_unit_test(test_run_longer_than_the_last),
       cmocka_unit_test(test_initializer_seeds_and_reinitializing),
+      cmocka_unit_test(test_initializer_means),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

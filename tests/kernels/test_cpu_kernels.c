@@ -1040,7 +1040,133 @@ static void test_concat_split(void **state) {
   run_end(&r);
 }
 
+/* Split of [3, 7] along axis 1 into parts of 2, 0, 4 and the rest (1)
+ * against naive copies; sizes that do not sum to 7 are refused. */
+static void test_split_sizes(void **state) {
+  (void)state;
+  ct_shape shapes[1] = {ct_shape_of(2, (int64_t)3, (int64_t)7)};
+  op_run r;
+  run_begin(&r, 1, shapes, 62);
+  const int64_t sizes[4] = {2, 0, 4, -1}, want_sizes[4] = {2, 0, 4, 1};
+  ct_output parts[4];
+  ct_split_sizes(r.g, r.in[0], -1, 4, sizes, parts);
+  ct_tensor *out[4];
+  run_fetch(&r, 4, parts, out);
+  int64_t first = 0;
+  for (int k = 0; k < 4; ++k) {
+    float ref[3 * 7];
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < want_sizes[k]; ++j)
+        ref[i * want_sizes[k] + j] = input(&r, 0)[i * 7 + first + j];
+    assert_int_equal(out[k]->shape.dims[1], want_sizes[k]);
+    char what[48];
+    snprintf(what, sizeof what, "Split sizes, part %d of [2, 0, 4, -1]", k);
+    expect_close(what, out[k], ref, 3 * want_sizes[k], 0);
+    first += want_sizes[k];
+    ct_tensor_free(out[k]);
+  }
+  ct_split_sizes(r.g, r.in[0], 1, 2, (const int64_t[]){3, 3}, parts);
+  assert_null(parts[0].node);
+  assert_int_equal(ct_graph_status(r.g)->code, CT_INVALID_ARGUMENT);
+  run_end(&r);
+}
+
+/* The elements listed per axis, gathered by a naive loop from x [4, 5, 3]. */
+typedef struct slice_case {
+  const char *what;
+  int64_t begin[3], end[3], strides[3];
+  unsigned begin_mask, end_mask;
+  int n[3];       /* how many indices each axis takes */
+  int take[3][5]; /* which */
+} slice_case;
+
+static void check_slice(const slice_case *c) {
+  const int64_t dims[3] = {4, 5, 3};
+  ct_shape shapes[1] = {ct_shape_make(3, dims)};
+  op_run r;
+  run_begin(&r, 1, shapes, 64);
+  ct_output y = ct_strided_slice(r.g, r.in[0], c->begin, c->end, c->strides, c->begin_mask,
+                                 c->end_mask);
+  ct_tensor *out;
+  run_fetch(&r, 1, &y, &out);
+  float ref[60];
+  int k = 0;
+  for (int i = 0; i < c->n[0]; ++i)
+    for (int j = 0; j < c->n[1]; ++j)
+      for (int l = 0; l < c->n[2]; ++l)
+        ref[k++] = input(&r, 0)[(c->take[0][i] * 5 + c->take[1][j]) * 3 + c->take[2][l]];
+  for (int d = 0; d < 3; ++d) assert_int_equal(out->shape.dims[d], c->n[d]);
+  expect_close(c->what, out, ref, k, 0);
+  ct_tensor_free(out);
+  run_end(&r);
+}
+
+/* StridedSlice with negative indices and strides, masks, clamping and an
+ * empty axis; a stride of 0 is refused. */
+static void test_strided_slice(void **state) {
+  (void)state;
+  const slice_case cases[] = {
+      {"x[1:3, :, ::2]", {1, 0, 0}, {3, 0, 0}, {1, 1, 2}, 0x6, 0x6, {2, 5, 2},
+       {{1, 2}, {0, 1, 2, 3, 4}, {0, 2}}},
+      {"x[-1:0:-2, -2:, 2]", {-1, -2, 2}, {0, 0, 3}, {-2, 1, 1}, 0, 0x2, {2, 2, 1},
+       {{3, 1}, {3, 4}, {2}}},
+      {"x[::-1, -9:99, 1:1]", {0, -9, 1}, {0, 99, 1}, {-1, 1, 1}, 0x1, 0x1, {4, 5, 0},
+       {{3, 2, 1, 0}, {0, 1, 2, 3, 4}, {0}}},
+      {"x[:, 4:1:-1, -3:]", {0, 4, -3}, {0, 1, 0}, {1, -1, 1}, 0x1, 0x5, {4, 3, 3},
+       {{0, 1, 2, 3}, {4, 3, 2}, {0, 1, 2}}},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) check_slice(&cases[k]);
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)4));
+  assert_null(ct_strided_slice(g, x, (const int64_t[]){0}, (const int64_t[]){4},
+                               (const int64_t[]){0}, 0, 0).node);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  ct_graph_free(g);
+}
+
 /* ---- classification ------------------------------------------------------------------ */
+
+/* ArgMax along each axis of [3, 4, 5] (and axis -2) against the naive scan,
+ * the values rounded to tenths so that some maxima tie (the first wins). */
+static void test_argmax_along_each_axis(void **state) {
+  (void)state;
+  const int64_t dims[3] = {3, 4, 5};
+  ct_shape shapes[1] = {ct_shape_make(3, dims)};
+  op_run r;
+  run_begin(&r, 1, shapes, 73);
+  float *x = input(&r, 0);
+  for (int i = 0; i < 60; ++i) x[i] = roundf(x[i] * 10.0f) / 10.0f;
+  const int axes[4] = {0, 1, 2, -2};
+  ct_output fetches[4];
+  for (int k = 0; k < 4; ++k) fetches[k] = ct_argmax_axis(r.g, r.in[0], axes[k]);
+  ct_tensor *out[4];
+  run_fetch(&r, 4, fetches, out);
+  for (int k = 0; k < 4; ++k) {
+    const int axis = axes[k] < 0 ? axes[k] + 3 : axes[k];
+    const int64_t stride = axis == 0 ? 20 : axis == 1 ? 5 : 1;
+    int64_t j = 0, ties = 0;
+    for (int64_t i = 0; i < 60; ++i) {
+      if ((i / stride) % dims[axis] != 0) continue; /* i: the first of its line */
+      int64_t best = 0;
+      for (int64_t c = 1; c < dims[axis]; ++c) {
+        ties += x[i + c * stride] == x[i + best * stride];
+        if (x[i + c * stride] > x[i + best * stride]) best = c;
+      }
+      if (ct_tensor_i32(out[k])[j] != best)
+        fail_msg("ArgMax axis %d, output %lld: %d, not %lld", axes[k], (long long)j,
+                 ct_tensor_i32(out[k])[j], (long long)best);
+      ++j;
+    }
+    assert_int_equal(ct_tensor_elements(out[k]), j);
+    printf("  ArgMax axis %2d of [3, 4, 5]: %lld outputs match (%lld ties seen)\n", axes[k],
+           (long long)j, (long long)ties);
+    ct_tensor_free(out[k]);
+  }
+  ct_output too_far = ct_argmax_axis(r.g, r.in[0], 3);
+  assert_null(too_far.node);
+  assert_int_equal(ct_graph_status(r.g)->code, CT_INVALID_ARGUMENT);
+  run_end(&r);
+}
 
 static void test_cross_entropy_and_accuracy(void **state) {
   (void)state;
@@ -1331,6 +1457,9 @@ int main(void) {
       cmocka_unit_test(test_broadcast_and_reduce),
       cmocka_unit_test(test_bias_gradient),
       cmocka_unit_test(test_concat_split),
+      cmocka_unit_test(test_split_sizes),
+      cmocka_unit_test(test_strided_slice),
+      cmocka_unit_test(test_argmax_along_each_axis),
       cmocka_unit_test(test_cross_entropy_and_accuracy),
       cmocka_unit_test(test_dense_cross_entropy),
       cmocka_unit_test(test_equal_and_cast),

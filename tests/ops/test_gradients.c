@@ -249,9 +249,46 @@ static void test_conv_bias_relu_fused(void **state) {
   }
 }
 
+/* Gradients held back: of y = sum(x * StopGradient(x)) x gets x (not 2 x);
+ * of y = sum(a * b) with b = 2 a held constant, a gets b (not b + 2 a) and
+ * b, an x itself, gets a. */
+static void test_stopped_gradients(void **state) {
+  (void)state;
+  ct_status st = CT_STATUS_INIT;
+  ct_graph *g = ct_graph_new();
+  const ct_shape s = ct_shape_of(1, (int64_t)3);
+  ct_output x = ct_placeholder(g, "x", CT_F32, s);
+  ct_output b = ct_mul(g, x, ct_scalar(g, 2.0f));
+  ct_output dx[1], dab[2];
+  assert_int_equal(ct_gradients(g, ct_reduce_sum(g, ct_mul(g, x, ct_stop_gradient(g, x)), 0, 0),
+                                1, &x, dx), 0);
+  assert_int_equal(ct_gradients_stopping(g, ct_reduce_sum(g, ct_mul(g, x, b), 0, 0), 2,
+                                         (ct_output[]){x, b}, 1, &b, dab), 0);
+  assert_status_ok(ct_graph_status(g));
+  float xv[3] = {1.0f, -2.0f, 0.5f};
+  ct_tensor xt = {CT_F32, s, xv, 0};
+  ct_feed feed = {x, &xt};
+  ct_session *sess = ct_session_new(g, NULL, &st);
+  assert_status_ok(&st);
+  ct_output fetches[3] = {dx[0], dab[0], dab[1]};
+  ct_tensor *out[3];
+  ct_session_run(sess, &feed, 1, fetches, 3, NULL, 0, out, &st);
+  assert_status_ok(&st);
+  for (int i = 0; i < 3; ++i) {
+    assert_float_equal(ct_tensor_f32(out[0])[i], xv[i], 0);
+    assert_float_equal(ct_tensor_f32(out[1])[i], 2.0f * xv[i], 0);
+    assert_float_equal(ct_tensor_f32(out[2])[i], xv[i], 0);
+  }
+  printf("  StopGradient and stop_gradients hold their tensors constant\n");
+  for (int i = 0; i < 3; ++i) ct_tensor_free(out[i]);
+  ct_session_free(sess);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_all_gradients),
                                      cmocka_unit_test(test_max_pool_of_relu),
-                                     cmocka_unit_test(test_conv_bias_relu_fused)};
+                                     cmocka_unit_test(test_conv_bias_relu_fused),
+                                     cmocka_unit_test(test_stopped_gradients)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

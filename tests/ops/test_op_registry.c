@@ -34,6 +34,8 @@ static const exemption exemptions[] = {
     {"ZerosLike", GRADIENT_CHECK, "its output does not depend on its input's values"},
     {"OnesLike", GRADIENT_CHECK, "its output does not depend on its input's values"},
     {"ArgMax", GRADIENT_CHECK, "its output is an integer index"},
+    {"StopGradient", GRADIENT_CHECK,
+     "its gradient is zero by definition, not its numerical one (test_gradients checks it)"},
     {"Accuracy", GRADIENT_CHECK, "a metric: it counts integer matches"},
     {"Equal", GRADIENT_CHECK, "its output is a comparison's 0 or 1"},
     {"Cast", GRADIENT_CHECK, "a conversion between dtypes, of which only f32 is differentiable"},

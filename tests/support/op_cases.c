@@ -105,6 +105,22 @@ static ct_output b_split(ct_graph *g, const ct_output *x) {
   /* use two of the three parts, so the third gets a zero gradient */
   return ct_sub(g, parts[0], ct_mul(g, parts[2], parts[2]));
 }
+/* parts of 1, 3 (the rest, -1) and 2 along axis 0; the middle one unused */
+static ct_output b_split_sizes(ct_graph *g, const ct_output *x) {
+  ct_output parts[3];
+  ct_split_sizes(g, x[0], 0, 3, (const int64_t[]){1, -1, 2}, parts);
+  return ct_concat(g, 2, (ct_output[]){ct_mul(g, parts[2], parts[2]), parts[0]}, 0);
+}
+/* x[0:4:3, -1:0:-2, :] of [4, 5, 3]: rows 0 and 3, columns 4 and 2 */
+static ct_output b_strided_slice(ct_graph *g, const ct_output *x) {
+  return ct_strided_slice(g, x[0], (const int64_t[]){0, -1, 0}, (const int64_t[]){4, 0, 0},
+                          (const int64_t[]){3, -2, 1}, 0x4, 0x4);
+}
+/* x[::-1, 1:3] of [6, 4] */
+static ct_output b_reversed_slice(ct_graph *g, const ct_output *x) {
+  return ct_strided_slice(g, x[0], (const int64_t[]){0, 1}, (const int64_t[]){0, 3},
+                          (const int64_t[]){-1, 1}, 0x1, 0x1);
+}
 static ct_output b_sum(ct_graph *g, const ct_output *x) { return ct_reduce_sum(g, x[0], 0x2, 0); }
 static ct_output b_mean(ct_graph *g, const ct_output *x) { return ct_reduce_mean(g, x[0], 0x5, 1); }
 static ct_output b_mean_all(ct_graph *g, const ct_output *x) { return ct_reduce_mean(g, x[0], 0, 0); }
@@ -119,6 +135,16 @@ static ct_output b_dense_xent(ct_graph *g, const ct_output *x) {
   ct_tensor t = {CT_F32, ct_shape_of(2, (int64_t)3, (int64_t)4), labels, 0};
   return ct_softmax_cross_entropy(g, x[0], ct_constant(g, "labels", &t));
 }
+/* the index as a float: no gradient reaches x (the check expects zeros) */
+static ct_output b_argmax_axis0(ct_graph *g, const ct_output *x) {
+  return ct_cast(g, ct_argmax_axis(g, x[0], 0), CT_F32);
+}
+static ct_output b_argmax_axis1(ct_graph *g, const ct_output *x) {
+  return ct_cast(g, ct_argmax_axis(g, x[0], 1), CT_F32);
+}
+static ct_output b_argmax_last(ct_graph *g, const ct_output *x) {
+  return ct_cast(g, ct_argmax_axis(g, x[0], -1), CT_F32);
+}
 static ct_output b_l2_loss(ct_graph *g, const ct_output *x) { return ct_l2_loss(g, x[0]); }
 static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
   return ct_tanh(g, ct_add(g, ct_matmul(g, x[0], x[1], 0, 0), x[2]));
@@ -129,11 +155,12 @@ static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
 #define S3(a, b, c) ct_shape_of(3, (int64_t)(a), (int64_t)(b), (int64_t)(c))
 #define S4(a, b, c, d) ct_shape_of(4, (int64_t)(a), (int64_t)(b), (int64_t)(c), (int64_t)(d))
 
-static op_case cases[64];
+static op_case cases[80];
 static int n_cases;
 
 static void add_case(const char *name, int n, ct_shape s0, ct_shape s1, ct_shape s2,
                      value_kind values, ct_output (*build)(ct_graph *, const ct_output *)) {
+  assert_true(n_cases < (int)(sizeof cases / sizeof cases[0]));
   op_case *c = &cases[n_cases++];
   c->name = name;
   c->n_inputs = n;
@@ -215,12 +242,18 @@ static void build_table(void) {
   add_case("Reshape", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_reshape);
   add_case("Concat", 2, S2(3, 2), S2(3, 4), none, VALUES_UNIFORM, b_concat);
   add_case("Split", 1, S2(3, 6), none, none, VALUES_UNIFORM, b_split);
+  add_case("Split sizes", 1, S3(6, 2, 3), none, none, VALUES_UNIFORM, b_split_sizes);
+  add_case("StridedSlice", 1, S3(4, 5, 3), none, none, VALUES_UNIFORM, b_strided_slice);
+  add_case("StridedSlice reversed", 1, S2(6, 4), none, none, VALUES_UNIFORM, b_reversed_slice);
   add_case("Sum", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_sum);
   add_case("Mean keep_dims", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_mean);
   add_case("Mean all", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_mean_all);
   add_case("SoftmaxCrossEntropy", 1, S2(4, 5), none, none, VALUES_UNIFORM, b_xent);
   add_case("SoftmaxCrossEntropyWithLogits", 1, S2(3, 4), none, none, VALUES_UNIFORM,
            b_dense_xent);
+  add_case("ArgMax axis 0", 1, S3(5, 3, 4), none, none, VALUES_DISTINCT, b_argmax_axis0);
+  add_case("ArgMax axis 1", 1, S3(2, 6, 3), none, none, VALUES_DISTINCT, b_argmax_axis1);
+  add_case("ArgMax last axis", 1, S2(3, 40), none, none, VALUES_DISTINCT, b_argmax_last);
   add_case("L2Loss", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_l2_loss);
   add_case("dense chain", 3, S2(3, 4), S2(4, 2), S1(2), VALUES_UNIFORM, b_dense_chain);
 }

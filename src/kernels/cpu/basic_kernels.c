@@ -52,5 +52,53 @@ void ct_cpu_concat_grad(ct_kernel_ctx *ctx) {
 
 void ct_cpu_split(ct_kernel_ctx *ctx) {
   join_or_split(&ctx->inputs[0], ctx->outputs, ctx->n_outputs,
-                ct_kernel_axis(ctx, ctx->inputs[0].shape.rank), 0);
+                ct_kernel_split_axis(ctx, ctx->inputs[0].shape.rank), 0);
+}
+
+/* A strided view of `rank` dims (ct_slice_view). */
+typedef struct strided_walk {
+  int rank;
+  const int64_t *dims, *strides;
+} strided_walk;
+
+/* Copies the view's elements in row-major order of size bytes each: from
+ * the view into the dense `to` (gather), or from the dense `from` into the
+ * view (scatter). */
+static void copy_strided(const strided_walk *w, const char *from, char *to, size_t size,
+                         int gather) {
+  int64_t coord[CT_MAX_RANK] = {0}, offset = 0, n = 1;
+  for (int d = 0; d < w->rank; ++d) n *= w->dims[d];
+  for (int64_t i = 0; i < n; ++i) {
+    if (gather)
+      memcpy(to + (size_t)i * size, from + offset * (int64_t)size, size);
+    else
+      memcpy(to + offset * (int64_t)size, from + (size_t)i * size, size);
+    for (int d = w->rank - 1; d >= 0; --d) { /* the next coordinates, the last fastest */
+      offset += w->strides[d];
+      if (++coord[d] < w->dims[d]) break;
+      offset -= w->strides[d] * w->dims[d];
+      coord[d] = 0;
+    }
+  }
+}
+
+/* y = the elements of x that the slice takes, in order, of any dtype. */
+void ct_cpu_strided_slice(ct_kernel_ctx *ctx) {
+  const ct_tensor *x = &ctx->inputs[0], *y = &ctx->outputs[0];
+  int64_t strides[CT_MAX_RANK];
+  const int64_t base = ct_slice_view(&ctx->attrs->slice, &x->shape, strides);
+  const size_t size = ct_dtype_size(x->dtype);
+  const strided_walk w = {y->shape.rank, y->shape.dims, strides};
+  copy_strided(&w, (const char *)x->data + base * (int64_t)size, y->data, size, 1);
+}
+
+/* StridedSliceGrad(dy, x): zeros shaped like x, dy where the slice took. */
+void ct_cpu_strided_slice_grad(ct_kernel_ctx *ctx) {
+  const ct_tensor *dy = &ctx->inputs[0], *dx = &ctx->outputs[0];
+  int64_t strides[CT_MAX_RANK];
+  const int64_t base = ct_slice_view(&ctx->attrs->slice, &dx->shape, strides);
+  const size_t size = ct_dtype_size(dx->dtype);
+  memset(dx->data, 0, (size_t)ct_shape_elements(&dx->shape) * size);
+  const strided_walk w = {dy->shape.rank, dy->shape.dims, strides};
+  copy_strided(&w, dy->data, (char *)dx->data + base * (int64_t)size, size, 0);
 }

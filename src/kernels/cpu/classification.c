@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernel_shapes.h"
 
 static int check_label(ct_kernel_ctx *ctx, int32_t label, int64_t row, int64_t classes) {
   if (label >= 0 && label < classes) return 0;
@@ -73,24 +74,32 @@ void ct_cpu_l2_loss(ct_kernel_ctx *ctx) {
   ct_out_f32(ctx, 0)[0] = (float)(0.5 * sum);
 }
 
-static int64_t row_argmax(const float *z, int64_t C) {
+/* The index of the first largest of z[0], z[stride], ... z[(C - 1) stride]
+ * (a NaN at 0 stays; a NaN after never wins). */
+static int64_t strided_argmax(const float *z, int64_t C, int64_t stride) {
   int64_t best = 0;
   for (int64_t c = 1; c < C; ++c)
-    if (z[c] > z[best]) best = c;
+    if (z[c * stride] > z[best * stride]) best = c;
   return best;
 }
 
+/* x viewed as [outer, C, inner] around the axis: out[o, i] is the argmax of
+ * x[o, :, i]. */
 void ct_cpu_argmax(ct_kernel_ctx *ctx) {
   const ct_shape *s = &ctx->inputs[0].shape;
-  const int64_t C = s->dims[s->rank - 1], rows = C ? ct_shape_elements(s) / C : 0;
+  const int axis = ct_kernel_axis(ctx, s->rank);
+  const int64_t outer = ct_outer_count(s, axis), C = s->dims[axis], inner = ct_inner_count(s, axis);
+  const float *x = ct_in_f32(ctx, 0);
   int32_t *out = ct_tensor_i32(&ctx->outputs[0]);
-  for (int64_t r = 0; r < rows; ++r) out[r] = (int32_t)row_argmax(ct_in_f32(ctx, 0) + r * C, C);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      out[o * inner + i] = (int32_t)strided_argmax(x + o * C * inner + i, C, inner);
 }
 
 void ct_cpu_accuracy(ct_kernel_ctx *ctx) {
   const int64_t N = ctx->inputs[0].shape.dims[0], C = ctx->inputs[0].shape.dims[1];
   const int32_t *labels = ct_tensor_i32(&ctx->inputs[1]);
   int64_t correct = 0;
-  for (int64_t n = 0; n < N; ++n) correct += row_argmax(ct_in_f32(ctx, 0) + n * C, C) == labels[n];
+  for (int64_t n = 0; n < N; ++n) correct += strided_argmax(ct_in_f32(ctx, 0) + n * C, C, 1) == labels[n];
   ct_out_f32(ctx, 0)[0] = N ? (float)correct / (float)N : 0.0f;
 }

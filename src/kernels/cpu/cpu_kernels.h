@@ -20,6 +20,8 @@ CT_CPU_KERNEL(ct_cpu_ones_like);
 CT_CPU_KERNEL(ct_cpu_concat);
 CT_CPU_KERNEL(ct_cpu_concat_grad);
 CT_CPU_KERNEL(ct_cpu_split);
+CT_CPU_KERNEL(ct_cpu_strided_slice);
+CT_CPU_KERNEL(ct_cpu_strided_slice_grad);
 /* elementwise.c */
 CT_CPU_KERNEL(ct_cpu_neg);
 CT_CPU_KERNEL(ct_cpu_add);

@@ -15,6 +15,8 @@ CT_GPU_KERNEL(ct_gpu_ones_like);
 CT_GPU_KERNEL(ct_gpu_concat);
 CT_GPU_KERNEL(ct_gpu_concat_grad);
 CT_GPU_KERNEL(ct_gpu_split);
+CT_GPU_KERNEL(ct_gpu_strided_slice);
+CT_GPU_KERNEL(ct_gpu_strided_slice_grad);
 /* gpu_elementwise.c */
 CT_GPU_KERNEL(ct_gpu_neg);
 CT_GPU_KERNEL(ct_gpu_add);

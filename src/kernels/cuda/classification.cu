@@ -1,5 +1,6 @@
 /* Device code of the classification GPU kernels (gpu_classification.c):
- * softmax cross-entropy, argmax and accuracy, one warp per row. */
+ * softmax cross-entropy, argmax and accuracy, one warp per row (an argmax
+ * along an axis that is not the last: one thread per output). */
 #include <math.h>
 
 #include "launch_basic.h"
@@ -160,9 +161,31 @@ __global__ static void argmax_kernel(const float *x, int32_t *out, int64_t rows,
   }
 }
 
-extern "C" cudaError_t ct_launch_argmax(const float *x, int32_t *out, int64_t rows, int64_t classes,
-                                        cudaStream_t stream) {
-  argmax_kernel<<<warp_blocks(rows), THREADS, 0, stream>>>(x, out, rows, classes);
+/* x viewed as [outer, classes, inner] with inner > 1: out[j] is the CPU's
+ * scan down column j % inner of block j / inner, one thread per output
+ * (neighbouring threads read neighbouring columns). */
+__global__ static void column_argmax_kernel(const float *x, int32_t *out, int64_t outer,
+                                            int64_t classes, int64_t inner) {
+  const int64_t n = outer * inner;
+  for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < n;
+       j += (int64_t)gridDim.x * blockDim.x) {
+    const float *z = x + (j / inner) * classes * inner + j % inner;
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; ++c)
+      if (z[c * inner] > z[best * inner]) best = c;
+    out[j] = (int32_t)best;
+  }
+}
+
+extern "C" cudaError_t ct_launch_argmax(const float *x, int32_t *out, int64_t outer,
+                                        int64_t classes, int64_t inner, cudaStream_t stream) {
+  if (inner == 1) {
+    argmax_kernel<<<warp_blocks(outer), THREADS, 0, stream>>>(x, out, outer, classes);
+  } else {
+    const int64_t blocks = (outer * inner + THREADS - 1) / THREADS;
+    column_argmax_kernel<<<(unsigned)(blocks < MAX_BLOCKS ? blocks : (int64_t)MAX_BLOCKS), THREADS, 0,
+                           stream>>>(x, out, outer, classes, inner);
+  }
   return cudaGetLastError();
 }
 
@@ -185,7 +208,7 @@ extern "C" cudaError_t ct_launch_accuracy(const float *logits, const int32_t *la
                                           int32_t *scratch, int64_t rows, int64_t classes,
                                           cudaStream_t stream) {
   if (rows > 0) {
-    cudaError_t err = ct_launch_argmax(logits, scratch, rows, classes, stream);
+    cudaError_t err = ct_launch_argmax(logits, scratch, rows, classes, 1, stream);
     if (err != cudaSuccess) return err;
   }
   accuracy_kernel<<<1, THREADS, 0, stream>>>(scratch, labels, out, rows);

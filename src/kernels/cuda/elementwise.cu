@@ -257,6 +257,40 @@ extern "C" cudaError_t ct_launch_binary(ct_binary_op op, const float *a, const f
   return cudaErrorInvalidValue;
 }
 
+/* ---- strided gathers and scatters (a slice and its gradient) ---- */
+
+template <typename T>
+__global__ static void gather_kernel(const T *x, T *y, int64_t n, ct_strided map) {
+  FOR_EACH(i, n) y[i] = x[offset_of(i, map)];
+}
+
+template <typename T>
+__global__ static void scatter_kernel(const T *x, T *y, int64_t n, ct_strided map) {
+  FOR_EACH(i, n) y[offset_of(i, map)] = x[i];
+}
+
+template <typename T>
+static cudaError_t launch_strided_copy(const void *x, void *y, int64_t n, const ct_strided *map,
+                                       int gather, cudaStream_t stream) {
+  if (gather)
+    gather_kernel<T><<<blocks_for(n), THREADS, 0, stream>>>((const T *)x, (T *)y, n, *map);
+  else
+    scatter_kernel<T><<<blocks_for(n), THREADS, 0, stream>>>((const T *)x, (T *)y, n, *map);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ct_launch_strided_copy(const void *x, void *y, size_t element_size,
+                                              int64_t n, const ct_strided *map, int gather,
+                                              cudaStream_t stream) {
+  switch (element_size) {
+    case 1: return launch_strided_copy<uint8_t>(x, y, n, map, gather, stream);
+    case 2: return launch_strided_copy<uint16_t>(x, y, n, map, gather, stream);
+    case 4: return launch_strided_copy<uint32_t>(x, y, n, map, gather, stream);
+    case 8: return launch_strided_copy<uint64_t>(x, y, n, map, gather, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
 /* ---- broadcast, AddN, dropout ---- */
 
 __global__ static void broadcast_kernel(const float *x, float *y, int64_t n, ct_strided x_map,

@@ -55,5 +55,37 @@ void ct_gpu_concat_grad(ct_kernel_ctx *ctx) {
 
 void ct_gpu_split(ct_kernel_ctx *ctx) {
   join_or_split(ctx, &ctx->inputs[0], ctx->outputs, ctx->n_outputs,
-                ct_kernel_axis(ctx, ctx->inputs[0].shape.rank), 0);
+                ct_kernel_split_axis(ctx, ctx->inputs[0].shape.rank), 0);
+}
+
+/* As the CPU's: the slice's elements of `whole` (attrs.slice), as a strided
+ * view shaped like `part`, gathered into part or scattered from it. */
+static void copy_slice(ct_kernel_ctx *ctx, const ct_tensor *whole, const ct_tensor *part,
+                       int gather) {
+  const int64_t n = ct_shape_elements(&part->shape);
+  if (n == 0) return;
+  ct_strided view = {part->shape.rank > 0 ? part->shape.rank : 1, {1}, {1}};
+  const int64_t base = ct_slice_view(&ctx->attrs->slice, &whole->shape, view.strides);
+  for (int d = 0; d < part->shape.rank; ++d) view.dims[d] = part->shape.dims[d];
+  const size_t size = ct_dtype_size(whole->dtype);
+  char *at = (char *)whole->data + base * (int64_t)size;
+  cudaError_t err = gather ? ct_launch_strided_copy(at, part->data, size, n, &view, 1,
+                                                    ct_kernel_gpu(ctx)->stream)
+                           : ct_launch_strided_copy(part->data, at, size, n, &view, 0,
+                                                    ct_kernel_gpu(ctx)->stream);
+  ct_kernel_launch_failed(ctx, err);
+}
+
+void ct_gpu_strided_slice(ct_kernel_ctx *ctx) {
+  copy_slice(ctx, &ctx->inputs[0], &ctx->outputs[0], 1);
+}
+
+/* StridedSliceGrad(dy, x): zeros shaped like x, dy where the slice took. */
+void ct_gpu_strided_slice_grad(ct_kernel_ctx *ctx) {
+  const ct_tensor *dx = &ctx->outputs[0];
+  const size_t bytes = (size_t)ct_shape_elements(&dx->shape) * ct_dtype_size(dx->dtype);
+  if (bytes == 0) return;
+  cudaError_t err = ct_launch_zero_bytes(dx->data, bytes, ct_kernel_gpu(ctx)->stream);
+  if (ct_kernel_launch_failed(ctx, err)) return;
+  copy_slice(ctx, dx, &ctx->inputs[0], 0);
 }

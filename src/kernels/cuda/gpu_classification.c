@@ -4,6 +4,7 @@
  * trainer stops on a NaN loss). */
 #include "kernels/cuda/basic_kernels.h"
 #include "kernels/cuda/launch_basic.h"
+#include "kernels/kernel_shapes.h"
 
 void ct_gpu_sparse_softmax_xent(ct_kernel_ctx *ctx) {
   const int64_t N = ctx->inputs[0].shape.dims[0], C = ctx->inputs[0].shape.dims[1];
@@ -29,12 +30,14 @@ void ct_gpu_l2_loss(ct_kernel_ctx *ctx) {
   ct_kernel_launch_failed(ctx, err);
 }
 
+/* As the CPU's: x viewed as [outer, C, inner] around the axis. */
 void ct_gpu_argmax(ct_kernel_ctx *ctx) {
   const ct_shape *s = &ctx->inputs[0].shape;
-  const int64_t C = s->dims[s->rank - 1], rows = C ? ct_shape_elements(s) / C : 0;
-  if (rows == 0) return;
-  cudaError_t err = ct_launch_argmax(ct_in_f32(ctx, 0), ct_tensor_i32(&ctx->outputs[0]), rows, C,
-                                     ct_kernel_gpu(ctx)->stream);
+  const int axis = ct_kernel_axis(ctx, s->rank);
+  const int64_t outer = ct_outer_count(s, axis), inner = ct_inner_count(s, axis);
+  if (outer * inner == 0) return;
+  cudaError_t err = ct_launch_argmax(ct_in_f32(ctx, 0), ct_tensor_i32(&ctx->outputs[0]), outer,
+                                     s->dims[axis], inner, ct_kernel_gpu(ctx)->stream);
   ct_kernel_launch_failed(ctx, err);
 }
 

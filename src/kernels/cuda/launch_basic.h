@@ -34,6 +34,11 @@ typedef struct ct_strided {
 
 /* ---- copies and fills (elementwise.cu) ---- */
 
+/* n elements of element_size (1, 2, 4 or 8) bytes: gather, y[i] =
+ * x[offset(i, map)]; else scatter, y[offset(i, map)] = x[i]. */
+cudaError_t ct_launch_strided_copy(const void *x, void *y, size_t element_size, int64_t n,
+                                   const ct_strided *map, int gather, cudaStream_t stream);
+
 cudaError_t ct_launch_zero_bytes(void *y, size_t nbytes, cudaStream_t stream);
 cudaError_t ct_launch_fill_f32(float *y, int64_t n, float value, cudaStream_t stream);
 cudaError_t ct_launch_copy_bytes(void *dst, const void *src, size_t nbytes, cudaStream_t stream);
@@ -151,9 +156,10 @@ cudaError_t ct_launch_equal(const void *a, const void *b, uint8_t *out, int dtyp
 cudaError_t ct_launch_cast(const void *x, void *y, int from, int to, int64_t n,
                            cudaStream_t stream);
 
-/* out[r] = the first index of row r's maximum (0 for a row of no classes). */
-cudaError_t ct_launch_argmax(const float *x, int32_t *out, int64_t rows, int64_t classes,
-                             cudaStream_t stream);
+/* x viewed as [outer, classes, inner]: out[o * inner + i] = the first index
+ * c of the maximum of x[o, c, i] (0 without classes). */
+cudaError_t ct_launch_argmax(const float *x, int32_t *out, int64_t outer, int64_t classes,
+                             int64_t inner, cudaStream_t stream);
 
 /* out[0] = the fraction of rows whose argmax equals the label (0 without
  * rows); scratch: `rows` int32. rows may be 0. */

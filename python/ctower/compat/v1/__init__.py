@@ -16,8 +16,9 @@ from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Ten
 from ctower.compat.v1._nn import cast
 from ctower.compat.v1._ops import (add, add_n, argmax, concat, divide, expand_dims, fill, group,
                                    identity, matmul, multiply, negative, no_op, ones, ones_like,
-                                   reduce_mean, reduce_sum, reshape, split, squeeze, stack,
-                                   subtract, truediv, unstack, zeros, zeros_like)
+                                   reduce_mean, reduce_sum, reshape, slice_, split, squeeze,
+                                   stack, stop_gradient, subtract, truediv, unstack, zeros,
+                                   zeros_like)
 from ctower.compat.v1._session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession,
                                        RunMetadata, RunOptions, Session, get_default_session)
 from ctower.compat.v1._variables import (AUTO_REUSE, GraphKeys, Variable, VariableScope,
@@ -31,6 +32,8 @@ from ctower.compat.v1._variables import (AUTO_REUSE, GraphKeys, Variable, Variab
                                          variable_scope, variables_initializer,
                                          zeros_initializer)
 
+newaxis = None
+slice = slice_
 sub = subtract
 mul = multiply
 div = divide
@@ -81,14 +84,19 @@ def equal(x, y, name=None):
 def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,
               gate_gradients=False, aggregation_method=None, stop_gradients=None):
     """d(sum of ys)/d(xs), by ctower's reverse-mode differentiation: one list
-    entry per x, None where ys do not depend on it."""
+    entry per x, None where ys do not depend on it; stop_gradients are held
+    constant."""
     ys = list(ys) if isinstance(ys, (list, tuple)) else [ys]
     single = not isinstance(xs, (list, tuple))
     xs = [xs] if single else list(xs)
-    if stop_gradients:
-        raise NotImplementedError("ctower's gradients have no stop_gradients")
     graph, ys_t = _ops._tensors(ys)
     xs_t = [x._read if isinstance(x, Variable) else convert_to_tensor(x) for x in xs]
+    if stop_gradients is None:
+        stop_gradients = []
+    elif not isinstance(stop_gradients, (list, tuple)):
+        stop_gradients = [stop_gradients]
+    stops = [(s._read if isinstance(s, Variable) else convert_to_tensor(s))._output()
+             for s in stop_gradients]
     if grad_ys is not None:
         grad_ys = grad_ys if isinstance(grad_ys, (list, tuple)) else [grad_ys]
         with graph.as_default():
@@ -96,7 +104,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                     for y, g in zip(ys_t, grad_ys)]
     per_x = [[] for _ in xs_t]
     for y in ys_t:
-        for k, g in enumerate(graph._c.gradients(y._output(), [x._output() for x in xs_t])):
+        for k, g in enumerate(graph._c.gradients(y._output(), [x._output() for x in xs_t],
+                                                 stops)):
             if g is not None:
                 per_x[k].append(graph._built(g, rename=False))
     with graph.as_default():

@@ -1,13 +1,17 @@
 """Math and array ops under TensorFlow 1.x's names, each one of ctower's ops
 (include/ctower/ops.h) or a few of them (stack is expand_dims and concat, as
-TensorFlow's Pack computes). The operators of Tensor and Variable."""
+TensorFlow's Pack computes; indexing a StridedSlice and a Reshape). The
+operators of Tensor and Variable."""
+import operator
+
 import numpy as np
 
 from ctower.compat.v1 import _framework as fw
 from ctower.compat.v1._framework import Tensor, convert_to_tensor, get_default_graph
 
 # the extension's op codes (python/src/graph.c)
-_IDENTITY, _NEG, _RELU, _SIGMOID, _TANH, _ZEROS_LIKE, _ONES_LIKE, _ARGMAX, _L2_LOSS = range(9)
+(_IDENTITY, _NEG, _RELU, _SIGMOID, _TANH, _ZEROS_LIKE, _ONES_LIKE, _L2_LOSS,
+ _STOP_GRADIENT) = range(9)
 _ADD, _SUB, _MUL, _DIV, _SPARSE_XENT, _ACCURACY, _ASSIGN = range(7)
 
 
@@ -49,6 +53,10 @@ def _binary(kind, x, y, name):
 
 def identity(input, name=None):
     return _unary(_IDENTITY, input, name)
+
+
+def stop_gradient(input, name=None):
+    return _unary(_STOP_GRADIENT, input, name or "StopGradient")
 
 
 def negative(x, name=None):
@@ -177,17 +185,36 @@ def concat(values, axis, name="concat"):
 def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     graph, (x,) = _tensors([value])
     axis = _axis(axis, x.shape.ndims)
-    if isinstance(num_or_size_splits, (list, tuple)):
-        sizes = [int(s) for s in num_or_size_splits]
-        if len(set(sizes)) != 1:
-            raise NotImplementedError("ctower splits into equal parts: sizes %s differ" % sizes)
-        n = len(sizes)
+    if isinstance(num_or_size_splits, Tensor):
+        raise TypeError("ctower takes split sizes as a Python list: sizes computed by the "
+                        "graph (%s) are not supported" % num_or_size_splits.name)
+    if np.ndim(num_or_size_splits) == 0:
+        parts = int(num_or_size_splits)
     else:
-        n = int(num_or_size_splits)
-    outs = graph._c.split(x._output(), axis, n)
+        parts = [int(s) for s in np.asarray(num_or_size_splits).reshape(-1)]
+        if num is not None and int(num) != len(parts):
+            raise ValueError("num (%d) is not the number of sizes (%d)" % (num, len(parts)))
+    outs = graph._c.split(x._output(), axis, parts)
     if name:
         graph._c.rename(outs[0][0], name)
     return [graph._built(o, rename=False) for o in outs]
+
+
+def slice_(input_, begin, size, name=None):
+    """input_[begin[d] : begin[d] + size[d]] on every axis d; a size of -1 takes
+    the rest of the axis."""
+    graph, (x,) = _tensors([input_])
+    begin, size = _static_shape(begin), _static_shape(size)
+    if len(begin) != x.shape.ndims or len(size) != x.shape.ndims:
+        raise ValueError("slice of a tensor of rank %d takes %d begins and sizes, got %s and %s"
+                         % (x.shape.ndims, x.shape.ndims, begin, size))
+    if any(b < 0 for b in begin) or any(s < -1 for s in size):
+        raise ValueError("slice takes begins >= 0 and sizes >= -1, got %s and %s"
+                         % (begin, size))
+    end = [b + s for b, s in zip(begin, size)]
+    to_end = sum(1 << d for d, s in enumerate(size) if s == -1)
+    out = graph._c.strided_slice(x._output(), begin, end, [1] * len(begin), 0, to_end)
+    return graph._built(out, name or "Slice")
 
 
 def stack(values, axis=0, name="stack"):
@@ -240,19 +267,18 @@ def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_ind
 
 
 def argmax(input, axis=None, name=None, dimension=None, output_type=fw.int64):
+    if axis is not None and dimension is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dimension'")
     graph, (x,) = _tensors([input])
     axis = dimension if axis is None else axis
-    axis = 0 if axis is None else axis
-    if _axis(axis, x.shape.ndims) != x.shape.ndims - 1:
-        raise NotImplementedError("ctower's argmax runs over the last axis (%d), not axis %s"
-                                  % (x.shape.ndims - 1, axis))
+    axis = _axis(0 if axis is None else axis, x.shape.ndims)
     output_type = fw.as_dtype(output_type)
-    if output_type is fw.int32:
-        return graph._built(graph._c.unary(_ARGMAX, x._output()), name)
-    if output_type is not fw.int64:
+    if output_type is not fw.int32 and output_type is not fw.int64:
         raise TypeError("argmax's output_type is int32 or int64, not %s" % output_type.name)
+    if output_type is fw.int32:
+        return graph._built(graph._c.argmax(x._output(), axis), name)
     # the engine's ArgMax gives int32: TensorFlow's default int64 is its Cast
-    index = graph._built(graph._c.unary(_ARGMAX, x._output()))
+    index = graph._built(graph._c.argmax(x._output(), axis))
     out = graph._built(graph._c.cast(index._output(), fw.int64._code), name)
     out._dtype = fw.int64
     return out
@@ -283,32 +309,78 @@ def no_op(name=None):
 
 # ---- operators ----------------------------------------------------------------------------
 
+def _slice_of_key(key, size, axis):
+    """(begin, end, stride, begin from the start, end at the end) of one
+    axis' index: a slice, or an integer (a slice of one, whose axis goes)."""
+    if isinstance(key, slice):
+        step = 1 if key.step is None else operator.index(key.step)
+        if step == 0:
+            raise ValueError("slice step cannot be zero")
+        begin = 0 if key.start is None else operator.index(key.start)
+        end = 0 if key.stop is None else operator.index(key.stop)
+        return begin, end, step, key.start is None, key.stop is None
+    k = operator.index(key)
+    if size is not None and not -size <= k < size:
+        raise ValueError("slice index %d of dimension %d out of bounds." % (k, axis))
+    return k, k + 1, 1, False, k == -1
+
+
+def _expand_ellipsis(keys, rank):
+    if sum(k is Ellipsis for k in keys) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    n_axes = sum(k is not None and k is not Ellipsis for k in keys)
+    if n_axes > rank:
+        raise ValueError("Index out of range using input dim %d" % rank)
+    fill = (slice(None),) * (rank - n_axes)
+    if Ellipsis in keys:
+        at = keys.index(Ellipsis)
+        return keys[:at] + fill + keys[at + 1:]
+    return keys + fill
+
+
+def _check_index(k):
+    if isinstance(k, (Tensor, bool, np.bool_)) or not (
+            k is None or k is Ellipsis or isinstance(k, slice) or hasattr(k, "__index__")):
+        raise TypeError("ctower indexes tensors with Python integers, slices (`:`), ellipsis "
+                        "(`...`) and tf.newaxis (`None`), got %r" % (k,))
+
+
 def _getitem(tensor, key):
-    """x[i], x[:, i], ...: integers and whole slices, by ctower's split (the
-    dimensions indexed must be known)."""
+    """x[...] as NumPy indexes it by integers, slices start:stop:step (negative
+    indices count back), tf.newaxis (None) and '...': the engine's
+    StridedSlice, then a Reshape that drops the axes of integers and adds
+    the new ones."""
     keys = key if isinstance(key, tuple) else (key,)
+    for k in keys:
+        _check_index(k)
     graph, (x,) = _tensors([tensor])
     dims = x.shape.as_list()
-    if len(keys) > len(dims):
-        raise ValueError("Index out of range using input dim %d" % len(dims))
-    out, kept = x, []
+    keys = _expand_ellipsis(keys, len(dims))
+    ranges, kept, axis = [], [], 0  # kept: per key of the result, its axis or None (new)
+    for k in keys:
+        if k is None:
+            kept.append(None)
+            continue
+        ranges.append(_slice_of_key(k, dims[axis], axis))
+        if isinstance(k, slice):
+            kept.append(axis)
+        axis += 1
     with graph.name_scope("strided_slice"):
-        for axis, k in enumerate(keys):
-            if isinstance(k, slice) and k == slice(None):
-                kept.append(dims[axis])
-                continue
-            if not isinstance(k, (int, np.integer)):
-                raise NotImplementedError("ctower indexes tensors with integers and ':' only "
-                                          "(it has no strided slice op), got %r" % (k,))
-            if dims[axis] is None:
-                raise ValueError("indexing needs dimension %d known" % axis)
-            k = int(k) + (dims[axis] if k < 0 else 0)
-            if not 0 <= k < dims[axis]:
-                raise ValueError("slice index %d of dimension %d out of bounds." % (k, axis))
-            if dims[axis] > 1:
-                out = split(out, dims[axis], axis)[k]
-        kept.extend(dims[len(keys):])
-        return reshape(out, [-1 if d is None else d for d in kept])
+        out = x
+        if any(r != (0, 0, 1, True, True) for r in ranges):
+            begin, end, strides, from_start, to_end = zip(*ranges)
+            masks = [sum(1 << d for d, bit in enumerate(bits) if bit) for bits in (from_start,
+                                                                                  to_end)]
+            out = graph._built(graph._c.strided_slice(x._output(), list(begin), list(end),
+                                                      list(strides), *masks))
+        sliced = out.shape.as_list()
+        shape = [1 if a is None else sliced[a] for a in kept]
+        if shape == sliced:
+            return out if out is not x else identity(x)
+        if sum(d is None for d in shape) > 1:
+            raise ValueError("ctower's indexing needs all dimensions of the result but one "
+                             "known, got %s" % shape)
+        return reshape(out, [-1 if d is None else d for d in shape])
 
 
 def _install_operators(cls):

@@ -37,12 +37,12 @@ class Optimizer:
     def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP,
                           aggregation_method=None, colocate_gradients_with_ops=False,
                           grad_loss=None):
-        if grad_loss is not None:
-            raise NotImplementedError("ctower computes the gradient of the loss itself (no "
-                                      "grad_loss)")
         if isinstance(loss, vs.Variable):
             loss = loss._read
         graph = loss.graph
+        if grad_loss is not None:  # the gradient of sum(loss * grad_loss), as tf.gradients' grad_ys
+            with graph.as_default():
+                loss = _ops.reduce_sum(_ops.multiply(loss, grad_loss))
         if var_list is None:
             var_list = vs.trainable_variables() if graph is get_default_graph() else \
                 graph.get_collection(vs.GraphKeys.TRAINABLE_VARIABLES)

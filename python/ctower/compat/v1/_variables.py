@@ -7,6 +7,7 @@ uses it, and `initializer` sets it to that value again. A variable whose
 initial value is a tensor starts at zeros and takes that value when its
 initializer runs, as in TensorFlow.
 """
+import collections
 import contextlib
 
 import numpy as np
@@ -34,15 +35,23 @@ class GraphKeys:
 
 # ---- initializers ----------------------------------------------------------------------
 
+# How a variable starts: ct_initializer's kind and value, its seed (None: the graph's and
+# the name's), a Tensor or array it takes instead (None), and the centre of a random kind
+# (ct_variable_set_initializer_mean).
+_Spec = collections.namedtuple("_Spec", "kind value seed initial mean", defaults=(0.0,))
+
+
 class Initializer:
-    """An initializer the engine draws from: (kind, value) of ct_initializer."""
+    """An initializer the engine draws from: (kind, value) of ct_initializer,
+    centred on mean."""
     kind = _ZEROS
     value = 0.0
+    mean = 0.0
     seed = None
     dtype = fw.float32
 
     def _spec(self, shape):
-        return self.kind, float(self.value), self.seed, None
+        return _Spec(self.kind, float(self.value), self.seed, None, float(self.mean))
 
 
 class zeros_initializer(Initializer):
@@ -71,25 +80,22 @@ class constant_initializer(Initializer):
 
 
 class truncated_normal_initializer(Initializer):
+    """N(mean, stddev^2) truncated at mean +- 2 stddev."""
     def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=fw.float32):
-        if mean != 0.0:
-            raise NotImplementedError("ctower's normal initializers have mean 0")
-        self.kind, self.value, self.seed = _NORMAL, stddev, seed
+        self.kind, self.value, self.mean, self.seed = _NORMAL, stddev, mean, seed
 
 
 class random_normal_initializer(Initializer):
     def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=fw.float32):
-        if mean != 0.0:
-            raise NotImplementedError("ctower's normal initializers have mean 0")
-        self.kind, self.value, self.seed = _RANDOM_NORMAL, stddev, seed
+        self.kind, self.value, self.mean, self.seed = _RANDOM_NORMAL, stddev, mean, seed
 
 
 class random_uniform_initializer(Initializer):
+    """U(minval, maxval): the engine's U(-scale, scale) centred on their midpoint."""
     def __init__(self, minval=-0.05, maxval=0.05, seed=None, dtype=fw.float32):
-        if minval != -maxval:
-            raise NotImplementedError("ctower's uniform initializer is symmetric: minval = "
-                                      "-maxval")
-        self.kind, self.value, self.seed = _UNIFORM, maxval, seed
+        minval, maxval = float(minval), float(maxval)
+        self.kind, self.seed = _UNIFORM, seed
+        self.value, self.mean = (maxval - minval) / 2, (maxval + minval) / 2
 
 
 class glorot_uniform_initializer(Initializer):
@@ -141,13 +147,13 @@ class Variable:
                 full = "%s_%d" % (base, k)
         else:
             spec, shape, full = _spec, _shape, _full_name
-        kind, value, seed, initial = spec
+        kind, value, seed, initial, mean = _Spec(*spec)
         # the read node is named as the variable ("conv1/weights"): built in its parent scope
         parent = full.rsplit("/", 1)[0] if "/" in full else ""
         saved = graph._name_scope
         graph._set_name_scope(parent)
         try:
-            out, index = graph._c.variable(full, [int(d) for d in shape], kind, value,
+            out, index = graph._c.variable(full, [int(d) for d in shape], kind, value, mean,
                                            builtins_bool(trainable), seed)
         finally:
             graph._set_name_scope(saved)

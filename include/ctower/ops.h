@@ -137,6 +137,11 @@ ct_output ct_batch_norm_relu(ct_graph *g, ct_output x, ct_output gamma, ct_outpu
  * the rest by 1/(1-rate). The mask is a pure function of the graph seed, the
  * node's name, the session step and the element: reproducible and resumable. */
 ct_output ct_dropout(ct_graph *g, ct_output x, float rate);
+/* The same with the rate a tensor (an f32 scalar, e.g. a placeholder fed
+ * 0.5 in training and 0 in evaluation, as TensorFlow's keep_prob is). A
+ * run whose rate lies outside [0, 1) fails naming it (on a GPU, where the
+ * rate is not read on the host, it is clamped into that range). */
+ct_output ct_dropout_tensor(ct_graph *g, ct_output x, ct_output rate);
 
 /* Shapes. A -1 in `shape` is inferred from the element count. */
 ct_output ct_reshape(ct_graph *g, ct_output x, ct_shape shape);

@@ -345,7 +345,7 @@ static PyObject *g_unary(ct_py_graph *g, PyObject *args) {
 }
 
 enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV, BINARY_SPARSE_XENT, BINARY_ACCURACY,
-       BINARY_ASSIGN };
+       BINARY_ASSIGN, BINARY_DROPOUT };
 
 static PyObject *g_binary(ct_py_graph *g, PyObject *args) {
   int kind;
@@ -355,8 +355,9 @@ static PyObject *g_binary(ct_py_graph *g, PyObject *args) {
       ct_py_output(g, ob, &b))
     return NULL;
   ct_output (*const table[])(ct_graph *, ct_output, ct_output) = {
-      ct_add, ct_sub, ct_mul, ct_div, ct_sparse_softmax_cross_entropy, ct_accuracy, ct_assign};
-  if (kind < 0 || kind > BINARY_ASSIGN)
+      ct_add,    ct_sub,       ct_mul,   ct_div, ct_sparse_softmax_cross_entropy,
+      ct_accuracy, ct_assign, ct_dropout_tensor};
+  if (kind < 0 || kind > BINARY_DROPOUT)
     return PyErr_Format(PyExc_ValueError, "no binary op %d", kind);
   write_lock(g);
   ct_output o = table[kind](g->graph, a, b);

@@ -92,8 +92,9 @@ typedef struct ct_moving_average_attrs {
 
 /* Dropout, DropoutGrad (as its Dropout's, so that both see the same mask). */
 typedef struct ct_dropout_attrs {
-  float rate;      /* the probability of dropping an element */
+  float rate;      /* the probability of dropping an element, when no input gives it */
   uint64_t stream; /* the random stream: the forward node's seed */
+  int rate_input;  /* the input that gives the rate (an f32 scalar), or 0: `rate` */
 } ct_dropout_attrs;
 
 /* ApplyGradientDescent. */

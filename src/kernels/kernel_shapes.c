@@ -104,7 +104,11 @@ int64_t ct_example_elements(const ct_kernel_ctx *ctx) {
   return per;
 }
 
+const ct_tensor *ct_dropout_first_example(const ct_kernel_ctx *ctx) {
+  return ctx->n_inputs > 1 && ctx->attrs->dropout.rate_input != 1 ? &ctx->inputs[1] : NULL;
+}
+
 int64_t ct_dropout_first_element(const ct_kernel_ctx *ctx) {
-  if (ctx->n_inputs < 2) return 0;
-  return *(const int64_t *)ctx->inputs[1].data * ct_example_elements(ctx);
+  const ct_tensor *first = ct_dropout_first_example(ctx);
+  return first ? *(const int64_t *)first->data * ct_example_elements(ctx) : 0;
 }

@@ -43,9 +43,11 @@ void ct_conv_shapes(const ct_kernel_ctx *ctx, conv_kind kind, const ct_shape **x
  * no channels). */
 void ct_rows_channels(const ct_shape *x, int64_t *rows, int64_t *channels);
 
-/* Dropout and DropoutGrad on a CPU device: the global index of element 0,
- * first_example (input 1, in host memory; 0 when absent) times the size
- * of one example. */
+/* Dropout and DropoutGrad: their first_example input (an i64 scalar),
+ * or NULL when they have none. */
+const ct_tensor *ct_dropout_first_example(const ct_kernel_ctx *ctx);
+/* On a CPU device: the global index of element 0, first_example (in host
+ * memory; 0 when absent) times the size of one example. */
 int64_t ct_dropout_first_element(const ct_kernel_ctx *ctx);
 /* The size of one example of input 0 (elements after the batch dim). */
 int64_t ct_example_elements(const ct_kernel_ctx *ctx);

@@ -309,21 +309,25 @@ ct_output ct_batch_norm_relu(ct_graph *g, ct_output x, ct_output gamma, ct_outpu
 }
 
 /* ---- dropout ------------------------------------------------------------------------
- * Dropout(x [, first_example]) and DropoutGrad(dy [, first_example]).
- * attrs.dropout: the rate and the random stream (the forward node's seed),
+ * Dropout(x [, first_example] [, rate]) and DropoutGrad(dy, the same).
+ * attrs.dropout: the rate (or which input gives it: an f32 scalar) and the
+ * random stream (the forward node's seed),
  * shared with DropoutGrad so that both see the same mask. Element i of example e
  * of the batch keeps or drops by a hash of (stream, step, e * example size +
  * i); e counts from first_example, an i64 scalar (0 when absent), so that a
  * replica computing examples 40.. of a batch draws their masks as one
  * computing the whole batch would (ct_graph_set_replica). */
 static void grad_dropout(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
-  ct_output in[2] = {gy[0], n->n_inputs > 1 ? n->inputs[1] : ct_out(NULL, 0)};
+  ct_output in[3] = {gy[0]};
+  for (int j = 1; j < n->n_inputs; ++j) in[j] = n->inputs[j];
   gx[0] = ct_out(add_with(g, &ct_op_dropout_grad, n->n_inputs, in, 1, &n->attrs), 0);
 }
 static int infer_dropout(ct_infer_ctx *ctx) {
   if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
-  if (ctx->n_inputs > 1 && (ct_require_dtype(ctx, 1, CT_I64) || ct_require_rank(ctx, 1, 0)))
-    return 1;
+  const int rate = ctx->attrs->dropout.rate_input;
+  for (int j = 1; j < ctx->n_inputs; ++j)
+    if (ct_require_dtype(ctx, j, j == rate ? CT_F32 : CT_I64) || ct_require_rank(ctx, j, 0))
+      return 1;
   return ct_infer_same_as_input0(ctx);
 }
 const ct_op_def ct_op_dropout = {"Dropout", infer_dropout, grad_dropout, CT_OP_INPLACE};
@@ -338,6 +342,16 @@ ct_output ct_dropout(ct_graph *g, ct_output x, float rate) {
   ct_attrs a = {.dropout = {.rate = rate}};
   ct_output in[2] = {x, g->replica_first_example};
   ct_node *n = add_with(g, &ct_op_dropout, in[1].node ? 2 : 1, in, 1, &a);
+  if (n) n->attrs.dropout.stream = n->seed >> 1;
+  return ct_out(n, 0);
+}
+
+ct_output ct_dropout_tensor(ct_graph *g, ct_output x, ct_output rate) {
+  ct_output in[3] = {x, g->replica_first_example, rate};
+  int k = in[1].node ? 2 : 1;
+  in[k] = rate;
+  ct_attrs a = {.dropout = {.rate_input = k}};
+  ct_node *n = add_with(g, &ct_op_dropout, k + 1, in, 1, &a);
   if (n) n->attrs.dropout.stream = n->seed >> 1;
   return ct_out(n, 0);
 }

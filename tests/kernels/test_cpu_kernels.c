@@ -1326,17 +1326,19 @@ static void test_bad_label_is_an_error(void **state) {
 
 /* ---- dropout ------------------------------------------------------------------------- */
 
-/* Dropout at rate 0.4: each element kept (scaled by 1 / 0.6) exactly where
- * the hash of (the node's stream, the step, the element's index) says, its
+/* Dropout at rate 0.4, given as an attribute or as a tensor fed 0.4 (the
+ * second input): each element kept (scaled by 1 / 0.6) exactly where the
+ * hash of (the node's stream, the step, the element's index) says, its
  * tail past the last vector of 8 included, and about 40% dropped. */
-static void test_dropout_statistics(void **state) {
-  (void)state;
+static void check_dropout_statistics(int rate_as_tensor) {
   const int64_t n = 100003; /* not a multiple of the kernel's 8 lanes */
-  ct_shape shapes[1] = {ct_shape_of(1, n)};
+  ct_shape shapes[2] = {ct_shape_of(1, n), ct_shape_of(0)};
   op_run r;
-  run_begin(&r, 1, shapes, 81);
+  run_begin(&r, 1 + rate_as_tensor, shapes, 81);
   for (int64_t i = 0; i < n; ++i) input(&r, 0)[i] = 1.0f;
-  ct_output y = ct_dropout(r.g, r.in[0], 0.4f);
+  if (rate_as_tensor) input(&r, 1)[0] = 0.4f;
+  ct_output y = rate_as_tensor ? ct_dropout_tensor(r.g, r.in[0], r.in[1])
+                               : ct_dropout(r.g, r.in[0], 0.4f);
   ct_tensor *out;
   run_fetch(&r, 1, &y, &out);
   /* each element kept as the hash of (stream, step 0, index) says */
@@ -1353,10 +1355,41 @@ static void test_dropout_statistics(void **state) {
     kept += v != 0.0f;
   }
   double rate = 1.0 - (double)kept / (double)n;
-  printf("  Dropout rate 0.4: measured %.4f\n", rate);
+  printf("  Dropout rate 0.4 (%s): measured %.4f\n", rate_as_tensor ? "a tensor" : "an attribute",
+         rate);
   assert_true(fabs(rate - 0.4) < 0.01);
   ct_tensor_free(out);
   run_end(&r);
+}
+
+static void test_dropout_statistics(void **state) {
+  (void)state;
+  check_dropout_statistics(0);
+  check_dropout_statistics(1);
+}
+
+/* A rate tensor outside [0, 1) fails the run naming the node and the
+ * keep probability, as TensorFlow refuses a keep_prob outside (0, 1]. */
+static void test_dropout_rate_out_of_range(void **state) {
+  (void)state;
+  ct_shape shapes[2] = {ct_shape_of(1, (int64_t)16), ct_shape_of(0)};
+  const float bad[] = {1.0f, -0.5f, NAN};
+  for (int k = 0; k < 3; ++k) {
+    op_run r;
+    run_begin(&r, 2, shapes, 3);
+    input(&r, 1)[0] = bad[k];
+    ct_output y = ct_dropout_tensor(r.g, r.in[0], r.in[1]);
+    ct_status st = CT_STATUS_INIT;
+    ct_session *s = cpu_session(r.g, g_threads, &st);
+    ct_feed feeds[2] = {{r.in[0], r.value[0]}, {r.in[1], r.value[1]}};
+    ct_tensor *out = NULL;
+    assert_int_equal(ct_session_run(s, feeds, 2, &y, 1, NULL, 0, &out, &st), 1);
+    printf("  rate %g: %s\n", (double)bad[k], st.message);
+    assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+    assert_non_null(strstr(st.message, "the keep probability in (0, 1]"));
+    ct_session_free(s);
+    run_end(&r);
+  }
 }
 
 /* ---- optimizer updates -------------------------------------------------------------- */
@@ -1466,6 +1499,7 @@ int main(void) {
       cmocka_unit_test(test_l2_loss),
       cmocka_unit_test(test_bad_label_is_an_error),
       cmocka_unit_test(test_dropout_statistics),
+      cmocka_unit_test(test_dropout_rate_out_of_range),
       cmocka_unit_test(test_optimizer_updates),
       cmocka_unit_test(test_parameter_server_ops_alone),
   };

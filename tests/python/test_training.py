@@ -195,3 +195,24 @@ def test_dropout_masks_change_from_run_to_run():
     with tf.Session() as sess:
         a, b = sess.run(d), sess.run(d)
     assert set(np.unique(a)) == {0.0, 2.0} and not np.array_equal(a, b)
+
+
+def test_dropout_keep_prob_fed_as_in_the_deep_mnist_tutorial():
+    # keep_prob a placeholder: 0.5 while training, 1.0 to evaluate (the
+    # tutorial's has no shape; ctower's placeholders need their rank)
+    x = tf.ones([4000])
+    keep_prob = tf.placeholder(tf.float32, shape=[])
+    d = tf.nn.dropout(x, keep_prob)
+    grad, = tf.gradients(tf.reduce_sum(d), [x])
+    with tf.Session() as sess:
+        train, g = sess.run([d, grad], feed_dict={keep_prob: 0.5})
+        evaluate = sess.run(d, feed_dict={keep_prob: 1.0})
+        quarter = sess.run(d, feed_dict={keep_prob: 0.25})
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"keep probability in \(0, 1\]"):
+            sess.run(d, feed_dict={keep_prob: 0.0})
+    assert set(np.unique(train)) == {0.0, 2.0}
+    assert abs((train == 0).mean() - 0.5) < 0.05
+    np.testing.assert_array_equal(g, train)  # the gradient is the same mask, scaled alike
+    np.testing.assert_array_equal(evaluate, np.ones(4000, np.float32))
+    assert set(np.unique(quarter)) == {0.0, 4.0}
+    assert abs((quarter == 0).mean() - 0.75) < 0.05

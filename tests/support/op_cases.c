@@ -95,6 +95,12 @@ static ct_output b_bn_inference(ct_graph *g, const ct_output *x) {
   return ct_batch_norm(g, x[0], x[1], x[2], mean, var, 0, 0.9f, 1e-3f);
 }
 static ct_output b_dropout(ct_graph *g, const ct_output *x) { return ct_dropout(g, x[0], 0.3f); }
+/* the rate a tensor: a constant beside x, on x's device */
+static ct_output b_dropout_tensor(ct_graph *g, const ct_output *x) {
+  float rate = 0.3f;
+  const ct_tensor value = {CT_F32, ct_shape_of(0), &rate, 0};
+  return ct_dropout_tensor(g, x[0], ct_constant(g, "rate", &value));
+}
 static ct_output b_reshape(ct_graph *g, const ct_output *x) {
   return ct_reshape(g, x[0], ct_shape_of(2, (int64_t)-1, (int64_t)6));
 }
@@ -239,6 +245,7 @@ static void build_table(void) {
            b_bn_relu_training);
   add_case("BatchNorm inference", 3, S2(4, 3), S1(3), S1(3), VALUES_UNIFORM, b_bn_inference);
   add_case("Dropout", 1, S2(6, 8), none, none, VALUES_UNIFORM, b_dropout);
+  add_case("Dropout rate tensor", 1, S2(6, 8), none, none, VALUES_UNIFORM, b_dropout_tensor);
   add_case("Reshape", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_reshape);
   add_case("Concat", 2, S2(3, 2), S2(3, 4), none, VALUES_UNIFORM, b_concat);
   add_case("Split", 1, S2(3, 6), none, none, VALUES_UNIFORM, b_split);

@@ -52,8 +52,22 @@ static inline void dropout8(uint64_t stream, uint64_t step, int64_t i, uint32_t 
   memcpy(y, &v, sizeof v);
 }
 
+/* The node's rate: its attribute, or its rate input, which must lie in
+ * [0, 1). Returns 0, or 1 with the run's status set. */
+static int dropout_rate(ct_kernel_ctx *ctx, float *rate) {
+  const int input = ctx->attrs->dropout.rate_input;
+  *rate = input ? *(const float *)ctx->inputs[input].data : ctx->attrs->dropout.rate;
+  if (*rate >= 0.0f && *rate < 1.0f) return 0;
+  ct_status_set(ctx->status, CT_INVALID_ARGUMENT,
+                "dropout '%s' got rate %g (keep probability %g); the rate must lie in [0, 1), "
+                "the keep probability in (0, 1]",
+                ctx->node->name, (double)*rate, 1.0 - (double)*rate);
+  return 1;
+}
+
 static void dropout(ct_kernel_ctx *ctx) {
-  const float rate = ctx->attrs->dropout.rate;
+  float rate;
+  if (dropout_rate(ctx, &rate)) return;
   const float scale = 1.0f / (1.0f - rate);
   const uint32_t threshold = (uint32_t)((double)rate * 4294967296.0);
   const uint64_t stream = ctx->attrs->dropout.stream, step = ctx->step;

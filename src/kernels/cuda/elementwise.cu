@@ -336,8 +336,14 @@ static __device__ __forceinline__ uint64_t mix64(uint64_t x) {
 
 __global__ static void dropout_kernel(const float *x, float *y, int64_t n, uint64_t seed_stream,
                                       uint64_t step, const int64_t *first_example,
-                                      int64_t example_size, uint32_t threshold, float scale) {
+                                      int64_t example_size, const float *rate_input, float rate) {
   const int64_t first = first_example ? *first_example * example_size : 0;
+  float r = rate_input ? *rate_input : rate;
+  if (!(r >= 0.0f)) r = 0.0f;
+  if (r >= 1.0f) r = 0x1.fffffep-1f; /* the largest float below 1 */
+  /* as the CPU kernel computes them (dropout.c) */
+  const uint32_t threshold = (uint32_t)((double)r * 4294967296.0);
+  const float scale = 1.0f / (1.0f - r);
   FOR_EACH(i, n) {
     const uint64_t h = mix64(seed_stream ^ mix64(step ^ mix64((uint64_t)(first + i))));
     const float v = x[i];
@@ -347,10 +353,10 @@ __global__ static void dropout_kernel(const float *x, float *y, int64_t n, uint6
 
 extern "C" cudaError_t ct_launch_dropout(const float *x, float *y, int64_t n, uint64_t seed_stream,
                                          uint64_t step, const int64_t *first_example,
-                                         int64_t example_size, uint32_t threshold, float scale,
+                                         int64_t example_size, const float *rate_input, float rate,
                                          cudaStream_t stream) {
   dropout_kernel<<<blocks_for(n), THREADS, 0, stream>>>(x, y, n, seed_stream, step, first_example,
-                                                        example_size, threshold, scale);
+                                                        example_size, rate_input, rate);
   return cudaGetLastError();
 }
 

@@ -202,17 +202,17 @@ void ct_gpu_sum_like(ct_kernel_ctx *ctx) {
 
 /* Inverted dropout with the CPU kernel's mask (dropout.c): the gradient
  * recomputes the same mask from (stream, step, global index); the first
- * example's index (input 1) is read on the GPU. */
+ * example's index and a rate input are read on the GPU. */
 static void dropout(ct_kernel_ctx *ctx) {
-  const float rate = ctx->attrs->dropout.rate;
-  const float scale = 1.0f / (1.0f - rate);
-  const uint32_t threshold = (uint32_t)((double)rate * 4294967296.0);
   const int64_t n = ct_in_elements(ctx, 0);
   if (n == 0) return;
-  cudaError_t err =
-      ct_launch_dropout(ct_in_f32(ctx, 0), ct_out_f32(ctx, 0), n, ctx->attrs->dropout.stream,
-                        ctx->step, ctx->n_inputs > 1 ? (const int64_t *)ctx->inputs[1].data : NULL,
-                        ct_example_elements(ctx), threshold, scale, ct_kernel_gpu(ctx)->stream);
+  const ct_tensor *first = ct_dropout_first_example(ctx);
+  const int rate_input = ctx->attrs->dropout.rate_input;
+  cudaError_t err = ct_launch_dropout(
+      ct_in_f32(ctx, 0), ct_out_f32(ctx, 0), n, ctx->attrs->dropout.stream, ctx->step,
+      first ? (const int64_t *)first->data : NULL, ct_example_elements(ctx),
+      rate_input ? (const float *)ctx->inputs[rate_input].data : NULL, ctx->attrs->dropout.rate,
+      ct_kernel_gpu(ctx)->stream);
   ct_kernel_launch_failed(ctx, err);
 }
 

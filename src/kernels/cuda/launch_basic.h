@@ -103,13 +103,14 @@ cudaError_t ct_launch_broadcast(const float *x, float *y, int64_t n, const ct_st
  * (1 <= k <= CT_LAUNCH_ADD_N_MAX; y may be x_0). */
 cudaError_t ct_launch_add_n(const float *const *x, int k, float *y, int64_t n, cudaStream_t stream);
 
-/* Inverted dropout: y[i] = keep(i) ? x[i] * scale : 0, where keep(i) is
- * (hash(seed_stream, step, g) >> 32) >= threshold, the CPU kernel's hash of
+/* Inverted dropout at rate r = *rate_input (a device pointer; NULL: `rate`),
+ * clamped into [0, 1): y[i] = keep(i) ? x[i] / (1 - r) : 0, where keep(i) is
+ * (hash(seed_stream, step, g) >> 32) >= r * 2^32, the CPU kernel's hash of
  * the global index g = i + *first_example * example_size (first_example is
  * a device pointer to an int64, or NULL for 0). */
 cudaError_t ct_launch_dropout(const float *x, float *y, int64_t n, uint64_t seed_stream,
                               uint64_t step, const int64_t *first_example, int64_t example_size,
-                              uint32_t threshold, float scale, cudaStream_t stream);
+                              const float *rate_input, float rate, cudaStream_t stream);
 
 /* ---- reductions (elementwise.cu) ---- */
 

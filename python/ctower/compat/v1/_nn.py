@@ -98,9 +98,14 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
     if rate is None:
         if keep_prob is None:
             raise ValueError("dropout needs keep_prob or rate")
-        if fw.Tensor is type(keep_prob) or hasattr(keep_prob, "_read"):
-            raise NotImplementedError("ctower's dropout takes a Python number as keep_prob")
-        rate = 1.0 - float(keep_prob)
+        if isinstance(keep_prob, fw.Tensor) or hasattr(keep_prob, "_read"):
+            # a tensor (a placeholder fed 0.5 in training and 1.0 in
+            # evaluation): the engine's Dropout reads its rate from it
+            rate = _ops.subtract(1.0, keep_prob)
+        else:
+            rate = 1.0 - float(keep_prob)
+    if isinstance(rate, fw.Tensor) or hasattr(rate, "_read"):
+        return _ops._binary(_ops._DROPOUT, x, rate, name)
     graph, (t,) = _tensors([x])
     if rate == 0.0:
         return _ops.identity(t, name=name)

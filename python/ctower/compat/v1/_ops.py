@@ -12,7 +12,7 @@ from ctower.compat.v1._framework import Tensor, convert_to_tensor, get_default_g
 # the extension's op codes (python/src/graph.c)
 (_IDENTITY, _NEG, _RELU, _SIGMOID, _TANH, _ZEROS_LIKE, _ONES_LIKE, _L2_LOSS,
  _STOP_GRADIENT) = range(9)
-_ADD, _SUB, _MUL, _DIV, _SPARSE_XENT, _ACCURACY, _ASSIGN = range(7)
+_ADD, _SUB, _MUL, _DIV, _SPARSE_XENT, _ACCURACY, _ASSIGN, _DROPOUT = range(8)
 
 
 def _graph_of(*values):

@@ -559,7 +559,9 @@ static int trainer_options(const ct_config *config, ct_trainer_options *options,
   ct_status status = CT_STATUS_INIT;
   ct_session_options session;
   ct_config_session_options(config, &session);
-  if (towers && ct_config_tower_options(config, &session, towers, &status))
+  ct_tower_request request;
+  ct_config_tower_request(config, &request);
+  if (towers && ct_towers_resolve(&request, &session, towers, &status))
     return runtime_exit(&status, "reading the config");
   ct_config_trainer_options(config, options);
   return 0;

@@ -161,8 +161,9 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
     }
     if (n < 0) failed = 1; /* an example could not be read */
     if (failed) break;
-    /* with ps tasks: every variable from the task that holds it */
-    if (ct_cluster_gather_variables(&r, status)) {
+    /* what the strategy does at the end of an epoch (with ps tasks: every
+     * variable from the task that holds it) */
+    if (ct_train_run_end_epoch(&r, status)) {
       failed = 1;
       break;
     }
@@ -230,7 +231,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
            ct_monotonic_seconds() - start, test.accuracy);
     if (checkpoint[0]) printf("; checkpoint %s", checkpoint);
     printf("\n");
-    failed = ct_cluster_report(&r, status) || ct_observer_finish(observer, &r, status);
+    failed = ct_train_run_report(&r, status) || ct_observer_finish(observer, &r, status);
     ct_trainer_print_peak_memory(r.session);
     if (flags->memory_stats) ct_trainer_print_memory_stats(r.session);
   }

@@ -13,6 +13,7 @@
 #include "ctower/trainer.h"
 #include "core/clock.h"
 #include "exec/estimate.h"
+#include "parallel/strategy.h"
 #include "train/training_graph.h"
 
 /* INVALID_ARGUMENT naming the first option out of range (an unknown model,
@@ -121,9 +122,6 @@ typedef struct ct_step_times {
   double sync_start, sync_end;   /* summing the loss and accuracy over the ranks */
 } ct_step_times;
 
-/* cluster_run.c: training under a cluster spec with ps tasks. */
-typedef struct ct_cluster_run ct_cluster_run;
-
 /* train_run.c: the data, graph and session of a training run. */
 typedef struct ct_train_run {
   const ct_trainer_options *options;
@@ -137,14 +135,16 @@ typedef struct ct_train_run {
   int64_t *rows_sizes;            /* per global tower: the pipeline's even split */
   ct_tower_feeds *feeds;  /* per tower, then the learning rate */
   float *weights;         /* batch + towers */
-  ct_output *fetches;     /* loss, then each tower's logits */
+  ct_output *fetches;     /* loss, then each tower's logits, then the strategy's */
+  int n_fetches;
   int64_t sizes[CT_MAX_DEVICES];  /* the last step's shard sizes, of this process's towers */
   /* the job's towers: this process's are first_tower .. first_tower +
    * towers.n_towers - 1 of global_towers, in rank order (a process on its
    * own: 0 of towers.n_towers) */
   int first_tower, global_towers;
   int job_towers;                 /* this process's towers among them: 0 on a ps task */
-  ct_cluster_run *cluster;        /* with ps tasks (cluster_run.c); else NULL */
+  const ct_strategy *strategy;    /* of towers.variable_update (src/parallel) */
+  void *strategy_state;           /* its state for the run (its run_new's), or NULL */
   int ran;                        /* a step has run */
   int64_t *global_sizes;          /* per global tower: the last step's shard sizes */
   ct_batch_share share;           /* this process's rows of the last global batch */
@@ -199,40 +199,21 @@ int ct_train_run_estimate(ct_train_run *run, ct_run_estimate *estimate, ct_statu
 int ct_train_run_step(ct_train_run *run, int64_t global_step, double epochs_done, double *loss,
                       double *accuracy, ct_status *status);
 
+/* Every rank, at the end of an epoch: what the strategy does then (with ps
+ * tasks: each variable from the rank that holds it, so that every rank
+ * evaluates and rank 0 saves the job's model; under async updates,
+ * run->interrupted when any rank was asked to stop). Returns 0 or fills
+ * status. */
+int ct_train_run_end_epoch(ct_train_run *run, ct_status *status);
+/* Every rank, at the end of training: what the strategy counted (with ps
+ * tasks, rank 0 prints the updates applied and the staleness seen).
+ * Returns 0 or fills status. */
+int ct_train_run_report(ct_train_run *run, ct_status *status);
+
 /* Compares a hash of every variable with rank 0's (nothing in a process on
  * its own): replicas on every rank must stay bitwise equal. Returns 0, or 1
  * and FAILED_PRECONDITION naming the first rank that differs. */
 int ct_train_run_check_replicas(ct_train_run *run, int64_t global_step, ct_status *status);
-
-/* cluster_run.c: under a cluster spec with ps tasks (ct_cluster_ps_tasks()
- * > 0) the workers compute and the ps tasks hold the variables and apply
- * the updates (see the file). */
-
-/* Sets run->cluster (NULL without ps tasks) once the session exists: which
- * ps task holds each variable, and the messages. Returns 0 or fills status. */
-int ct_cluster_run_new(ct_train_run *run, ct_status *status);
-void ct_cluster_run_free(ct_cluster_run *cluster);
-/* A worker, after the run that fetched its gradients (gradients[i] of the
- * towers' gradient i): sends them with the step's rate, sums (loss,
- * correct count) and the signal it got to the ps tasks, and assigns the
- * variables they answer with; sets run->interrupted. Returns 0 or fills
- * status. */
-int ct_cluster_worker_exchange(ct_train_run *run, int64_t step, float rate,
-                               ct_tensor *const *gradients, const double *sums, ct_status *status);
-/* A ps task's step: sync, every worker's gradients of `step` applied as
- * one; async, the next W to arrive, each applied alone. Fills the loss and
- * accuracy of the gradients it took, and run->interrupted. */
-int ct_cluster_ps_step(ct_train_run *run, int64_t step, double *loss, double *accuracy,
-                       ct_status *status);
-/* Every rank, at the end of an epoch: each variable from the rank that
- * holds it, so that every rank evaluates and rank 0 saves the job's model;
- * under async updates, sets run->interrupted when any rank was asked to
- * stop. Nothing without ps tasks. Returns 0 or fills status. */
-int ct_cluster_gather_variables(ct_train_run *run, ct_status *status);
-/* "/job:ps/task:0 holds 4 variables (0.10 MiB), ...": where they live. */
-void ct_cluster_print_placement(const ct_train_run *run);
-/* Every rank: rank 0 prints the updates applied and the staleness seen. */
-int ct_cluster_report(ct_train_run *run, ct_status *status);
 
 /* interrupt.c: SIGINT and SIGTERM during ct_train_main (handle_signals). */
 void ct_interrupt_install(void);

@@ -37,6 +37,9 @@ void ct_tower_device_local_name(const ct_device_spec *spec, char *out, size_t si
  * without a task, which is every rank's. */
 static int rank_named(const ct_device_spec *spec) {
   if (!spec->has_task) return -2;
+  /* TensorFlow's name of a process on its own: this one */
+  if (spec->has_job && strcmp(spec->job, "localhost") == 0 && ct_cluster_size() == 1)
+    return spec->task == 0 ? ct_cluster_rank() : -1;
   const char *job = spec->has_job ? spec->job : "worker";
   return ct_cluster_rank_of(job, spec->task);
 }

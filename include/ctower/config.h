@@ -96,6 +96,7 @@ typedef struct ct_config {
     char variable_update[32];          /* replicated | parameter_server */
     char ps_device[64];
     char all_reduce[16];               /* auto | ring | tree | nccl */
+    char compression[16];              /* none | bf16 | fp16 | onebit */
     char split[16];                    /* even | auto */
   } devices;
   struct {

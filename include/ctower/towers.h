@@ -67,6 +67,9 @@ typedef struct ct_tower_options {
                                             CollectiveReduce per bucket, after the sum of this
                                             process's towers): replicated, to every rank;
                                             parameter_server, to rank 0 */
+  ct_compression compression;            /* replicated across ranks: how the gradients
+                                            travel between the ranks (ctower/ops.h); in a
+                                            process its towers sum them exactly */
   /* ps_tasks and async: */
   int ps_task;                           /* the ps task holding every variable; -1: spread
                                             over them by bytes */
@@ -105,6 +108,7 @@ typedef struct ct_tower_request {
                                          PS_TASKS, or ASYNC with async_updates */
   char ps_device[64];
   ct_all_reduce_request all_reduce;
+  ct_compression compression;        /* replicated: how gradients travel between ranks */
   int async_updates;                 /* with ps tasks: each gradient applied as it arrives */
   int64_t max_staleness;             /* async: -1 unbounded */
 } ct_tower_request;
@@ -182,6 +186,10 @@ typedef struct ct_tower_graph {
   int *shared;
   int *shared_bucket;
   ct_node *gradients_sent; /* runs once every bucket has gone to rank 0 */
+  /* Variables whose value is this rank's own, not the job's (compression's
+   * residuals): not compared between ranks, and saved per rank. */
+  int n_local;
+  int *local;
 } ct_tower_graph;
 
 /* Builds the towers into `graph` (training mode) and their gradients.
@@ -191,6 +199,9 @@ typedef struct ct_tower_graph {
 int ct_towers_build(ct_graph *graph, const ct_tower_model *model,
                     const ct_tower_options *options, ct_tower_graph *towers);
 void ct_towers_free(ct_tower_graph *towers);
+/* Whether graph variable `variable` is one of this rank's own (listed in
+ * towers->local). */
+int ct_towers_is_local(const ct_tower_graph *towers, int variable);
 
 /* After the caller has applied the gradients: what the strategy runs
  * besides the update each step, as one node to run with it; NULL when

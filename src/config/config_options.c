@@ -146,6 +146,9 @@ void ct_config_tower_request(const ct_config *c, ct_tower_request *r) {
                   : strcmp(algorithm, "tree") == 0 ? CT_ALL_REDUCE_REQUEST_TREE
                   : strcmp(algorithm, "nccl") == 0 ? CT_ALL_REDUCE_REQUEST_NCCL
                                                    : CT_ALL_REDUCE_REQUEST_AUTO;
+  for (int k = 0; k < CT_COMPRESSION_COUNT; ++k)
+    if (strcmp(c->devices.compression, ct_compression_name((ct_compression)k)) == 0)
+      r->compression = (ct_compression)k;
   r->async_updates = strcmp(c->cluster.updates, "async") == 0;
   r->max_staleness = c->cluster.max_staleness;
 }

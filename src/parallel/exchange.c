@@ -72,6 +72,41 @@ enum { BUCKET_FLOATS = 1 << 20 };
 /* At most this many gradients share a bucket (a concat takes up to 63). */
 enum { BUCKET_GRADIENTS = 63 };
 
+/* A variable of n zeros, this rank's own (listed in st->local), on the
+ * device scope in force. */
+static ct_output local_variable(ct_graph *g, const char *name, int64_t n, ct_buckets *st) {
+  const ct_initializer zeros = {CT_INIT_ZEROS, 0.0f};
+  const ct_output v = ct_variable(g, name, ct_shape_of(1, n), zeros, 0);
+  if (v.node && st->local) st->local->local[st->local->n_local++] = v.node->variable;
+  return v;
+}
+
+/* The sum of x (this process's n values) over the ranks, compressed on the
+ * way: packed on x's device (the device scope in force), summed by a
+ * CompressedAllReduce on the host's CPU device, and unpacked where x is.
+ * ONEBIT keeps two residuals per bucket, this rank's own: what packing x
+ * lost, and what packing its stripe of the sum lost. *collective: the node
+ * that meets the other ranks. */
+static ct_output compressed_sum(ct_graph *g, ct_compression c, ct_output x, int64_t n, int bucket,
+                                ct_buckets *st, ct_node **collective) {
+  char name[96];
+  ct_output residual = ct_out(NULL, 0), stripe_residual = ct_out(NULL, 0);
+  if (c == CT_COMPRESSION_ONEBIT) {
+    snprintf(name, sizeof name, "all_reduce/bucket_%d/onebit_residual", bucket);
+    residual = local_variable(g, name, n, st);
+  }
+  const ct_output packed = ct_compress_gradient(g, x, c, residual);
+  ct_graph_push_device(g, "/cpu:0"); /* the ranks meet in host memory */
+  if (c == CT_COMPRESSION_ONEBIT) {
+    snprintf(name, sizeof name, "all_reduce/bucket_%d/onebit_stripe_residual", bucket);
+    stripe_residual = local_variable(g, name, n, st);
+  }
+  const ct_output summed = ct_compressed_all_reduce(g, packed, c, n, stripe_residual, bucket);
+  ct_graph_pop_device(g);
+  *collective = summed.node;
+  return ct_decompress_gradient(g, summed, c, n);
+}
+
 /* One all-reduce of `count` originals' gradients: grads[copies[m * towers + k]]
  * is original m's gradient on tower k. Every copy then reads the same sum. */
 static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count, const int *copies,
@@ -113,12 +148,22 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
   const int across = o->across_ranks;
   if (across) {
     ct_graph_push_device(g, devices[0]);
-    const ct_output total = st->to_root ? ct_collective_reduce_to(g, sums[0], CT_PS_RANK, bucket)
-                                        : ct_collective_reduce(g, sums[0], bucket);
+    ct_node *collective = NULL;
+    ct_output total;
+    if (o->compression != CT_COMPRESSION_NONE) {
+      int64_t n = 0;
+      for (int m = 0; m < count; ++m)
+        n += ct_shape_elements(&g->variables[variables[copies[m * towers]]].shape);
+      total = compressed_sum(g, o->compression, sums[0], n, bucket, st, &collective);
+      if (count == 1) total = ct_reshape(g, total, g->variables[variables[copies[0]]].shape);
+    } else {
+      total = st->to_root ? ct_collective_reduce_to(g, sums[0], CT_PS_RANK, bucket)
+                          : ct_collective_reduce(g, sums[0], bucket);
+      collective = total.node;
+    }
     ct_graph_pop_device(g);
-    if (total.node && st->last_collective)
-      ct_node_add_control_input(total.node, st->last_collective);
-    st->last_collective = total.node;
+    if (collective && st->last_collective) ct_node_add_control_input(collective, st->last_collective);
+    st->last_collective = collective;
     for (int k = 0; k < towers; ++k) sums[k] = total;
   }
   for (int m = 0; st->to_root && m < count; ++m) {

@@ -25,13 +25,16 @@ typedef struct ct_buckets {
   ct_tower_graph *to_root;  /* parameter server across ranks: the sums go to rank 0, and
                                the bucket's variables are listed as shared here (room for
                                every variable) */
+  ct_tower_graph *local;    /* compressed across ranks: the residuals, each rank's own, are
+                               listed here (room for two a bucket) */
 } ct_buckets;
 
 /* All-reduces every original's gradient (grads[i] of graph variable
  * variables[i], n of them) with its copies' (o->n_towers copies, tower
  * order), in buckets, last layers first as the backward pass makes them,
- * and then across the ranks when o->across_ranks; every copy then reads
- * the same sum. Errors go to the graph. */
+ * and then across the ranks when o->across_ranks (compressed as
+ * o->compression says); every copy then reads the same sum. Errors go to
+ * the graph. */
 void ct_buckets_build(ct_graph *graph, const ct_tower_options *o, int n, const int *variables,
                       ct_output *grads, ct_buckets *buckets);
 

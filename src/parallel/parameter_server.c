@@ -103,7 +103,7 @@ static void build_exchange(ct_graph *g, const ct_tower_options *o, ct_tower_grap
   if (!o->across_ranks) return; /* the gradients are summed beside the variables */
   ct_tower_options summed = *o;
   summed.n_towers = 1;
-  ct_buckets buckets = {NULL, NULL, 0, NULL};
+  ct_buckets buckets = {NULL, NULL, 0, NULL, NULL};
   if (listing_init(g, t) == 0) buckets.to_root = t;
   ct_buckets_build(g, &summed, t->n_gradients, t->variables, t->gradients, &buckets);
   if (buckets.to_root) listing_finish(g, t, buckets.bucket, buckets.last_collective);

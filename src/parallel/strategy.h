@@ -52,6 +52,12 @@ typedef struct ct_strategy_step {
   ct_tensor *const *fetched; /* the values of step_fetches, in that order */
 } ct_strategy_step;
 
+/* A strategy's own state in a checkpoint: save hands each tensor to
+ * `add` (which copies it), restore finds each by name (NULL: not there). */
+typedef int (*ct_strategy_add_fn)(void *sink, const char *name, const ct_tensor *value,
+                                  ct_status *status);
+typedef const ct_tensor *(*ct_strategy_find_fn)(void *source, const char *name);
+
 typedef struct ct_strategy {
   const char *name;  /* devices.variable_update's word for it, and `ctower plan`'s */
   int one_copy;      /* every tower reads one set of variables, on ps_device (else each
@@ -97,6 +103,17 @@ typedef struct ct_strategy {
   void (*print_banner)(const void *state, int global_towers);
   /* Every rank at the end of training; rank 0 prints what it counted. */
   int (*report)(void *state, ct_status *status);
+  /* Whether the replicas' variables differ now (inside a block of block
+   * momentum): a checkpoint then keeps every rank's, and the ranks'
+   * variables are not compared. */
+  int (*replicas_differ)(const void *state);
+  /* Its own state for a checkpoint, each tensor through add (rank 0's is
+   * saved); and back from one, with the steps of the epoch done when it
+   * was saved (what is missing starts afresh, said on stderr). Each
+   * returns 0 or fills status. */
+  int (*save)(void *state, ct_strategy_add_fn add, void *sink, ct_status *status);
+  int (*restore)(void *state, ct_strategy_find_fn find, void *source, int64_t epoch_step,
+                 ct_status *status);
 } ct_strategy;
 
 /* The strategy of a variable update, or NULL for a value that is none. */

@@ -203,6 +203,33 @@ static int ps_device(const ct_tower_request *r, ct_tower_options *t, ct_status *
   return 0;
 }
 
+/* devices.compression: the replicated update's, between ranks (in a
+ * process on its own a note says that nothing is compressed). */
+static int compression(const ct_tower_request *r, ct_tower_options *t, ct_status *status) {
+  if ((int)r->compression < 0 || r->compression >= CT_COMPRESSION_COUNT) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "devices.compression %d is none of none, bf16, fp16 and onebit",
+                  (int)r->compression);
+    return 1;
+  }
+  t->compression = r->compression;
+  if (t->compression != CT_COMPRESSION_NONE && t->variable_update != CT_VARIABLE_UPDATE_REPLICATED) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "devices.compression: %s compresses the gradients the replicated update "
+                  "all-reduces between ranks, but devices.variable_update is %s%s; set "
+                  "devices.variable_update: replicated, or devices.compression: none",
+                  ct_compression_name(t->compression), ct_strategy_of(r->variable_update)->name,
+                  ct_cluster_ps_tasks() > 0 ? " (on ps tasks)" : "");
+    return 1;
+  }
+  if (t->compression != CT_COMPRESSION_NONE && ct_cluster_size() == 1)
+    fprintf(stderr,
+            "ctower: note: devices.compression: %s applies between the ranks of an MPI job; in "
+            "a process on its own the towers sum their gradients exactly\n",
+            ct_compression_name(t->compression));
+  return 0;
+}
+
 /* The variable update the request names, as this job runs it: the
  * parameter server under a cluster spec with ps tasks is theirs. */
 static int strategy(const ct_tower_request *r, ct_tower_options *t, ct_status *status) {
@@ -219,7 +246,7 @@ static int strategy(const ct_tower_request *r, ct_tower_options *t, ct_status *s
   if (ct_cluster_ps_tasks() > 0)
     t->variable_update = r->async_updates ? CT_VARIABLE_UPDATE_ASYNC : CT_VARIABLE_UPDATE_PS_TASKS;
   t->max_staleness = r->async_updates ? r->max_staleness : 0;
-  return 0;
+  return compression(r, t, status);
 }
 
 /* Whether every tower is on a GPU; else *first_cpu is the first that is not. */

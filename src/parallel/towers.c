@@ -193,15 +193,22 @@ ct_node *ct_towers_after_update(ct_graph *g, const ct_tower_graph *t) {
   return strategy->build_after_update(g, t);
 }
 
+int ct_towers_is_local(const ct_tower_graph *t, int variable) {
+  for (int i = 0; i < t->n_local; ++i)
+    if (t->local[i] == variable) return 1;
+  return 0;
+}
+
 void ct_towers_free(ct_tower_graph *t) {
   free(t->variables);
   free(t->gradients);
   free(t->shared);
   free(t->shared_bucket);
+  free(t->local);
   t->variables = NULL;
   t->gradients = NULL;
-  t->shared = t->shared_bucket = NULL;
-  t->n_gradients = t->n_shared = 0;
+  t->shared = t->shared_bucket = t->local = NULL;
+  t->n_gradients = t->n_shared = t->n_local = 0;
 }
 
 void ct_towers_split(int n_towers, int64_t n, const double *speeds, int64_t *sizes) {

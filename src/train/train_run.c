@@ -494,15 +494,17 @@ int ct_train_run_estimate(ct_train_run *r, ct_run_estimate *e, ct_status *status
                                  r->towers.n_towers + 1, &r->tg.train.step, 1, e, status);
 }
 
-/* A hash of every variable's bytes, in the graph's order; under a
- * parameter server across ranks, of the variables every rank holds (rank 0
- * alone holds the optimizer's slots). */
+/* A hash of every variable's bytes, in the graph's order, but those each
+ * rank holds its own of (compression's residuals); under a parameter
+ * server across ranks, of the variables every rank holds (rank 0 alone
+ * holds the optimizer's slots). */
 static int hash_variables(ct_train_run *r, uint64_t *hash, ct_status *status) {
   uint64_t h = CT_FNV1A_START;
   const ct_tower_graph *t = &r->tg.train.towers;
   const int n = t->n_shared > 0 ? t->n_shared : ct_graph_variable_count(r->tg.graph);
   for (int i = 0; i < n; ++i) {
     const int v = t->n_shared > 0 ? t->shared[i] : i;
+    if (ct_towers_is_local(t, v)) continue;
     ct_tensor *value = ct_session_read_variable(r->session, v, status);
     if (value == NULL) return 1;
     h = ct_fnv1a(h, value->data, ct_tensor_nbytes(value));

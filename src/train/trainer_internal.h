@@ -91,10 +91,15 @@ typedef struct ct_train_position {
  * and what the model learned from: the dataset, the image shape, the class
  * count, CIFAR-100's fine or coarse labels and (for an image folder) the
  * class names of train_set as a JSON array under "classes", to
- * options->train.checkpoint. Returns 0 or fills status. */
+ * options->train.checkpoint; besides, every rank's own values of the
+ * variables each rank holds its own of (compression's residuals, and every
+ * variable while the strategy's replicas differ) under replica_<rank>/,
+ * and the strategy's own state (strategy NULL: none). Every rank calls it;
+ * rank 0 writes. Returns 0 or fills status. */
 int ct_trainer_save_checkpoint(ct_session *session, const ct_training_graph *tg,
                                const ct_trainer_options *options, const ct_dataset *train_set,
                                const ct_train_position *at, double test_accuracy,
+                               const ct_strategy *strategy, void *strategy_state,
                                ct_status *status);
 
 /* "classes: 0 cats, 1 dogs, ..." for a dataset with class names (the first
@@ -110,10 +115,14 @@ void ct_trainer_classes_text(const ct_dataset *dataset, char *buf, size_t size);
  * (--resume) the checkpoint's optimizer must be the options' (refused
  * naming both otherwise), and *at is filled from its metadata (global_step,
  * epoch and epoch_example must each be a count: DATA_LOSS naming the one
- * that is not). Returns 0 or fills status. */
+ * that is not), and the strategy (NULL: none) restores its own state.
+ * A rank's own value (replica_<rank>/) comes before the original's.
+ * Returns 0 or fills status. */
 int ct_trainer_restore_checkpoint(ct_session *session, const ct_training_graph *tg,
                                   const ct_trainer_options *options, const ct_dataset *data,
-                                  const char *path, ct_train_position *at, ct_status *status);
+                                  const char *path, ct_train_position *at,
+                                  const ct_strategy *strategy, void *strategy_state,
+                                  ct_status *status);
 
 /* When the host did what for the last batch and step (ct_monotonic_seconds). */
 typedef struct ct_step_times {

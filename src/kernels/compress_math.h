@@ -1,0 +1,121 @@
+/* The arithmetic of gradient compression (ctower/ops.h, ct_compression),
+ * one definition for the CPU kernels (kernels/cpu/compress.c) and the CUDA
+ * ones (kernels/cuda/compress.cu), so that both pack the same bits: f32 to
+ * bf16 and fp16 and back, in integer arithmetic (rounded to nearest even,
+ * whatever the FPU's denormal modes), and 1-bit SGD's packing of one
+ * column, whose sums run in one order, value by value. */
+#ifndef CTOWER_KERNELS_COMPRESS_MATH_H
+#define CTOWER_KERNELS_COMPRESS_MATH_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "ctower/ops.h"
+
+#if defined(__CUDACC__)
+#define CT_HOST_DEVICE __host__ __device__
+#else
+#define CT_HOST_DEVICE
+#endif
+
+static inline CT_HOST_DEVICE uint32_t ct_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static inline CT_HOST_DEVICE float ct_f32_of_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* bfloat16: the high half of the f32, rounded to nearest even; NaN stays a
+ * (quiet) NaN. */
+static inline CT_HOST_DEVICE uint16_t ct_bf16_from_f32(float f) {
+  const uint32_t x = ct_f32_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+static inline CT_HOST_DEVICE float ct_f32_from_bf16(uint16_t h) {
+  return ct_f32_of_bits((uint32_t)h << 16);
+}
+
+/* IEEE half, rounded to nearest even: past 65504 (from 65520 on) infinite,
+ * below 2^-14 subnormal, below 2^-25 zero. */
+static inline CT_HOST_DEVICE uint16_t ct_fp16_from_f32(float f) {
+  const uint32_t x = ct_f32_bits(f);
+  const uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  uint32_t h = 0;
+  if (a > 0x7f800000u) {
+    h = 0x7e00u; /* NaN */
+  } else if (a >= 0x477ff000u) {
+    h = 0x7c00u; /* infinite, or rounds to it */
+  } else if (a >= 0x38800000u) { /* a normal half: round at bit 13, rebias 127 to 15 */
+    h = (a + 0x0fffu + ((a >> 13) & 1u) - 0x38000000u) >> 13;
+  } else if (a >= 0x33000000u) { /* a subnormal half: m 2^(e - 150) in units of 2^-24 */
+    const uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23);
+    const uint32_t rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+    h = m >> shift;
+    h += rest > half || (rest == half && (h & 1u));
+  }
+  return (uint16_t)(sign | h);
+}
+
+static inline CT_HOST_DEVICE float ct_f32_from_fp16(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1fu;
+  uint32_t m = h & 0x3ffu;
+  if (e == 0x1fu) return ct_f32_of_bits(sign | 0x7f800000u | (m << 13));
+  if (e != 0) return ct_f32_of_bits(sign | ((e + 112u) << 23) | (m << 13));
+  if (m == 0) return ct_f32_of_bits(sign);
+  uint32_t exponent = 113u; /* a subnormal: normalized, m 2^-24 */
+  while (!(m & 0x400u)) m <<= 1, --exponent;
+  return ct_f32_of_bits(sign | (exponent << 23) | ((m & 0x3ffu) << 13));
+}
+
+/* 1-bit SGD's packing of one column of `count` (1 .. CT_ONEBIT_COLUMN)
+ * values v = x + r (r: the residual, NULL for none): into out
+ * (CT_ONEBIT_COLUMN_BYTES)
+ * the mean of the values >= 0, the mean of those < 0 (0 for none), and a
+ * bit per value, set for >= 0, 32 to a word; r (when not NULL) becomes
+ * v less its reconstruction. Sums run value by value, in order. */
+static inline CT_HOST_DEVICE void ct_onebit_pack_column(const float *x, float *r, int count,
+                                                        uint8_t *out) {
+  float positive = 0.0f, negative = 0.0f;
+  int n_positive = 0;
+  uint32_t words[CT_ONEBIT_COLUMN / 32];
+  for (int w = 0; w < CT_ONEBIT_COLUMN / 32; ++w) words[w] = 0;
+  for (int i = 0; i < count; ++i) {
+    const float v = r ? x[i] + r[i] : x[i];
+    if (v >= 0.0f) {
+      positive += v;
+      ++n_positive;
+      words[i >> 5] |= 1u << (i & 31);
+    } else {
+      negative += v;
+    }
+  }
+  const int n_negative = count - n_positive;
+  const float mean_positive = n_positive ? positive / (float)n_positive : 0.0f;
+  const float mean_negative = n_negative ? negative / (float)n_negative : 0.0f;
+  for (int i = 0; r && i < count; ++i) {
+    const float v = x[i] + r[i];
+    r[i] = v - ((words[i >> 5] >> (i & 31)) & 1u ? mean_positive : mean_negative);
+  }
+  memcpy(out, &mean_positive, 4);
+  memcpy(out + 4, &mean_negative, 4);
+  memcpy(out + 8, words, sizeof words);
+}
+
+/* Value i (0 .. CT_ONEBIT_COLUMN - 1) of a packed column. */
+static inline CT_HOST_DEVICE float ct_onebit_value(const uint8_t *column, int i) {
+  uint32_t word;
+  float mean;
+  memcpy(&word, column + 8 + 4 * (i >> 5), 4);
+  memcpy(&mean, column + ((word >> (i & 31)) & 1u ? 0 : 4), 4);
+  return mean;
+}
+
+#endif

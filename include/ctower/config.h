@@ -93,10 +93,12 @@ typedef struct ct_config {
     char towers[CT_CONFIG_MAX_DEVICES][64];
     int64_t n_towers;
     int64_t n_gpus;
-    char variable_update[32];          /* replicated | parameter_server */
+    char variable_update[32];          /* replicated | parameter_server | block_momentum */
     char ps_device[64];
     char all_reduce[16];               /* auto | ring | tree | nccl */
     char compression[16];              /* none | bf16 | fp16 | onebit */
+    int64_t block_steps;               /* block_momentum: local steps a block (K), >= 1 */
+    double block_momentum;             /* block_momentum: eta in [0, 1); -1: 1 - 1/N */
     char split[16];                    /* even | auto */
   } devices;
   struct {

@@ -24,7 +24,12 @@
  *   ps_tasks, async: the parameter server's graph in every process of a
  *     cluster spec with ps tasks (ct_cluster_set_spec); the trainer moves
  *     the gradients to the ps tasks and the variables back (all of a step's
- *     gradients summed, or each applied as it arrives).
+ *     gradients summed, or each applied as it arrives);
+ *   block_momentum: each tower its own copy, updated by its own gradient
+ *     (the mean of its shard) for block_steps steps; then the copies of
+ *     every rank are averaged (one all-reduce) and the block's update
+ *     applied with Nesterov block momentum (BMUF, Chen and Huo 2016), by
+ *     the trainer through the strategy's table.
  * ct_towers_resolve turns what a user asks for (a ct_tower_request: the
  * `devices:` section of a config) into the options on a session's
  * devices. */
@@ -43,6 +48,7 @@ typedef enum ct_variable_update {
   CT_VARIABLE_UPDATE_REPLICATED,
   CT_VARIABLE_UPDATE_PS_TASKS,             /* on the ps tasks of a cluster spec, sync */
   CT_VARIABLE_UPDATE_ASYNC,                /* on the ps tasks, each gradient as it arrives */
+  CT_VARIABLE_UPDATE_BLOCK_MOMENTUM,       /* local steps, then model averaging (BMUF) */
   CT_VARIABLE_UPDATE_COUNT
 } ct_variable_update;
 
@@ -70,6 +76,13 @@ typedef struct ct_tower_options {
   ct_compression compression;            /* replicated across ranks: how the gradients
                                             travel between the ranks (ctower/ops.h); in a
                                             process its towers sum them exactly */
+  /* block_momentum: */
+  int64_t block_steps;                   /* K: local steps between the models' averaging */
+  float block_momentum;                  /* eta of the block's Nesterov momentum; < 0: 1 - 1/N
+                                            for N learners */
+  int job_towers;                        /* the towers of every rank together (the learners;
+                                            each tower's gradient is taken as the mean of its
+                                            own shard); 0: n_towers */
   /* ps_tasks and async: */
   int ps_task;                           /* the ps task holding every variable; -1: spread
                                             over them by bytes */
@@ -103,12 +116,15 @@ typedef struct ct_tower_request {
                                         devices); -1: every device of that type */
   int n_listed;                      /* else: a tower on each of these devices */
   char listed[CT_MAX_DEVICES][64];
-  ct_variable_update variable_update; /* REPLICATED or PARAMETER_SERVER; under a cluster
-                                         spec with ps tasks, PARAMETER_SERVER becomes
-                                         PS_TASKS, or ASYNC with async_updates */
+  ct_variable_update variable_update; /* REPLICATED, PARAMETER_SERVER or BLOCK_MOMENTUM;
+                                         under a cluster spec with ps tasks,
+                                         PARAMETER_SERVER becomes PS_TASKS, or ASYNC with
+                                         async_updates */
   char ps_device[64];
   ct_all_reduce_request all_reduce;
   ct_compression compression;        /* replicated: how gradients travel between ranks */
+  int64_t block_steps;               /* BLOCK_MOMENTUM: local steps between averagings */
+  float block_momentum;              /* BLOCK_MOMENTUM: eta; < 0: 1 - 1/N for N learners */
   int async_updates;                 /* with ps tasks: each gradient applied as it arrives */
   int64_t max_staleness;             /* async: -1 unbounded */
 } ct_tower_request;

@@ -137,9 +137,12 @@ void ct_config_tower_request(const ct_config *c, ct_tower_request *r) {
   r->n_listed = c->devices.n_towers_listed;
   for (int k = 0; k < r->n_listed && k < CT_MAX_DEVICES; ++k)
     snprintf(r->listed[k], sizeof r->listed[k], "%s", c->devices.towers[k]);
-  r->variable_update = strcmp(c->devices.variable_update, "parameter_server") == 0
-                           ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
-                           : CT_VARIABLE_UPDATE_REPLICATED;
+  const char *update = c->devices.variable_update;
+  r->variable_update = strcmp(update, "parameter_server") == 0 ? CT_VARIABLE_UPDATE_PARAMETER_SERVER
+                       : strcmp(update, "block_momentum") == 0 ? CT_VARIABLE_UPDATE_BLOCK_MOMENTUM
+                                                               : CT_VARIABLE_UPDATE_REPLICATED;
+  r->block_steps = c->devices.block_steps;
+  r->block_momentum = (float)c->devices.block_momentum;
   snprintf(r->ps_device, sizeof r->ps_device, "%s", c->devices.ps_device);
   const char *algorithm = c->devices.all_reduce;
   r->all_reduce = strcmp(algorithm, "ring") == 0   ? CT_ALL_REDUCE_REQUEST_RING

@@ -13,7 +13,8 @@ static const char *const k_datasets[] = {"fashion_mnist", "mnist",        "synth
 static const char *const k_labels[] = {"fine", "coarse", NULL};
 static const char *const k_optimizers[] = {"sgd", "momentum", "adam", NULL};
 static const char *const k_schedules[] = {"constant", "step", "piecewise", "cosine", NULL};
-static const char *const k_variable_updates[] = {"replicated", "parameter_server", NULL};
+static const char *const k_variable_updates[] = {"replicated", "parameter_server", "block_momentum",
+                                                 NULL};
 static const char *const k_updates[] = {"sync", "async", NULL};
 static const char *const k_all_reduces[] = {"auto", "ring", "tree", "nccl", NULL};
 static const char *const k_compressions[] = {"none", "bf16", "fp16", "onebit", NULL};
@@ -162,6 +163,8 @@ const ct_config_field ct_config_fields[] = {
     DEVICE("devices.ps_device", devices.ps_device, "/cpu:0"),
     ENUM("devices.all_reduce", devices.all_reduce, k_all_reduces, "auto"),
     ENUM("devices.compression", devices.compression, k_compressions, "none"),
+    INT("devices.block_steps", devices.block_steps, 1, MAX_STEPS, "8"),
+    FLOAT("devices.block_momentum", devices.block_momentum, -1, 1, CT_FIELD_HI_OPEN, "-1"),
     ENUM("devices.split", devices.split, k_splits, "even"),
 
     BOOL("session.log_device_placement", session.log_device_placement, "false"),

@@ -12,6 +12,7 @@ extern const ct_strategy ct_strategy_replicated;
 extern const ct_strategy ct_strategy_parameter_server;
 extern const ct_strategy ct_strategy_ps_tasks;
 extern const ct_strategy ct_strategy_async;
+extern const ct_strategy ct_strategy_block_momentum;
 
 /* Across ranks the parameter server is rank 0's: it receives the sums,
  * applies the update, holds the optimizer's slots and writes checkpoints. */

@@ -9,6 +9,7 @@ const ct_strategy *ct_strategy_of(ct_variable_update update) {
       [CT_VARIABLE_UPDATE_REPLICATED] = &ct_strategy_replicated,
       [CT_VARIABLE_UPDATE_PS_TASKS] = &ct_strategy_ps_tasks,
       [CT_VARIABLE_UPDATE_ASYNC] = &ct_strategy_async,
+      [CT_VARIABLE_UPDATE_BLOCK_MOMENTUM] = &ct_strategy_block_momentum,
   };
   return (int)update >= 0 && update < CT_VARIABLE_UPDATE_COUNT ? strategies[update] : NULL;
 }

@@ -13,6 +13,8 @@
  *                       apply every worker's gradients of a step at once
  *   async.c             the same tasks, each gradient applied as it
  *                       arrives, reads held back past max_staleness
+ *   block_momentum.c    every tower learns on its own for K steps, then
+ *                       the models are averaged and block momentum applied
  *
  * Adding a strategy: its file, its value of ct_variable_update
  * (include/ctower/towers.h), its line in strategies.c, and its word in the
@@ -50,6 +52,8 @@ typedef struct ct_strategy_step {
                                 gradients it took */
   double run_seconds;        /* the session's run of the step */
   ct_tensor *const *fetched; /* the values of step_fetches, in that order */
+  int epoch_done;            /* end_epoch: 1 when the epoch ran to its end (0: training
+                                stopped inside it, for max_steps or a signal) */
 } ct_strategy_step;
 
 /* A strategy's own state in a checkpoint: save hands each tensor to

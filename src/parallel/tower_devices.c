@@ -19,6 +19,8 @@ void ct_tower_request_defaults(ct_tower_request *r) {
   snprintf(r->ps_device, sizeof r->ps_device, "/cpu:0");
   r->all_reduce = CT_ALL_REDUCE_REQUEST_AUTO;
   r->max_staleness = -1;
+  r->block_steps = 8;
+  r->block_momentum = -1.0f;
 }
 
 void ct_tower_device_local_name(const ct_device_spec *spec, char *out, size_t size) {
@@ -203,6 +205,21 @@ static int ps_device(const ct_tower_request *r, ct_tower_options *t, ct_status *
   return 0;
 }
 
+/* block_momentum's block: K steps, and eta in [0, 1) or -1 (1 - 1/N). */
+static int block_options(const ct_tower_request *r, ct_tower_options *t, ct_status *status) {
+  const float eta = r->block_momentum;
+  if (r->block_steps < 1 || !((eta >= 0.0f && eta < 1.0f) || eta == -1.0f)) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "devices.block_steps must be 1 or more and devices.block_momentum from 0 up to "
+                  "(not including) 1, or -1 for 1 - 1/N with N towers in the job; got %lld and %g",
+                  (long long)r->block_steps, (double)eta);
+    return 1;
+  }
+  t->block_steps = r->block_steps;
+  t->block_momentum = r->block_momentum;
+  return 0;
+}
+
 /* devices.compression: the replicated update's, between ranks (in a
  * process on its own a note says that nothing is compressed). */
 static int compression(const ct_tower_request *r, ct_tower_options *t, ct_status *status) {
@@ -234,14 +251,16 @@ static int compression(const ct_tower_request *r, ct_tower_options *t, ct_status
  * parameter server under a cluster spec with ps tasks is theirs. */
 static int strategy(const ct_tower_request *r, ct_tower_options *t, ct_status *status) {
   if (r->variable_update != CT_VARIABLE_UPDATE_PARAMETER_SERVER &&
-      r->variable_update != CT_VARIABLE_UPDATE_REPLICATED) {
+      r->variable_update != CT_VARIABLE_UPDATE_REPLICATED &&
+      r->variable_update != CT_VARIABLE_UPDATE_BLOCK_MOMENTUM) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "devices.variable_update %d is not one a request names; use replicated or "
-                  "parameter_server (a cluster spec with ps tasks makes the parameter server "
-                  "theirs)",
+                  "devices.variable_update %d is not one a request names; use replicated, "
+                  "parameter_server or block_momentum (a cluster spec with ps tasks makes the "
+                  "parameter server theirs)",
                   (int)r->variable_update);
     return 1;
   }
+  if (block_options(r, t, status)) return 1;
   t->variable_update = r->variable_update;
   if (ct_cluster_ps_tasks() > 0)
     t->variable_update = r->async_updates ? CT_VARIABLE_UPDATE_ASYNC : CT_VARIABLE_UPDATE_PS_TASKS;

@@ -19,6 +19,8 @@ void ct_tower_options_defaults(ct_tower_options *o) {
   o->all_reduce = CT_ALL_REDUCE_RING;
   o->ps_task = -1;
   o->max_staleness = -1;
+  o->block_steps = 8;
+  o->block_momentum = -1.0f;
 }
 
 /* Whether specs a and b name one device: the same type and index, and
@@ -76,8 +78,8 @@ static int check_towers(ct_graph *g, const ct_tower_model *model, const ct_tower
   if (ct_strategy_of(o->variable_update) == NULL) {
     ct_graph_set_error(g, CT_INVALID_ARGUMENT,
                        "unknown variable update %d; use CT_VARIABLE_UPDATE_PARAMETER_SERVER, "
-                       "CT_VARIABLE_UPDATE_REPLICATED, CT_VARIABLE_UPDATE_PS_TASKS or "
-                       "CT_VARIABLE_UPDATE_ASYNC",
+                       "CT_VARIABLE_UPDATE_REPLICATED, CT_VARIABLE_UPDATE_PS_TASKS, "
+                       "CT_VARIABLE_UPDATE_ASYNC or CT_VARIABLE_UPDATE_BLOCK_MOMENTUM",
                        (int)o->variable_update);
     return 1;
   }

@@ -164,7 +164,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
     if (failed) break;
     /* what the strategy does at the end of an epoch (with ps tasks: every
      * variable from the task that holds it) */
-    if (ct_train_run_end_epoch(&r, status)) {
+    if (ct_train_run_end_epoch(&r, batch >= batches, status)) {
       failed = 1;
       break;
     }

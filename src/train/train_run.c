@@ -250,6 +250,7 @@ int ct_train_run_setup_graph(ct_train_run *r, const ct_trainer_options *o,
     return 1;
   }
   if (place_towers_in_job(r, status)) return 1;
+  r->towers.job_towers = r->global_towers;
   if (o->dataset.batch_size < r->global_towers) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
                   "dataset.batch_size (%lld) is smaller than the number of towers (%d%s); each "
@@ -464,9 +465,9 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   return check_loss(r, *loss, global_step, status);
 }
 
-int ct_train_run_end_epoch(ct_train_run *r, ct_status *status) {
+int ct_train_run_end_epoch(ct_train_run *r, int epoch_done, ct_status *status) {
   if (r->strategy->end_epoch == NULL) return 0;
-  ct_strategy_step step = {.step = -1, .signal = ct_interrupt_requested()};
+  ct_strategy_step step = {.step = -1, .signal = ct_interrupt_requested(), .epoch_done = epoch_done};
   if (r->strategy->end_epoch(r->strategy_state, &step, status)) return 1;
   if (step.stop) r->interrupted = step.signal;
   return 0;
@@ -520,6 +521,8 @@ int ct_train_run_check_replicas(ct_train_run *r, int64_t global_step, ct_status 
   const int on_ps_tasks = r->strategy->on_ps_tasks;
   if (ranks == 1 || (!r->towers.across_ranks && !on_ps_tasks) || (on_ps_tasks && r->ran))
     return 0;
+  if (r->strategy->replicas_differ && r->strategy->replicas_differ(r->strategy_state))
+    return 0; /* inside a block of block momentum: each rank learns on its own */
   uint64_t mine, *all = calloc((size_t)ranks, sizeof *all);
   if (all == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory checking the replicas");

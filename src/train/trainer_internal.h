@@ -211,9 +211,10 @@ int ct_train_run_step(ct_train_run *run, int64_t global_step, double epochs_done
 /* Every rank, at the end of an epoch: what the strategy does then (with ps
  * tasks: each variable from the rank that holds it, so that every rank
  * evaluates and rank 0 saves the job's model; under async updates,
- * run->interrupted when any rank was asked to stop). Returns 0 or fills
- * status. */
-int ct_train_run_end_epoch(ct_train_run *run, ct_status *status);
+ * run->interrupted when any rank was asked to stop; with block momentum,
+ * the end of the block when the epoch ran to its end, epoch_done). Returns
+ * 0 or fills status. */
+int ct_train_run_end_epoch(ct_train_run *run, int epoch_done, ct_status *status);
 /* Every rank, at the end of training: what the strategy counted (with ps
  * tasks, rank 0 prints the updates applied and the staleness seen).
  * Returns 0 or fills status. */

@@ -80,22 +80,29 @@ static inline CT_HOST_DEVICE float ct_f32_from_fp16(uint16_t h) {
  * (CT_ONEBIT_COLUMN_BYTES)
  * the mean of the values >= 0, the mean of those < 0 (0 for none), and a
  * bit per value, set for >= 0, 32 to a word; r (when not NULL) becomes
- * v less its reconstruction. Sums run value by value, in order. */
+ * v less its reconstruction. Sums run value by value, in order; each
+ * value adds itself to its sign's sum and +0 to the other's (which leaves
+ * that sum's bits as they are: it never is -0), through masks, so that no
+ * branch depends on a sign. */
 static inline CT_HOST_DEVICE void ct_onebit_pack_column(const float *x, float *r, int count,
                                                         uint8_t *out) {
   float positive = 0.0f, negative = 0.0f;
   int n_positive = 0;
   uint32_t words[CT_ONEBIT_COLUMN / 32];
   for (int w = 0; w < CT_ONEBIT_COLUMN / 32; ++w) words[w] = 0;
-  for (int i = 0; i < count; ++i) {
-    const float v = r ? x[i] + r[i] : x[i];
-    if (v >= 0.0f) {
-      positive += v;
-      ++n_positive;
-      words[i >> 5] |= 1u << (i & 31);
-    } else {
-      negative += v;
+  for (int w = 0; w * 32 < count; ++w) {
+    uint32_t word = 0;
+    const int end = count - w * 32 < 32 ? count - w * 32 : 32;
+    for (int j = 0; j < end; ++j) {
+      const int i = w * 32 + j;
+      const float v = r ? x[i] + r[i] : x[i];
+      const uint32_t bit = v >= 0.0f, mask = 0u - bit, bits = ct_f32_bits(v);
+      positive += ct_f32_of_bits(bits & mask);
+      negative += ct_f32_of_bits(bits & ~mask);
+      n_positive += (int)bit;
+      word |= bit << j;
     }
+    words[w] = word;
   }
   const int n_negative = count - n_positive;
   const float mean_positive = n_positive ? positive / (float)n_positive : 0.0f;
@@ -107,6 +114,20 @@ static inline CT_HOST_DEVICE void ct_onebit_pack_column(const float *x, float *r
   memcpy(out, &mean_positive, 4);
   memcpy(out + 4, &mean_negative, 4);
   memcpy(out + 8, words, sizeof words);
+}
+
+/* The first `count` values of a packed column into y (add: added to y's). */
+static inline CT_HOST_DEVICE void ct_onebit_unpack_column(const uint8_t *column, int count,
+                                                          float *y, int add) {
+  float means[2]; /* [1]: the positive part's, [0]: the negative's */
+  uint32_t words[CT_ONEBIT_COLUMN / 32];
+  memcpy(&means[1], column, 4);
+  memcpy(&means[0], column + 4, 4);
+  memcpy(words, column + 8, sizeof words);
+  for (int i = 0; i < count; ++i) {
+    const float v = means[(words[i >> 5] >> (i & 31)) & 1u];
+    y[i] = add ? y[i] + v : v;
+  }
 }
 
 /* Value i (0 .. CT_ONEBIT_COLUMN - 1) of a packed column. */

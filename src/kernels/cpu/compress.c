@@ -44,11 +44,12 @@ static void unpack(ct_compression c, const uint8_t *in, int64_t n, float *y, int
                    int threads) {
   const uint16_t *half = (const uint16_t *)(const void *)in;
   if (c == CT_COMPRESSION_ONEBIT) {
+    const int64_t columns = (n + CT_ONEBIT_COLUMN - 1) / CT_ONEBIT_COLUMN;
 #pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = ct_onebit_value(in + i / CT_ONEBIT_COLUMN * CT_ONEBIT_COLUMN_BYTES,
-                                      (int)(i % CT_ONEBIT_COLUMN));
-      y[i] = add ? y[i] + v : v;
+    for (int64_t k = 0; k < columns; ++k) {
+      const int64_t first = k * CT_ONEBIT_COLUMN;
+      const int count = (int)(n - first < CT_ONEBIT_COLUMN ? n - first : CT_ONEBIT_COLUMN);
+      ct_onebit_unpack_column(in + k * CT_ONEBIT_COLUMN_BYTES, count, y + first, add);
     }
   } else if (c == CT_COMPRESSION_BF16) {
 #pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)

@@ -110,7 +110,12 @@ typedef enum ct_compression {
   CT_COMPRESSION_ONEBIT,
   CT_COMPRESSION_COUNT
 } ct_compression;
-enum { CT_ONEBIT_COLUMN = 256, CT_ONEBIT_COLUMN_BYTES = 2 * 4 + CT_ONEBIT_COLUMN / 8 };
+enum {
+  CT_ONEBIT_COLUMN = 256,
+  CT_ONEBIT_COLUMN_BYTES = 2 * 4 + CT_ONEBIT_COLUMN / 8,
+  CT_ONEBIT_LANES = 8 /* a column's sums: value i adds into lane i % 8, in order; then the
+                         lanes ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)) */
+};
 int64_t ct_compressed_bytes(ct_compression compression, int64_t n);
 /* "none", "bf16", "fp16", "onebit" (the config's words); "?" for others. */
 const char *ct_compression_name(ct_compression compression);

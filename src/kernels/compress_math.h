@@ -80,33 +80,89 @@ static inline CT_HOST_DEVICE float ct_f32_from_fp16(uint16_t h) {
  * (CT_ONEBIT_COLUMN_BYTES)
  * the mean of the values >= 0, the mean of those < 0 (0 for none), and a
  * bit per value, set for >= 0, 32 to a word; r (when not NULL) becomes
- * v less its reconstruction. Sums run value by value, in order; each
- * value adds itself to its sign's sum and +0 to the other's (which leaves
- * that sum's bits as they are: it never is -0), through masks, so that no
+ * v less its reconstruction. Each sum runs in CT_ONEBIT_LANES lanes (lane
+ * l: the values i with i % CT_ONEBIT_LANES == l, in order), which
+ * ct_onebit_lanes_sum then adds pairwise, so that the CPU sums a column
+ * in vector lanes and a GPU thread in the same order. Each value adds
+ * itself to its sign's lane and +0 to the other's (which leaves that
+ * lane's bits as they are: it never is -0), through masks, so that no
  * branch depends on a sign. */
+static inline CT_HOST_DEVICE float ct_onebit_lanes_sum(const float *lane) {
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+/* Adds v[0 .. CT_ONEBIT_LANES) (lane l: v[l]; `in` of them are values,
+ * the rest add nothing) to the lanes of their signs; their bits, set for
+ * >= 0, returned. */
+static inline CT_HOST_DEVICE uint32_t ct_onebit_add_lanes(const float *v, int in, float *positive,
+                                                          float *negative, uint32_t *n_positive) {
+  uint32_t bits = 0;
+  for (int l = 0; l < CT_ONEBIT_LANES; ++l) {
+    const uint32_t bit = (v[l] >= 0.0f) & (l < in), mask = 0u - bit;
+    const uint32_t value = l < in ? ct_f32_bits(v[l]) : 0u;
+    positive[l] += ct_f32_of_bits(value & mask);
+    negative[l] += ct_f32_of_bits(value & ~mask);
+    n_positive[l] += bit;
+    bits |= bit << l;
+  }
+  return bits;
+}
+
+#if defined(__GNUC__) && !defined(__CUDACC__)
+typedef float ct_onebit_f32x8 __attribute__((vector_size(32)));
+typedef uint32_t ct_onebit_u32x8 __attribute__((vector_size(32)));
+/* ct_onebit_add_lanes over a whole column of x + r, in vector registers:
+ * the same lanes and order, so the same bits. */
+static inline void ct_onebit_add_column(const float *x, const float *r, float *positive,
+                                        float *negative, uint32_t *n_positive, uint32_t *words) {
+  ct_onebit_f32x8 pos = {0}, neg = {0};
+  ct_onebit_u32x8 count = {0};
+  const ct_onebit_u32x8 shifts = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int first = 0; first < CT_ONEBIT_COLUMN; first += CT_ONEBIT_LANES) {
+    ct_onebit_f32x8 a, b;
+    memcpy(&a, x + first, sizeof a);
+    memcpy(&b, r + first, sizeof b);
+    const ct_onebit_f32x8 v = a + b;
+    const ct_onebit_u32x8 mask = (ct_onebit_u32x8)(v >= 0.0f), value = (ct_onebit_u32x8)v;
+    pos += (ct_onebit_f32x8)(value & mask);
+    neg += (ct_onebit_f32x8)(value & ~mask);
+    count -= mask;
+    const ct_onebit_u32x8 set = (mask & 1u) << shifts;
+    uint32_t bits = 0;
+    for (int l = 0; l < CT_ONEBIT_LANES; ++l) bits |= set[l];
+    words[first >> 5] |= bits << (first & 31);
+  }
+  memcpy(positive, &pos, sizeof pos);
+  memcpy(negative, &neg, sizeof neg);
+  memcpy(n_positive, &count, sizeof count);
+}
+#endif
+
 static inline CT_HOST_DEVICE void ct_onebit_pack_column(const float *x, float *r, int count,
                                                         uint8_t *out) {
-  float positive = 0.0f, negative = 0.0f;
-  int n_positive = 0;
-  uint32_t words[CT_ONEBIT_COLUMN / 32];
+  float positive[CT_ONEBIT_LANES], negative[CT_ONEBIT_LANES], v[CT_ONEBIT_LANES];
+  uint32_t n_positive[CT_ONEBIT_LANES], words[CT_ONEBIT_COLUMN / 32];
+  for (int l = 0; l < CT_ONEBIT_LANES; ++l) positive[l] = negative[l] = 0.0f, n_positive[l] = 0;
   for (int w = 0; w < CT_ONEBIT_COLUMN / 32; ++w) words[w] = 0;
-  for (int w = 0; w * 32 < count; ++w) {
-    uint32_t word = 0;
-    const int end = count - w * 32 < 32 ? count - w * 32 : 32;
-    for (int j = 0; j < end; ++j) {
-      const int i = w * 32 + j;
-      const float v = r ? x[i] + r[i] : x[i];
-      const uint32_t bit = v >= 0.0f, mask = 0u - bit, bits = ct_f32_bits(v);
-      positive += ct_f32_of_bits(bits & mask);
-      negative += ct_f32_of_bits(bits & ~mask);
-      n_positive += (int)bit;
-      word |= bit << j;
-    }
-    words[w] = word;
+#if defined(__GNUC__) && !defined(__CUDACC__)
+  if (count == CT_ONEBIT_COLUMN && r) {
+    ct_onebit_add_column(x, r, positive, negative, n_positive, words);
+  } else
+#endif
+  for (int first = 0; first < count; first += CT_ONEBIT_LANES) {
+    const int in = count - first < CT_ONEBIT_LANES ? count - first : CT_ONEBIT_LANES;
+    for (int l = 0; l < CT_ONEBIT_LANES; ++l)
+      v[l] = l >= in ? 0.0f : r ? x[first + l] + r[first + l] : x[first + l];
+    words[first >> 5] |= ct_onebit_add_lanes(v, in, positive, negative, n_positive)
+                         << (first & 31);
   }
-  const int n_negative = count - n_positive;
-  const float mean_positive = n_positive ? positive / (float)n_positive : 0.0f;
-  const float mean_negative = n_negative ? negative / (float)n_negative : 0.0f;
+  int n_pos = 0;
+  for (int l = 0; l < CT_ONEBIT_LANES; ++l) n_pos += (int)n_positive[l];
+  const int n_negative = count - n_pos;
+  const float sum_positive = ct_onebit_lanes_sum(positive);
+  const float sum_negative = ct_onebit_lanes_sum(negative);
+  const float mean_positive = n_pos ? sum_positive / (float)n_pos : 0.0f;
+  const float mean_negative = n_negative ? sum_negative / (float)n_negative : 0.0f;
   for (int i = 0; r && i < count; ++i) {
     const float v = x[i] + r[i];
     r[i] = v - ((words[i >> 5] >> (i & 31)) & 1u ? mean_positive : mean_negative);

@@ -48,17 +48,21 @@ void ct_naive_compress(ct_compression c, const float *x, float *residual, int64_
       const int64_t count = n - first < CT_ONEBIT_COLUMN ? n - first : CT_ONEBIT_COLUMN;
       uint8_t *column = out + first / CT_ONEBIT_COLUMN * CT_ONEBIT_COLUMN_BYTES;
       memset(column, 0, CT_ONEBIT_COLUMN_BYTES);
-      float v[CT_ONEBIT_COLUMN], sum[2] = {0, 0};
+      float v[CT_ONEBIT_COLUMN], lane[2][8] = {{0}};
       int count_of[2] = {0, 0};
       for (int64_t i = 0; i < count; ++i) {
         v[i] = x[first + i] + residual[first + i];
         const int positive = v[i] >= 0;
-        sum[positive] += v[i];
+        lane[positive][i % 8] += v[i]; /* the format's lanes */
         count_of[positive]++;
         if (positive) column[8 + i / 8] |= (uint8_t)(1u << (i % 8)); /* little-endian words */
       }
       float mean[2];
-      for (int k = 0; k < 2; ++k) mean[k] = count_of[k] ? sum[k] / (float)count_of[k] : 0.0f;
+      for (int k = 0; k < 2; ++k) {
+        const float *l = lane[k];
+        const float sum = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+        mean[k] = count_of[k] ? sum / (float)count_of[k] : 0.0f;
+      }
       memcpy(column, &mean[1], 4);
       memcpy(column + 4, &mean[0], 4);
       for (int64_t i = 0; i < count; ++i) residual[first + i] = v[i] - mean[v[i] >= 0];

@@ -172,7 +172,8 @@ static inline CT_HOST_DEVICE void ct_onebit_pack_column(const float *x, float *r
   memcpy(out + 8, words, sizeof words);
 }
 
-/* The first `count` values of a packed column into y (add: added to y's). */
+/* The first `count` values of a packed column into y (add: added to y's);
+ * a whole column on the CPU in vector registers. */
 static inline CT_HOST_DEVICE void ct_onebit_unpack_column(const uint8_t *column, int count,
                                                           float *y, int add) {
   float means[2]; /* [1]: the positive part's, [0]: the negative's */
@@ -180,6 +181,24 @@ static inline CT_HOST_DEVICE void ct_onebit_unpack_column(const uint8_t *column,
   memcpy(&means[1], column, 4);
   memcpy(&means[0], column + 4, 4);
   memcpy(words, column + 8, sizeof words);
+#if defined(__GNUC__) && !defined(__CUDACC__)
+  if (count == CT_ONEBIT_COLUMN) {
+    const ct_onebit_u32x8 shifts = {0, 1, 2, 3, 4, 5, 6, 7};
+    const uint32_t positive = ct_f32_bits(means[1]), negative = ct_f32_bits(means[0]);
+    for (int first = 0; first < CT_ONEBIT_COLUMN; first += CT_ONEBIT_LANES) {
+      const uint32_t byte = (words[first >> 5] >> (first & 31)) & 0xffu;
+      const ct_onebit_u32x8 mask = 0u - (((ct_onebit_u32x8){0} + byte) >> shifts & 1u);
+      const ct_onebit_f32x8 v = (ct_onebit_f32x8)((mask & positive) | (~mask & negative));
+      ct_onebit_f32x8 out = v;
+      if (add) {
+        memcpy(&out, y + first, sizeof out);
+        out += v;
+      }
+      memcpy(y + first, &out, sizeof out);
+    }
+    return;
+  }
+#endif
   for (int i = 0; i < count; ++i) {
     const float v = means[(words[i >> 5] >> (i & 31)) & 1u];
     y[i] = add ? y[i] + v : v;

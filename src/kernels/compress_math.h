@@ -43,36 +43,49 @@ static inline CT_HOST_DEVICE float ct_f32_from_bf16(uint16_t h) {
 }
 
 /* IEEE half, rounded to nearest even: past 65504 (from 65520 on) infinite,
- * below 2^-14 subnormal, below 2^-25 zero. */
+ * below 2^-14 subnormal, below 2^-25 zero. Every case is computed and one
+ * chosen, without a branch on the value. */
 static inline CT_HOST_DEVICE uint16_t ct_fp16_from_f32(float f) {
   const uint32_t x = ct_f32_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-  uint32_t h = 0;
-  if (a > 0x7f800000u) {
-    h = 0x7e00u; /* NaN */
-  } else if (a >= 0x477ff000u) {
-    h = 0x7c00u; /* infinite, or rounds to it */
-  } else if (a >= 0x38800000u) { /* a normal half: round at bit 13, rebias 127 to 15 */
-    h = (a + 0x0fffu + ((a >> 13) & 1u) - 0x38000000u) >> 13;
-  } else if (a >= 0x33000000u) { /* a subnormal half: m 2^(e - 150) in units of 2^-24 */
-    const uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23);
-    const uint32_t rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
-    h = m >> shift;
-    h += rest > half || (rest == half && (h & 1u));
-  }
+  /* a normal half: round at bit 13, rebias 127 to 15 (wraps, unused, below) */
+  const uint32_t normal = (a + 0x0fffu + ((a >> 13) & 1u) - 0x38000000u) >> 13;
+  /* a subnormal half: m 2^(e - 150) in units of 2^-24, shifted right by
+   * 126 - e (kept in 1 .. 31 where it is unused) */
+  const int e = (int)(a >> 23), wanted = 126 - e;
+  const uint32_t shift = (uint32_t)(wanted < 1 ? 1 : wanted > 31 ? 31 : wanted);
+  const uint32_t m = (a & 0x7fffffu) | 0x800000u;
+  const uint32_t rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+  const uint32_t kept = m >> shift;
+  const uint32_t subnormal = kept + ((uint32_t)(rest > half) | ((uint32_t)(rest == half) & kept & 1u));
+  const uint32_t h = a > 0x7f800000u    ? 0x7e00u /* NaN */
+                     : a >= 0x477ff000u ? 0x7c00u /* infinite, or rounds to it */
+                     : a >= 0x38800000u ? normal
+                     : a >= 0x33000000u ? subnormal
+                                        : 0u;
   return (uint16_t)(sign | h);
 }
 
+/* The position of x's highest set bit (x > 0). */
+static inline CT_HOST_DEVICE int ct_top_bit(uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return 31 - __clz((int)x);
+#else
+  return 31 - __builtin_clz(x);
+#endif
+}
+
+/* Every case computed and one chosen, without a branch on the value (a
+ * gradient's halves are often subnormal): a subnormal m 2^-24 with its
+ * highest bit at k is 1.f 2^(k - 24). */
 static inline CT_HOST_DEVICE float ct_f32_from_fp16(uint16_t h) {
   const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 0x1fu;
-  uint32_t m = h & 0x3ffu;
-  if (e == 0x1fu) return ct_f32_of_bits(sign | 0x7f800000u | (m << 13));
-  if (e != 0) return ct_f32_of_bits(sign | ((e + 112u) << 23) | (m << 13));
-  if (m == 0) return ct_f32_of_bits(sign);
-  uint32_t exponent = 113u; /* a subnormal: normalized, m 2^-24 */
-  while (!(m & 0x400u)) m <<= 1, --exponent;
-  return ct_f32_of_bits(sign | (exponent << 23) | ((m & 0x3ffu) << 13));
+  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  const uint32_t k = (uint32_t)ct_top_bit(m | 1u);
+  const uint32_t special = sign | 0x7f800000u | (m << 13);
+  const uint32_t normal = sign | ((e + 112u) << 23) | (m << 13);
+  const uint32_t subnormal = sign | ((k + 103u) << 23) | ((m << (23u - k)) & 0x7fffffu);
+  return ct_f32_of_bits(e == 0x1fu ? special : e != 0 ? normal : m != 0 ? subnormal : sign);
 }
 
 /* 1-bit SGD's packing of one column of `count` (1 .. CT_ONEBIT_COLUMN)

@@ -14,6 +14,13 @@
 #include "kernels/compress_math.h"
 #include "kernels/cpu/cpu_kernels.h"
 
+/* The values of ONEBIT column k of n values: CT_ONEBIT_COLUMN but in the
+ * last column. */
+static int column_values(int64_t n, int64_t k) {
+  const int64_t left = n - k * CT_ONEBIT_COLUMN;
+  return (int)(left < CT_ONEBIT_COLUMN ? left : CT_ONEBIT_COLUMN);
+}
+
 /* Packs n values of x (ONEBIT: plus residual r, which keeps what packing
  * lost) into out. */
 static void pack(ct_compression c, const float *x, float *r, int64_t n, uint8_t *out,
@@ -23,8 +30,7 @@ static void pack(ct_compression c, const float *x, float *r, int64_t n, uint8_t 
 #pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
     for (int64_t k = 0; k < columns; ++k) {
       const int64_t first = k * CT_ONEBIT_COLUMN;
-      const int count = (int)(n - first < CT_ONEBIT_COLUMN ? n - first : CT_ONEBIT_COLUMN);
-      ct_onebit_pack_column(x + first, r ? r + first : NULL, count,
+      ct_onebit_pack_column(x + first, r ? r + first : NULL, column_values(n, k),
                             out + k * CT_ONEBIT_COLUMN_BYTES);
     }
     return;
@@ -46,11 +52,9 @@ static void unpack(ct_compression c, const uint8_t *in, int64_t n, float *y, int
   if (c == CT_COMPRESSION_ONEBIT) {
     const int64_t columns = (n + CT_ONEBIT_COLUMN - 1) / CT_ONEBIT_COLUMN;
 #pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
-    for (int64_t k = 0; k < columns; ++k) {
-      const int64_t first = k * CT_ONEBIT_COLUMN;
-      const int count = (int)(n - first < CT_ONEBIT_COLUMN ? n - first : CT_ONEBIT_COLUMN);
-      ct_onebit_unpack_column(in + k * CT_ONEBIT_COLUMN_BYTES, count, y + first, add);
-    }
+    for (int64_t k = 0; k < columns; ++k)
+      ct_onebit_unpack_column(in + k * CT_ONEBIT_COLUMN_BYTES, column_values(n, k),
+                              y + k * CT_ONEBIT_COLUMN, add);
   } else if (c == CT_COMPRESSION_BF16) {
 #pragma omp parallel for num_threads(threads) if (n > CT_PARALLEL_GRAIN)
     for (int64_t i = 0; i < n; ++i) y[i] = add ? y[i] + ct_f32_from_bf16(half[i])

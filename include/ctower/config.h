@@ -93,9 +93,12 @@ typedef struct ct_config {
     char towers[CT_CONFIG_MAX_DEVICES][64];
     int64_t n_towers;
     int64_t n_gpus;
-    char variable_update[32];          /* replicated | parameter_server */
+    char variable_update[32];          /* replicated | parameter_server | block_momentum */
     char ps_device[64];
     char all_reduce[16];               /* auto | ring | tree | nccl */
+    char compression[16];              /* none | bf16 | fp16 | onebit */
+    int64_t block_steps;               /* block_momentum: local steps a block (K), >= 1 */
+    double block_momentum;             /* block_momentum: eta in [0, 1); -1: 1 - 1/N */
     char split[16];                    /* even | auto */
   } devices;
   struct {
@@ -169,14 +172,11 @@ void ct_config_session_options(const ct_config *config, ct_session_options *opti
  * with ct_config_session_options. */
 void ct_config_trainer_options(const ct_config *config, ct_trainer_options *options);
 
-/* The towers of the `devices:` section on the devices a session with
- * `session` options has (n_gpus, n_towers or the towers list; all_reduce
- * auto picks the collective when every tower is on a GPU, else ring).
- * Prints a warning to stderr when towers that want GPUs go to CPU devices.
- * Returns 0, or INVALID_ARGUMENT for towers the session cannot hold or
- * nccl with a tower off the GPUs. */
-int ct_config_tower_options(const ct_config *config, const ct_session_options *session,
-                            ct_tower_options *towers, ct_status *status);
+/* The towers the `devices:` section (and cluster.updates and
+ * cluster.max_staleness) ask for, which ct_towers_resolve
+ * (ctower/towers.h) puts on a session's devices. Cannot fail: the schema
+ * has checked every value. */
+void ct_config_tower_request(const ct_config *config, ct_tower_request *request);
 
 #ifdef __cplusplus
 }

@@ -97,6 +97,56 @@ ct_output ct_collective_reduce_to(ct_graph *g, ct_output x, int root, int64_t in
  * gradient is the CollectiveReduce of the output's gradient to root. Every
  * rank runs the collectives in one order, as for ct_collective_reduce. */
 ct_output ct_collective_broadcast(ct_graph *g, ct_output x, int root, int64_t instance_key);
+
+/* Gradients compressed for the way between ranks (the replicated update's
+ * devices.compression):
+ *   BF16, FP16: each value in 16 bits, rounded to nearest even (FP16:
+ *     IEEE half, beyond 65504 infinite, as Horovod's fp16 compression);
+ *   ONEBIT: 1-bit SGD (Seide et al., 2014): each value its sign, and each
+ *     column of CT_ONEBIT_COLUMN consecutive values the means of its
+ *     values >= 0 and < 0, which the signs reconstruct; what that loses
+ *     (the quantization error) is kept in a residual variable and added
+ *     to the next step's values before they are packed (error feedback).
+ * Packed, n floats take ct_compressed_bytes(c, n) bytes: 2n for BF16 and
+ * FP16; for ONEBIT 40 bytes a column (its two means, then 256 bits, bit i
+ * of 32-bit word w set when value 32 w + i is >= 0), the last column
+ * padded with zero bits. */
+typedef enum ct_compression {
+  CT_COMPRESSION_NONE = 0,
+  CT_COMPRESSION_BF16,
+  CT_COMPRESSION_FP16,
+  CT_COMPRESSION_ONEBIT,
+  CT_COMPRESSION_COUNT
+} ct_compression;
+enum {
+  CT_ONEBIT_COLUMN = 256,
+  CT_ONEBIT_COLUMN_BYTES = 2 * 4 + CT_ONEBIT_COLUMN / 8,
+  CT_ONEBIT_LANES = 8 /* a column's sums: value i adds into lane i % 8, in order; then the
+                         lanes ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)) */
+};
+int64_t ct_compressed_bytes(ct_compression compression, int64_t n);
+/* "none", "bf16", "fp16", "onebit" (the config's words); "?" for others. */
+const char *ct_compression_name(ct_compression compression);
+/* CompressGradient: x (f32, any shape, n values) packed into u8
+ * [ct_compressed_bytes(c, n)]. ONEBIT reads and writes `residual`, a read
+ * of an f32 variable of x's element count (ct_variable_read): x +
+ * residual is packed, and residual becomes what the packing lost; other
+ * compressions take none (a null output). */
+ct_output ct_compress_gradient(ct_graph *g, ct_output x, ct_compression c, ct_output residual);
+/* DecompressGradient: packed (u8, as CompressGradient makes it) back into
+ * f32 [n]. */
+ct_output ct_decompress_gradient(ct_graph *g, ct_output packed, ct_compression c, int64_t n);
+/* CompressedAllReduce: the sum over every rank of the n values each rank's
+ * `packed` holds, packed the same way, the same bits on every rank.
+ * Rank j sums stripe j of the values (an equal share of the elements, or
+ * of ONEBIT's columns) in f32 in rank order, packs its sum (ONEBIT: with
+ * stripe_residual, a read of an f32 variable of n elements, as
+ * CompressGradient does with its residual; else a null output) and every
+ * rank gathers every stripe: 2 (p - 1) / p of the packed bytes go each way
+ * per rank. Runs on CPU devices; every rank runs the same ones in one
+ * order (instance_key names the bucket, as for ct_collective_reduce). */
+ct_output ct_compressed_all_reduce(ct_graph *g, ct_output packed, ct_compression c, int64_t n,
+                                   ct_output stripe_residual, int64_t instance_key);
 /* x broadcast to the shape of `like` / summed down to the shape of `like`. */
 ct_output ct_broadcast_like(ct_graph *g, ct_output x, ct_output like);
 ct_output ct_sum_like(ct_graph *g, ct_output x, ct_output like);

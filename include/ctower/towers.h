@@ -9,17 +9,30 @@
  * uneven or with towers that hold only padding, gives the gradient of the
  * whole batch. The caller applies the gradients (an optimizer).
  *
- * Variable updates:
+ * Variable updates (strategies; each is one file of src/parallel, listed in
+ * src/parallel/strategies.c):
  *   parameter_server: one set of variables on ps_device; towers read them,
  *     their gradients are summed there, to be applied there once; across
  *     ranks the sums go on to rank 0 (a CollectiveReduce to it per bucket),
  *     rank 0 alone applies them (it alone holds the optimizer's slots) and
- *     ct_towers_share_variables broadcasts the variables back;
+ *     ct_towers_after_update broadcasts the variables back;
  *   replicated: each tower has its own copy (tower 0's keep the plain names,
  *     tower k's are "tower_k/<name>", starting from the same values); the
  *     gradients are all-reduced (ring, tree or one collective AllReduce op:
  *     a fixed order of additions; NCCL between physical GPUs), so the same
- *     update applied to every copy keeps the copies bitwise equal. */
+ *     update applied to every copy keeps the copies bitwise equal;
+ *   ps_tasks, async: the parameter server's graph in every process of a
+ *     cluster spec with ps tasks (ct_cluster_set_spec); the trainer moves
+ *     the gradients to the ps tasks and the variables back (all of a step's
+ *     gradients summed, or each applied as it arrives);
+ *   block_momentum: each tower its own copy, updated by its own gradient
+ *     (the mean of its shard) for block_steps steps; then the copies of
+ *     every rank are averaged (one all-reduce) and the block's update
+ *     applied with Nesterov block momentum (BMUF, Chen and Huo 2016), by
+ *     the trainer through the strategy's table.
+ * ct_towers_resolve turns what a user asks for (a ct_tower_request: the
+ * `devices:` section of a config) into the options on a session's
+ * devices. */
 #ifndef CTOWER_TOWERS_H
 #define CTOWER_TOWERS_H
 
@@ -31,8 +44,12 @@ extern "C" {
 #endif
 
 typedef enum ct_variable_update {
-  CT_VARIABLE_UPDATE_PARAMETER_SERVER = 0,
-  CT_VARIABLE_UPDATE_REPLICATED
+  CT_VARIABLE_UPDATE_PARAMETER_SERVER = 0, /* in a process, or to rank 0 across ranks */
+  CT_VARIABLE_UPDATE_REPLICATED,
+  CT_VARIABLE_UPDATE_PS_TASKS,             /* on the ps tasks of a cluster spec, sync */
+  CT_VARIABLE_UPDATE_ASYNC,                /* on the ps tasks, each gradient as it arrives */
+  CT_VARIABLE_UPDATE_BLOCK_MOMENTUM,       /* local steps, then model averaging (BMUF) */
+  CT_VARIABLE_UPDATE_COUNT
 } ct_variable_update;
 
 /* How replicated towers sum their gradients:
@@ -56,11 +73,79 @@ typedef struct ct_tower_options {
                                             CollectiveReduce per bucket, after the sum of this
                                             process's towers): replicated, to every rank;
                                             parameter_server, to rank 0 */
+  ct_compression compression;            /* replicated across ranks: how the gradients
+                                            travel between the ranks (ctower/ops.h); in a
+                                            process its towers sum them exactly */
+  /* block_momentum: */
+  int64_t block_steps;                   /* K: local steps between the models' averaging */
+  float block_momentum;                  /* eta of the block's Nesterov momentum; < 0: 1 - 1/N
+                                            for N learners */
+  int job_towers;                        /* the towers of every rank together (the learners;
+                                            each tower's gradient is taken as the mean of its
+                                            own shard); 0: n_towers */
+  /* ps_tasks and async: */
+  int ps_task;                           /* the ps task holding every variable; -1: spread
+                                            over them by bytes */
+  int64_t max_staleness;                 /* async: steps a worker may read behind the
+                                            slowest; -1: unbounded */
 } ct_tower_options;
 
 /* One tower on /cpu:0, its variables there (parameter_server on /cpu:0),
  * ring all-reduce. */
 void ct_tower_options_defaults(ct_tower_options *options);
+
+/* How the towers' gradients are summed, as a user asks for it: AUTO (one
+ * collective op when every tower is a GPU, else RING), RING, TREE or NCCL
+ * (the collective op, every tower a GPU). */
+typedef enum ct_all_reduce_request {
+  CT_ALL_REDUCE_REQUEST_AUTO = 0,
+  CT_ALL_REDUCE_REQUEST_RING,
+  CT_ALL_REDUCE_REQUEST_TREE,
+  CT_ALL_REDUCE_REQUEST_NCCL
+} ct_all_reduce_request;
+
+/* The towers a user asks for (a config's `devices:` section, and its
+ * cluster's update), before they meet a session's devices. Device names
+ * take any of TensorFlow's forms (/cpu:0 and /device:CPU:0 are one device)
+ * and may name a task of the job: /job:worker/task:1/cpu:0 is worker 1's
+ * /cpu:0, and only that rank's tower. */
+typedef struct ct_tower_request {
+  int n_gpus;                        /* > 0: towers on /gpu:0 .. /gpu:N-1 (cxflow's key) */
+  int n_towers;                      /* else, when not 0: the first N devices of the preferred
+                                        type (GPUs when the session has any, else CPU
+                                        devices); -1: every device of that type */
+  int n_listed;                      /* else: a tower on each of these devices */
+  char listed[CT_MAX_DEVICES][64];
+  ct_variable_update variable_update; /* REPLICATED, PARAMETER_SERVER or BLOCK_MOMENTUM;
+                                         under a cluster spec with ps tasks,
+                                         PARAMETER_SERVER becomes PS_TASKS, or ASYNC with
+                                         async_updates */
+  char ps_device[64];
+  ct_all_reduce_request all_reduce;
+  ct_compression compression;        /* replicated: how gradients travel between ranks */
+  int64_t block_steps;               /* BLOCK_MOMENTUM: local steps between averagings */
+  float block_momentum;              /* BLOCK_MOMENTUM: eta; < 0: 1 - 1/N for N learners */
+  int async_updates;                 /* with ps tasks: each gradient applied as it arrives */
+  int64_t max_staleness;             /* async: -1 unbounded */
+} ct_tower_request;
+
+/* One tower on /cpu:0, replicated, the parameter server's device /cpu:0,
+ * all_reduce AUTO, sync updates, unbounded staleness. */
+void ct_tower_request_defaults(ct_tower_request *request);
+
+/* The towers of `request` on the devices a session with `session` options
+ * has, for this rank of the job (ct_cluster_*): the devices this rank's
+ * towers run on (a name with this rank's task becomes the local name; a
+ * task the job lacks is an error, or a warning on stderr that leaves the
+ * entry out under allow_soft_placement), the strategy, and the all-reduce.
+ * Towers that want GPUs the session lacks go to CPU devices with a warning
+ * under allow_soft_placement. Returns 0, or 1 with INVALID_ARGUMENT naming
+ * the `devices.` key at fault and what to write: towers the session cannot
+ * hold, a rank without a tower, two towers on one device, nccl with a
+ * tower off the GPUs, a ps_device of the wrong task. *towers is unchanged
+ * on failure. */
+int ct_towers_resolve(const ct_tower_request *request, const ct_session_options *session,
+                      ct_tower_options *towers, ct_status *status);
 
 enum { CT_TOWER_MAX_INPUTS = 4 };
 
@@ -95,6 +180,7 @@ typedef struct ct_tower {
 } ct_tower;
 
 typedef struct ct_tower_graph {
+  ct_variable_update variable_update; /* the strategy it was built for */
   int n_towers;
   int n_inputs;
   ct_tower towers[CT_MAX_DEVICES];
@@ -116,6 +202,10 @@ typedef struct ct_tower_graph {
   int *shared;
   int *shared_bucket;
   ct_node *gradients_sent; /* runs once every bucket has gone to rank 0 */
+  /* Variables whose value is this rank's own, not the job's (compression's
+   * residuals): not compared between ranks, and saved per rank. */
+  int n_local;
+  int *local;
 } ct_tower_graph;
 
 /* Builds the towers into `graph` (training mode) and their gradients.
@@ -125,16 +215,19 @@ typedef struct ct_tower_graph {
 int ct_towers_build(ct_graph *graph, const ct_tower_model *model,
                     const ct_tower_options *options, ct_tower_graph *towers);
 void ct_towers_free(ct_tower_graph *towers);
+/* Whether graph variable `variable` is one of this rank's own (listed in
+ * towers->local). */
+int ct_towers_is_local(const ct_tower_graph *towers, int variable);
 
-/* The parameter server across ranks: after the caller has applied the
- * gradients (on rank 0), broadcasts every shared variable from rank 0 into
- * the other ranks' copies, each once its updates on this rank are done
- * (every op that writes it), one after the other in a fixed order, after
- * every bucket has been sent. Returns a node that runs them all, to run
- * with the update; NULL when there is nothing to share (any other
- * update), or with the error recorded in the graph. Every rank's variables
+/* After the caller has applied the gradients: what the strategy runs
+ * besides the update each step, as one node to run with it; NULL when
+ * there is nothing (or with the error recorded in the graph). The
+ * parameter server across ranks: every shared variable broadcast from
+ * rank 0 into the other ranks' copies, each once its updates on this rank
+ * are done (every op that writes it), one after the other in a fixed
+ * order, after every bucket has been sent, so that every rank's variables
  * are then bitwise rank 0's. */
-ct_node *ct_towers_share_variables(ct_graph *graph, const ct_tower_graph *towers);
+ct_node *ct_towers_after_update(ct_graph *graph, const ct_tower_graph *towers);
 
 /* Shard sizes for n examples over N towers, summing to n: even (speeds
  * NULL: the first n % N towers take one more), or in proportion to each

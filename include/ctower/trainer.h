@@ -56,10 +56,6 @@ typedef struct ct_train_options {
                            variables are bitwise equal; 0: only at the start */
   char log_dir[CT_TRAINER_PATH]; /* TensorBoard event files go here (rank 0); "" writes none */
   int64_t log_every_n_steps;     /* steps between the event files' training scalars; >= 1 */
-  /* Under a cluster spec with ps tasks (ct_cluster_ps_tasks() > 0): */
-  int async_updates;     /* apply each worker's gradient as it arrives (else: all of a step's) */
-  int64_t max_staleness; /* async: steps a worker may read behind the slowest; -1: unbounded */
-  int ps_task;           /* the ps task holding every variable; -1: spread over them by bytes */
 } ct_train_options;
 
 typedef struct ct_trainer_options {

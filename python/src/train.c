@@ -59,7 +59,9 @@ PyObject *ct_py_train(PyObject *self, PyObject *args, PyObject *kwargs) {
   if (ct_config_check(config, &status)) goto failed;
   ct_session_options session;
   ct_config_session_options(config, &session);
-  if (ct_config_tower_options(config, &session, towers, &status)) goto failed;
+  ct_tower_request request;
+  ct_config_tower_request(config, &request);
+  if (ct_towers_resolve(&request, &session, towers, &status)) goto failed;
   ct_config_trainer_options(config, options);
 
   char *yaml = NULL;

@@ -56,7 +56,10 @@ static const char k_overview[] =
     "with cluster: {ps: P, worker: W} (P + W = N), ranks 0..P-1 are /job:ps/task:0..P-1\n"
     "(they hold the variables and apply the updates: cluster.updates sync or async) and\n"
     "the others /job:worker/task:0..W-1. Every rank must be given the same config;\n"
-    "rank 0 prints, the others only errors.\n"
+    "rank 0 prints, the others only errors. Between ranks the gradients can travel\n"
+    "compressed (devices.compression: bf16, fp16, or onebit: 1-bit SGD with error\n"
+    "feedback), or the ranks learn on their own and average their models every\n"
+    "devices.block_steps steps (devices.variable_update: block_momentum).\n"
     "\n"
     "Exit status: 0 success, 1 runtime failure (out of memory, NaN loss, I/O),\n"
     "             2 bad usage or bad config.\n";
@@ -559,7 +562,9 @@ static int trainer_options(const ct_config *config, ct_trainer_options *options,
   ct_status status = CT_STATUS_INIT;
   ct_session_options session;
   ct_config_session_options(config, &session);
-  if (towers && ct_config_tower_options(config, &session, towers, &status))
+  ct_tower_request request;
+  ct_config_tower_request(config, &request);
+  if (towers && ct_towers_resolve(&request, &session, towers, &status))
     return runtime_exit(&status, "reading the config");
   ct_config_trainer_options(config, options);
   return 0;

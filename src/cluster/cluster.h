@@ -32,6 +32,18 @@ int ct_cluster_allgather(const void *mine, size_t bytes, void *all, ct_status *s
  * or 1 and status. */
 int ct_cluster_gather_to_first(const void *mine, size_t bytes, char **all, size_t *all_bytes,
                                ct_status *status);
+/* Blocks between every pair of ranks, in bytes: this rank's
+ * send_counts[j] bytes at send + send_offsets[j] go to rank j, and rank
+ * j's for this rank land at recv + recv_offsets[j] (recv_counts[j] bytes,
+ * the count rank j sends here). Counts and offsets below 2 GiB (else
+ * INVALID_ARGUMENT, on every rank: each checks its own). Returns 0 or 1. */
+int ct_cluster_alltoallv(const void *send, const int64_t *send_counts,
+                         const int64_t *send_offsets, void *recv, const int64_t *recv_counts,
+                         const int64_t *recv_offsets, ct_status *status);
+/* Rank r's counts[r] bytes at all + offsets[r] into every rank's all, in
+ * place (the same counts and offsets on every rank, below 2 GiB). */
+int ct_cluster_allgatherv(void *all, const int64_t *counts, const int64_t *offsets,
+                          ct_status *status);
 int ct_cluster_barrier(ct_status *status);
 
 /* What this rank is about to wait for in a collective: the training step

@@ -323,6 +323,74 @@ int ct_cluster_allgather(const void *mine, size_t bytes, void *all, ct_status *s
   return mpi_failed(err, "all-gather", status);
 }
 
+/* counts and offsets of the ranks as MPI's ints into out (2 * size of
+ * them: counts, then offsets); 1 when one is 2 GiB or more. */
+static int int_counts(const int64_t *counts, const int64_t *offsets, int *out) {
+  int bad = 0;
+  for (int r = 0; r < g.size; ++r) {
+    bad |= counts[r] < 0 || counts[r] >= INT_MAX || offsets[r] < 0 || offsets[r] >= INT_MAX;
+    out[r] = bad ? 0 : (int)counts[r];
+    out[g.size + r] = bad ? 0 : (int)offsets[r];
+  }
+  return bad;
+}
+
+static int too_large(const char *call, ct_status *status) {
+  ct_status_set(status, CT_INVALID_ARGUMENT,
+                "%s of blocks of 2 GiB or more (or at offsets past 2 GiB) on rank %d; make the "
+                "buckets smaller",
+                call, g.rank);
+  return 1;
+}
+
+int ct_cluster_alltoallv(const void *send, const int64_t *send_counts,
+                         const int64_t *send_offsets, void *recv, const int64_t *recv_counts,
+                         const int64_t *recv_offsets, ct_status *status) {
+  if (!g.mpi) {
+    memmove((char *)recv + recv_offsets[0], (const char *)send + send_offsets[0],
+            (size_t)send_counts[0]);
+    return 0;
+  }
+  int *sends = calloc((size_t)g.size * 4, sizeof *sends);
+  if (sends == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for an all-to-all");
+    return 1;
+  }
+  int *recvs = sends + 2 * g.size;
+  /* a rank with a count out of MPI's range sends and receives nothing, and
+   * fails; the others go on with what they agree on */
+  const int bad = int_counts(send_counts, send_offsets, sends) |
+                  int_counts(recv_counts, recv_offsets, recvs);
+  if (bad) memset(sends, 0, (size_t)g.size * 4 * sizeof *sends);
+  enter_collective("all-to-all");
+  const int err = MPI_Alltoallv(send, sends, sends + g.size, MPI_BYTE, recv, recvs,
+                                recvs + g.size, MPI_BYTE, g.comm);
+  leave_collective();
+  free(sends);
+  if (mpi_failed(err, "all-to-all", status)) return 1;
+  return bad ? too_large("all-to-all", status) : 0;
+}
+
+int ct_cluster_allgatherv(void *all, const int64_t *counts, const int64_t *offsets,
+                          ct_status *status) {
+  if (!g.mpi) return 0;
+  int *ints = calloc((size_t)g.size * 2, sizeof *ints);
+  if (ints == NULL) {
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for an all-gather");
+    return 1;
+  }
+  if (int_counts(counts, offsets, ints)) { /* the same counts everywhere: every rank fails */
+    free(ints);
+    return too_large("all-gather", status);
+  }
+  enter_collective("all-gather");
+  const int err = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, ints, ints + g.size,
+                                 MPI_BYTE, g.comm);
+  leave_collective();
+  free(ints);
+  return mpi_failed(err, "all-gather", status);
+}
+
 int ct_cluster_barrier(ct_status *status) {
   if (!g.mpi) return 0;
   enter_collective("barrier");

@@ -11,9 +11,11 @@ const char *const ct_config_zoo_models[] = {"mlp",      "fmnist_cnn", "cifar10_c
 static const char *const k_labels[] = {"fine", "coarse", NULL};
 static const char *const k_optimizers[] = {"sgd", "momentum", "adam", NULL};
 static const char *const k_schedules[] = {"constant", "step", "piecewise", "cosine", NULL};
-static const char *const k_variable_updates[] = {"replicated", "parameter_server", NULL};
+static const char *const k_variable_updates[] = {"replicated", "parameter_server", "block_momentum",
+                                                 NULL};
 static const char *const k_updates[] = {"sync", "async", NULL};
 static const char *const k_all_reduces[] = {"auto", "ring", "tree", "nccl", NULL};
+static const char *const k_compressions[] = {"none", "bf16", "fp16", "onebit", NULL};
 static const char *const k_splits[] = {"even", "auto", NULL};
 static const char *const k_precisions[] = {"fp32", "tf32", "bf16", NULL};
 static const char *const k_conv_algorithms[] = {"auto", "direct", "winograd", NULL};
@@ -158,6 +160,9 @@ const ct_config_field ct_config_fields[] = {
     ENUM("devices.variable_update", devices.variable_update, k_variable_updates, "replicated"),
     DEVICE("devices.ps_device", devices.ps_device, "/cpu:0"),
     ENUM("devices.all_reduce", devices.all_reduce, k_all_reduces, "auto"),
+    ENUM("devices.compression", devices.compression, k_compressions, "none"),
+    INT("devices.block_steps", devices.block_steps, 1, MAX_STEPS, "8"),
+    FLOAT("devices.block_momentum", devices.block_momentum, -1, 1, CT_FIELD_HI_OPEN, "-1"),
     ENUM("devices.split", devices.split, k_splits, "even"),
 
     BOOL("session.log_device_placement", session.log_device_placement, "false"),

@@ -170,6 +170,8 @@ static void count_costs(walk *w, const ct_plan_step *step, const ct_shape *in_sh
     e->all_reduce_bytes += bytes / 2;
   } else if (strcmp(n->op->name, "CollectiveReduce") == 0) {
     e->collective_bytes += bytes / 2;
+  } else if (strcmp(n->op->name, "CompressedAllReduce") == 0) {
+    e->collective_bytes += (double)ct_shape_elements(&in_shapes[0]); /* packed bytes */
   }
 }
 

@@ -38,7 +38,8 @@ typedef struct ct_run_estimate {
   ct_device_estimate devices[CT_MAX_DEVICES];
   double copied_bytes;     /* between devices, all copies */
   double all_reduce_bytes; /* inputs of AllReduce ops (one tower's part each) */
-  double collective_bytes; /* inputs of CollectiveReduce ops: summed across ranks */
+  double collective_bytes; /* inputs of CollectiveReduce ops, and the packed gradients of
+                              CompressedAllReduce ops: summed across ranks */
   ct_step_cost *steps;     /* in the order walked */
   int n_steps;
 } ct_run_estimate;

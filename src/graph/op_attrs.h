@@ -122,6 +122,13 @@ typedef struct ct_collective_attrs {
   int root;             /* the rank that receives the sum, or that broadcasts */
 } ct_collective_attrs;
 
+/* CompressGradient, DecompressGradient, CompressedAllReduce. */
+typedef struct ct_compress_attrs {
+  int compression;      /* a ct_compression */
+  int64_t n;            /* the values packed (DecompressGradient, CompressedAllReduce) */
+  int64_t instance_key; /* CompressedAllReduce: its bucket */
+} ct_compress_attrs;
+
 /* A node's attributes: the member named for its op. */
 typedef union ct_attrs {
   ct_source_attrs source;
@@ -141,6 +148,7 @@ typedef union ct_attrs {
   ct_momentum_attrs momentum;
   ct_adam_attrs adam;
   ct_collective_attrs collective;
+  ct_compress_attrs compress;
 } ct_attrs;
 
 #endif

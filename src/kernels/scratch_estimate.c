@@ -46,6 +46,8 @@ int ct_kernel_scratch_estimate(const char *op, const ct_device *device, const ct
     return bytes[0] = 2 * CHUNKS * channels(&in[0]) * sizeof(float), 1;
   if (strcmp(op, "FusedBatchNormGrad") == 0 || strcmp(op, "FusedBatchNormInferenceGrad") == 0)
     return bytes[0] = (2 * CHUNKS + 1) * channels(&in[0]) * sizeof(float), 1;
+  if (strcmp(op, "CompressedAllReduce") == 0)
+    return ct_cpu_compressed_all_reduce_scratch(attrs, bytes);
   /* a bias gradient: partial sums of each chunk of rows */
   if (strcmp(op, "SumLike") == 0 && f32_bytes(&out[0]) < f32_bytes(&in[0]))
     return bytes[0] = CHUNKS * f32_bytes(&out[0]), 1;

@@ -1,7 +1,11 @@
-/* The parameter server across ranks: every rank sends its gradient sums to
- * rank 0 (towers.c, a CollectiveReduce to rank 0 per bucket), rank 0
- * applies the update, and the variables come back (a CollectiveBroadcast
- * per variable, assigned into the other ranks' copies). */
+/* The parameter server: one set of variables on ps_device, which every
+ * tower reads; the towers' gradients of a variable are summed beside it
+ * (by the gradients themselves) and applied there once, as TensorFlow's
+ * CIFAR-10 multi-GPU tutorial does. Across ranks the parameter server is
+ * rank 0's: every rank sends its sums to rank 0 (exchange.c, a
+ * CollectiveReduce to rank 0 per bucket), rank 0 applies the update, and
+ * the variables come back (a CollectiveBroadcast per variable, assigned
+ * into the other ranks' copies). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -11,7 +15,9 @@
 #include "ops/op_list.h"
 #include "parallel/parallel_internal.h"
 
-int ct_ps_listing_init(ct_graph *g, ct_tower_graph *t) {
+/* Room in t for every variable of g to be listed as shared (t->n_shared
+ * 0). Returns 0, or records the error in g and returns 1. */
+static int listing_init(ct_graph *g, ct_tower_graph *t) {
   t->n_shared = 0;
   t->shared = malloc((size_t)(g->n_variables + 1) * sizeof *t->shared);
   t->shared_bucket = malloc((size_t)(g->n_variables + 1) * sizeof *t->shared_bucket);
@@ -22,7 +28,10 @@ int ct_ps_listing_init(ct_graph *g, ct_tower_graph *t) {
   return 0;
 }
 
-void ct_ps_listing_finish(ct_graph *g, ct_tower_graph *t, int n_buckets, ct_node *last_sent) {
+/* After the buckets (n_buckets of them, the last CollectiveReduce
+ * `last_sent`): lists the variables that had no gradient, in bucket
+ * n_buckets; outside rank 0, leaves no gradient to apply. */
+static void listing_finish(ct_graph *g, ct_tower_graph *t, int n_buckets, ct_node *last_sent) {
   if (g->status.code != CT_OK) return;
   char *listed = calloc((size_t)g->n_variables + 1, 1);
   if (listed == NULL) {
@@ -65,7 +74,9 @@ static ct_node *share_one(ct_graph *g, int v, int bucket, ct_node *previous, ct_
   return done;
 }
 
-ct_node *ct_towers_share_variables(ct_graph *g, const ct_tower_graph *t) {
+/* Every shared variable from rank 0, after the update (see
+ * ct_towers_after_update). */
+static ct_node *share_variables(ct_graph *g, const ct_tower_graph *t) {
   if (t->n_shared == 0 || g->status.code != CT_OK) return NULL;
   ct_node **done = malloc((size_t)t->n_shared * sizeof *done);
   if (done == NULL) {
@@ -84,3 +95,31 @@ ct_node *ct_towers_share_variables(ct_graph *g, const ct_tower_graph *t) {
   free(done);
   return all;
 }
+
+/* Across ranks: each rank's sum beside the variable, sent to rank 0 in
+ * buckets, summed there as one tower's would be; rank 0 alone applies the
+ * update, and share_variables brings the variables back to every rank. */
+static void build_exchange(ct_graph *g, const ct_tower_options *o, ct_tower_graph *t) {
+  if (!o->across_ranks) return; /* the gradients are summed beside the variables */
+  ct_tower_options summed = *o;
+  summed.n_towers = 1;
+  ct_buckets buckets = {NULL, NULL, 0, NULL, NULL};
+  if (listing_init(g, t) == 0) buckets.to_root = t;
+  ct_buckets_build(g, &summed, t->n_gradients, t->variables, t->gradients, &buckets);
+  if (buckets.to_root) listing_finish(g, t, buckets.bucket, buckets.last_collective);
+}
+
+static void describe(const ct_tower_options *o, char *buf, size_t size) {
+  if (o->n_towers == 1)
+    snprintf(buf, size, "1 tower");
+  else
+    snprintf(buf, size, "%d towers (parameter server on %s)", o->n_towers, o->ps_device);
+}
+
+const ct_strategy ct_strategy_parameter_server = {
+    .name = "parameter_server",
+    .one_copy = 1,
+    .build_exchange = build_exchange,
+    .build_after_update = share_variables,
+    .describe = describe,
+};

@@ -36,10 +36,10 @@ int ct_classifier_towers_build(ct_graph *g, const ct_model_def *model, int64_t h
   ct_node *parts[66];
   int n_parts = 0;
   parts[n_parts++] = out->update.op;
-  /* the parameter server across ranks: rank 0's variables, once updated,
-   * into every rank's copy */
-  ct_node *shared = ct_towers_share_variables(g, &out->towers);
-  if (shared) parts[n_parts++] = shared;
+  /* what the strategy runs besides (the parameter server across ranks:
+   * rank 0's variables, once updated, into every rank's copy) */
+  ct_node *after = ct_towers_after_update(g, &out->towers);
+  if (after) parts[n_parts++] = after;
   for (int i = 0; i < ct_graph_update_op_count(g) && n_parts < 66; ++i)
     parts[n_parts++] = ct_graph_update_op(g, i);
   out->step = ct_group(g, "train_step", n_parts, parts);

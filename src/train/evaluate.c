@@ -98,7 +98,8 @@ int ct_eval_main(const ct_trainer_options *o, const char *checkpoint_path, ct_st
                                        (uint64_t)o->train.seed, NULL, NULL, status);
   if (!failed) {
     s = ct_session_new(tg.graph, &o->session, status);
-    failed = s == NULL || ct_trainer_restore_checkpoint(s, &tg, o, test_set, path, NULL, status);
+    failed = s == NULL || ct_trainer_restore_checkpoint(s, &tg, o, test_set, path, NULL, NULL, NULL,
+                                                                status);
   }
   ct_eval_result result;
   if (!failed) failed = ct_trainer_evaluate(s, &tg, o, test_set, &result, status);

@@ -150,15 +150,45 @@ static void print_work(ct_session *s, const ct_run_estimate *e, double in_proces
          amount(e->collective_bytes, "B", c, sizeof c));
 }
 
-/* The bytes of one tower's gradients: the trainable original variables. */
-static double gradient_bytes(const ct_graph *g) {
+/* The bytes of one tower's variables: the original ones, trainable only
+ * (its gradients) or all of them (slots and moving averages too), but for
+ * a rank's own (compression's residuals). */
+static double variable_bytes(const ct_train_run *r, int trainable_only) {
+  const ct_graph *g = r->tg.graph;
   double bytes = 0;
   for (int v = 0; v < ct_graph_variable_count(g); ++v)
-    if (ct_graph_variable_trainable(g, v) && ct_variable_is_original(g, v)) {
+    if ((!trainable_only || ct_graph_variable_trainable(g, v)) && ct_variable_is_original(g, v) &&
+        !ct_towers_is_local(&r->tg.train.towers, v)) {
       ct_shape shape = ct_graph_variable_shape(g, v);
       bytes += (double)ct_shape_elements(&shape) * sizeof(float);
     }
   return bytes;
+}
+
+/* What each rank all-reduces across the ranks, in bytes, and how many
+ * such all-reduces a step makes on average (*per_step): the gradients,
+ * packed as devices.compression packs them, every step; with block
+ * momentum every variable, once every block_steps steps. *what: the
+ * exchange in words. */
+static double exchanged_bytes(const ct_train_run *r, double *per_step, char *what, size_t size) {
+  const ct_tower_options *t = &r->towers;
+  const double gradients = variable_bytes(r, 1);
+  if (t->variable_update == CT_VARIABLE_UPDATE_BLOCK_MOMENTUM) {
+    *per_step = 1.0 / (double)t->block_steps;
+    const double model = variable_bytes(r, 0);
+    snprintf(what, size, "the model's %.1f MiB averaged every %lld steps", model / 1048576.0,
+             (long long)t->block_steps);
+    return model;
+  }
+  *per_step = 1;
+  const double packed =
+      (double)ct_compressed_bytes(t->compression, (int64_t)(gradients / sizeof(float)));
+  if (t->compression == CT_COMPRESSION_NONE)
+    snprintf(what, size, "ring all-reduce of %.1f MiB", gradients / 1048576.0);
+  else
+    snprintf(what, size, "ring all-reduce of %.2f MiB, the %.1f MiB of gradients as %s",
+             packed / 1048576.0, gradients / 1048576.0, ct_compression_name(t->compression));
+  return packed;
 }
 
 /* The same config as one tower on its first tower's device: with
@@ -222,22 +252,27 @@ static void print_speed(const ct_trainer_options *o, const ct_train_run *r,
                      one_tower_seconds(o, &r->towers, c, 1), step, towers);
   }
   const double compute = step - ct_cost_ring_seconds(e->collective_bytes, ranks, &c->mpi);
-  if (ranks > 1)
-    printf(
-        "%d ranks: efficiency %.0f%% (each rank's compute %.2f ms, ring all-reduce across the "
-        "ranks %.2f ms)\n",
-        ranks, 100 * compute / step, compute * 1e3, (step - compute) * 1e3);
-  const double grads = gradient_bytes(r->tg.graph);
-  printf(
-      "ranks until efficiency < 90%% (each rank as this one, its batch kept; ring all-reduce "
-      "of %.1f MiB, no overlap):\n",
-      grads / 1048576.0);
+  double per_step;
+  char what[160];
+  const double bytes = exchanged_bytes(r, &per_step, what, sizeof what);
+  if (ranks > 1) {
+    /* the graph's sums across the ranks are in the step; block momentum's are not */
+    const double sync = per_step < 1 ? ct_cost_ring_seconds(bytes, ranks, &c->mpi) * per_step
+                                     : step - compute;
+    printf("%d ranks: efficiency %.0f%% (each rank's compute %.2f ms, across the ranks %.2f ms a "
+           "step: %s)\n",
+           ranks, 100 * compute / (compute + sync), compute * 1e3, sync * 1e3, what);
+  }
+  printf("ranks until efficiency < 90%% (each rank as this one, its batch kept; %s, no "
+         "overlap):\n",
+         what);
   for (int i = 0; i < flags->n_links; ++i) {
     const ct_link link = {c->mpi.latency_s, flags->link_gbps[i] * 1e9 / 8};
     int n = 2;
     double eff = 1;
     for (; n <= 65536; ++n)
-      if ((eff = compute / (compute + ct_cost_ring_seconds(grads, n, &link))) < 0.9) break;
+      if ((eff = compute / (compute + ct_cost_ring_seconds(bytes, n, &link) * per_step)) < 0.9)
+        break;
     if (n > 65536)
       printf("  %g Gb/s link: above 90%% up to 65536 ranks\n", flags->link_gbps[i]);
     else
@@ -318,7 +353,7 @@ int ct_plan_main(const ct_trainer_options *o, const ct_tower_options *towers,
     /* what does not fit is said after the rest of the plan */
     ct_status fit = CT_STATUS_INIT;
     print_memory(r.session, &e, o->dataset.batch_size, &fit);
-    const double in_process = r.towers.n_towers > 1 ? gradient_bytes(r.tg.graph) : 0;
+    const double in_process = r.towers.n_towers > 1 ? variable_bytes(&r, 1) : 0;
     print_work(r.session, &e, in_process);
     print_speed(o, &r, &e, &c, flags);
     if (fit.code != CT_OK) {

@@ -7,15 +7,11 @@
 #include "train/trainer_internal.h"
 
 const char *ct_trainer_tower_summary(const ct_tower_options *t, char *buf, size_t size) {
-  if (ct_cluster_ps_tasks() > 0)
-    snprintf(buf, size, "%d ps task%s and %d workers", ct_cluster_ps_tasks(),
-             ct_cluster_ps_tasks() == 1 ? "" : "s", ct_cluster_size() - ct_cluster_ps_tasks());
-  else if (t->n_towers == 1)
-    snprintf(buf, size, "1 tower");
-  else if (t->variable_update == CT_VARIABLE_UPDATE_REPLICATED)
-    snprintf(buf, size, "%d towers (replicated)", t->n_towers);
+  const ct_strategy *strategy = ct_strategy_of(t->variable_update);
+  if (strategy)
+    strategy->describe(t, buf, size);
   else
-    snprintf(buf, size, "%d towers (parameter server on %s)", t->n_towers, t->ps_device);
+    snprintf(buf, size, "%d towers", t->n_towers);
   return buf;
 }
 
@@ -48,13 +44,8 @@ void ct_trainer_print_banner(const ct_train_run *r) {
   char classes[512];
   ct_trainer_classes_text(r->train_set, classes, sizeof classes);
   if (classes[0]) printf("%s\n", classes);
-  if (r->cluster) { /* rank 0 is ps task 0: what the job does, not its own unused tower */
-    const int ps = ct_cluster_ps_tasks(), workers = ct_cluster_size() - ps;
-    printf("cluster: %d ps task%s (/job:ps) holding the variables, %d worker%s (/job:worker) "
-           "with %d tower%s in all, %s updates\n",
-           ps, ps == 1 ? "" : "s", workers, workers == 1 ? "" : "s", r->global_towers,
-           r->global_towers == 1 ? "" : "s", o->train.async_updates ? "async" : "sync");
-    ct_cluster_print_placement(r);
+  if (r->strategy->print_banner) { /* the job's shape, where the variables live */
+    r->strategy->print_banner(r->strategy_state, r->global_towers);
     fflush(stdout);
     return;
   }

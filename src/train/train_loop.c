@@ -38,7 +38,7 @@ static int save_position(ct_train_run *r, int64_t epoch, int64_t global_step, in
   const int inside = stopped_early && position < ct_dataset_size(r->train_set);
   const ct_train_position now = {global_step, inside ? epoch : epoch + 1, inside ? position : 0};
   return ct_trainer_save_checkpoint(r->session, &r->tg, r->options, r->train_set, &now,
-                                    test_accuracy, status);
+                                    test_accuracy, r->strategy, r->strategy_state, status);
 }
 
 static int train(const ct_trainer_options *o, const ct_tower_options *towers,
@@ -85,7 +85,8 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
    * loop of links or a FIFO is an error saying so */
   if (flags->resume && checkpoint[0] && (access(checkpoint, F_OK) == 0 || errno != ENOENT)) {
     failed =
-        ct_trainer_restore_checkpoint(r.session, &r.tg, o, r.train_set, checkpoint, &at, status);
+        ct_trainer_restore_checkpoint(r.session, &r.tg, o, r.train_set, checkpoint, &at,
+                                      r.strategy, r.strategy_state, status);
     if (!failed && at.example >= ct_dataset_size(r.train_set)) {
       ct_status_set(status, CT_DATA_LOSS,
                     "checkpoint '%s' cannot be resumed: its epoch_example %lld is past the end of "
@@ -161,8 +162,9 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
     }
     if (n < 0) failed = 1; /* an example could not be read */
     if (failed) break;
-    /* with ps tasks: every variable from the task that holds it */
-    if (ct_cluster_gather_variables(&r, status)) {
+    /* what the strategy does at the end of an epoch (with ps tasks: every
+     * variable from the task that holds it) */
+    if (ct_train_run_end_epoch(&r, batch >= batches, status)) {
       failed = 1;
       break;
     }
@@ -230,7 +232,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
            ct_monotonic_seconds() - start, test.accuracy);
     if (checkpoint[0]) printf("; checkpoint %s", checkpoint);
     printf("\n");
-    failed = ct_cluster_report(&r, status) || ct_observer_finish(observer, &r, status);
+    failed = ct_train_run_report(&r, status) || ct_observer_finish(observer, &r, status);
     ct_trainer_print_peak_memory(r.session);
     if (flags->memory_stats) ct_trainer_print_memory_stats(r.session);
   }

@@ -55,7 +55,7 @@ void ct_batch_buffers_free(ct_batch_buffers *b) {
 }
 
 void ct_train_run_free(ct_train_run *r) {
-  ct_cluster_run_free(r->cluster);
+  if (r->strategy && r->strategy->run_free) r->strategy->run_free(r->strategy_state);
   ct_run_metadata_free(r->timeline);
   free(r->feeds);
   free(r->weights);
@@ -239,13 +239,30 @@ static int open_pipeline(ct_train_run *r, ct_status *status) {
   return r->pipeline == NULL;
 }
 
+/* The strategy's state for the run, once the session exists. */
+static int start_strategy(ct_train_run *r, ct_status *status) {
+  if (r->strategy->run_new == NULL) return 0;
+  const ct_strategy_env env = {r->session,          r->tg.graph,
+                               &r->tg.train.towers, &r->towers,
+                               r->tg.train.update.op, r->tg.train.update.learning_rate,
+                               ct_interrupt_combine};
+  return r->strategy->run_new(&env, &r->strategy_state, status);
+}
+
 int ct_train_run_setup_graph(ct_train_run *r, const ct_trainer_options *o,
                              const ct_tower_options *towers, ct_status *status) {
   memset(r, 0, sizeof *r);
   r->options = o;
   r->towers = *towers;
   if (ct_trainer_check_options(o, status)) return 1;
+  if ((r->strategy = ct_strategy_of(towers->variable_update)) == NULL) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "unknown variable update %d; resolve the towers with ct_towers_resolve",
+                  (int)towers->variable_update);
+    return 1;
+  }
   if (place_towers_in_job(r, status)) return 1;
+  r->towers.job_towers = r->global_towers;
   if (o->dataset.batch_size < r->global_towers) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
                   "dataset.batch_size (%lld) is smaller than the number of towers (%d%s); each "
@@ -268,13 +285,14 @@ int ct_train_run_setup_graph(ct_train_run *r, const ct_trainer_options *o,
                               &r->towers, &o->train.optimizer, status))
     return 1;
   r->session = open_session(r, status);
-  if (r->session == NULL || ct_cluster_run_new(r, status)) return 1;
+  if (r->session == NULL || start_strategy(r, status)) return 1;
   const int n_towers = r->towers.n_towers;
   r->feeds = calloc(1, sizeof *r->feeds);
   r->weights = calloc((size_t)(o->dataset.batch_size + n_towers), sizeof *r->weights);
-  /* a worker of a cluster with ps tasks fetches the gradients too */
-  const int gradients = r->cluster ? r->tg.train.towers.n_gradients : 0;
-  r->fetches = calloc((size_t)(n_towers + 1 + gradients), sizeof *r->fetches);
+  /* the loss, each tower's logits, and what the strategy fetches (at most
+   * every gradient) */
+  const int extra = r->tg.train.towers.n_gradients;
+  r->fetches = calloc((size_t)(n_towers + 1 + extra), sizeof *r->fetches);
   if (!r->feeds || !r->weights || !r->fetches || stage_on_gpus(r)) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
@@ -288,7 +306,9 @@ int ct_train_run_setup_graph(ct_train_run *r, const ct_trainer_options *o,
   }
   r->fetches[0] = r->tg.train.towers.loss;
   for (int k = 0; k < n_towers; ++k) r->fetches[k + 1] = r->tg.train.logits[k];
-  for (int i = 0; i < gradients; ++i) r->fetches[n_towers + 1 + i] = r->tg.train.towers.gradients[i];
+  r->n_fetches = n_towers + 1;
+  if (r->strategy->step_fetches)
+    r->n_fetches += r->strategy->step_fetches(r->strategy_state, r->fetches + n_towers + 1);
   return 0;
 }
 
@@ -420,23 +440,24 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   float lr = ct_optimizer_learning_rate(&t->optimizer, r->learning_rate, global_step + 1);
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
   r->ran = 1;
-  if (r->cluster && ct_cluster_is_ps()) { /* the workers' gradients, applied */
+  ct_strategy_step step = {.step = global_step, .rate = lr, .signal = ct_interrupt_requested()};
+  if (r->job_towers == 0 && r->strategy->own_step) { /* a ps task: the workers' gradients */
     r->times.run_start = r->times.sync_start = ct_monotonic_seconds();
-    const int failed = ct_cluster_ps_step(r, global_step, loss, accuracy, status);
+    const int failed = r->strategy->own_step(r->strategy_state, &step, status);
     r->times.run_end = r->times.sync_end = ct_monotonic_seconds();
-    return failed || check_loss(r, *loss, global_step, status);
+    if (failed) return 1;
+    r->interrupted = step.signal;
+    *loss = step.sums[0];
+    *accuracy = step.sums[1] / (double)(n > 0 ? n : 1);
+    return check_loss(r, *loss, global_step, status);
   }
   const int n_feeds = ct_train_run_feeds(r, &lr_tensor);
-  /* a worker with ps tasks: the gradients, and only the model's own updates */
-  const int gradients = r->cluster ? r->tg.train.towers.n_gradients : 0;
-  const int n_fetches = towers + 1 + gradients;
+  /* the whole step, or what the strategy runs instead (a worker with ps
+   * tasks: the model's own updates; the optimizer's are the ps tasks') */
   ct_node *targets[64] = {r->tg.train.step};
-  int n_targets = 1;
-  if (r->cluster)
-    for (n_targets = 0; n_targets < ct_graph_update_op_count(r->tg.graph) && n_targets < 64;
-         ++n_targets)
-      targets[n_targets] = ct_graph_update_op(r->tg.graph, n_targets);
-  ct_tensor **out = calloc((size_t)n_fetches, sizeof *out);
+  const int n_targets =
+      r->strategy->step_targets ? r->strategy->step_targets(r->strategy_state, targets, 64) : 1;
+  ct_tensor **out = calloc((size_t)r->n_fetches, sizeof *out);
   if (out == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for a step's results");
     return 1;
@@ -445,7 +466,7 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   r->times.run_start = ct_monotonic_seconds();
   ct_run_metadata *timeline = r->auto_split || r->record_timeline ? r->timeline : NULL;
   const ct_feed *next = next_feeds_to_stage(r, n_feeds);
-  if (ct_session_run_staged(r->session, r->feeds->feeds, next, n_feeds, r->fetches, n_fetches,
+  if (ct_session_run_staged(r->session, r->feeds->feeds, next, n_feeds, r->fetches, r->n_fetches,
                             targets, n_targets, out, timeline, status)) {
     free(out);
     return 1;
@@ -456,28 +477,44 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
    * are their sums over the ranks */
   /* with the signal this rank got, counted by kind: every rank then stops
    * after the same step, with the same signal */
-  const int sig = ct_interrupt_requested();
+  const int sig = step.signal;
   double sums[4] = {ct_tensor_f32(out[0])[0], 0, sig == SIGINT, sig == SIGTERM};
   ct_tensor *logits = ct_towers_concat(towers, out + 1, r->sizes, status);
   if (logits) sums[1] = (double)count_correct(logits, ct_tensor_i32(r->buf.labels), r->rows);
   ct_tensor_free(logits);
   r->times.sync_start = ct_monotonic_seconds();
   int failed = status->code != CT_OK;
-  if (!failed && r->cluster)
-    failed = ct_cluster_worker_exchange(r, global_step, lr, out + towers + 1, sums, status);
-  for (int k = 0; k < n_fetches; ++k) ct_tensor_free(out[k]);
+  if (!failed && r->strategy->after_run) {
+    step.sums[0] = sums[0], step.sums[1] = sums[1];
+    step.run_seconds = r->times.run_end - r->times.run_start;
+    step.fetched = out + towers + 1;
+    failed = r->strategy->after_run(r->strategy_state, &step, status);
+  }
+  for (int k = 0; k < r->n_fetches; ++k) ct_tensor_free(out[k]);
   free(out);
   if (failed) return 1;
   ct_cluster_progress(global_step, -1, "the step's loss");
   if (r->towers.across_ranks && ct_cluster_allreduce_f64(sums, 4, status)) return 1;
   r->times.sync_end = ct_monotonic_seconds();
-  if (!r->cluster)
-    r->interrupted = ct_interrupt_combine(sums[2] > 0 ? SIGINT : 0, sums[3] > 0 ? SIGTERM : 0);
+  r->interrupted = step.stop ? step.signal
+                             : ct_interrupt_combine(sums[2] > 0 ? SIGINT : 0,
+                                                    sums[3] > 0 ? SIGTERM : 0);
   *loss = sums[0];
   *accuracy = sums[1] / (double)n;
   return check_loss(r, *loss, global_step, status);
 }
 
+int ct_train_run_end_epoch(ct_train_run *r, int epoch_done, ct_status *status) {
+  if (r->strategy->end_epoch == NULL) return 0;
+  ct_strategy_step step = {.step = -1, .signal = ct_interrupt_requested(), .epoch_done = epoch_done};
+  if (r->strategy->end_epoch(r->strategy_state, &step, status)) return 1;
+  if (step.stop) r->interrupted = step.signal;
+  return 0;
+}
+
+int ct_train_run_report(ct_train_run *r, ct_status *status) {
+  return r->strategy->report ? r->strategy->report(r->strategy_state, status) : 0;
+}
 
 int ct_train_run_estimate(ct_train_run *r, ct_run_estimate *e, ct_status *status) {
   memset(e, 0, sizeof *e);
@@ -497,15 +534,17 @@ int ct_train_run_estimate(ct_train_run *r, ct_run_estimate *e, ct_status *status
                                  r->towers.n_towers + 1, &r->tg.train.step, 1, e, status);
 }
 
-/* A hash of every variable's bytes, in the graph's order; under a
- * parameter server across ranks, of the variables every rank holds (rank 0
- * alone holds the optimizer's slots). */
+/* A hash of every variable's bytes, in the graph's order, but those each
+ * rank holds its own of (compression's residuals); under a parameter
+ * server across ranks, of the variables every rank holds (rank 0 alone
+ * holds the optimizer's slots). */
 static int hash_variables(ct_train_run *r, uint64_t *hash, ct_status *status) {
   uint64_t h = CT_FNV1A_START;
   const ct_tower_graph *t = &r->tg.train.towers;
   const int n = t->n_shared > 0 ? t->n_shared : ct_graph_variable_count(r->tg.graph);
   for (int i = 0; i < n; ++i) {
     const int v = t->n_shared > 0 ? t->shared[i] : i;
+    if (ct_towers_is_local(t, v)) continue;
     ct_tensor *value = ct_session_read_variable(r->session, v, status);
     if (value == NULL) return 1;
     h = ct_fnv1a(h, value->data, ct_tensor_nbytes(value));
@@ -518,7 +557,11 @@ static int hash_variables(ct_train_run *r, uint64_t *hash, ct_status *status) {
 int ct_train_run_check_replicas(ct_train_run *r, int64_t global_step, ct_status *status) {
   const int ranks = ct_cluster_size();
   /* with ps tasks the workers hold no slots: only the start is checked */
-  if (ranks == 1 || (!r->towers.across_ranks && !r->cluster) || (r->cluster && r->ran)) return 0;
+  const int on_ps_tasks = r->strategy->on_ps_tasks;
+  if (ranks == 1 || (!r->towers.across_ranks && !on_ps_tasks) || (on_ps_tasks && r->ran))
+    return 0;
+  if (r->strategy->replicas_differ && r->strategy->replicas_differ(r->strategy_state))
+    return 0; /* inside a block of block momentum: each rank learns on its own */
   uint64_t mine, *all = calloc((size_t)ranks, sizeof *all);
   if (all == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory checking the replicas");

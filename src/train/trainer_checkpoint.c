@@ -147,42 +147,135 @@ static int check_optimizer(const ct_checkpoint *ck, const char *path, const ct_t
   return 1;
 }
 
-int ct_trainer_save_checkpoint(ct_session *s, const ct_training_graph *tg,
-                               const ct_trainer_options *o, const ct_dataset *train_set,
-                               const ct_train_position *at, double test_accuracy,
-                               ct_status *status) {
-  /* Every rank holds the same variables, and has finished the step (the
-   * evaluation before this summed over them): rank 0 writes for the job. */
-  if (ct_cluster_rank() != 0) return 0;
-  /* Replicas hold the same values as their originals: only originals are
-   * saved, under their tower-free names, so any tower count restores them. */
-  const ct_graph *g = tg->graph;
-  ct_named_tensor *tensors = calloc((size_t)ct_graph_variable_count(g) + 1, sizeof *tensors);
-  if (tensors == NULL) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory saving a checkpoint");
+/* "replica_<rank>/<name>": where the checkpoint keeps rank `rank`'s own
+ * value of variable `name`. */
+static void replica_name(int rank, const char *name, char *buf, size_t size) {
+  snprintf(buf, size, "replica_%d/%s", rank, name);
+}
+
+/* Whether each rank saves its own value of graph variable i: the
+ * variables whose value is a rank's own (compression's residuals), and
+ * every variable while the strategy's replicas differ (`every`: inside a
+ * block of block momentum). */
+static int saved_per_rank(const ct_training_graph *tg, int every, int i) {
+  return every || ct_towers_is_local(&tg->train.towers, i);
+}
+
+/* Whether the strategy's replicas differ now. */
+static int replicas_differ(const ct_strategy *strategy, const void *state) {
+  return strategy && strategy->replicas_differ && strategy->replicas_differ(state);
+}
+
+/* Every rank's own variables (saved_per_rank), their bytes one after the
+ * other, gathered into *all on rank 0 (NULL elsewhere, and without any).
+ * Every rank calls it. Returns 0 or fills status. */
+static int gather_own(ct_session *s, const ct_training_graph *tg, int every, char **all,
+                      size_t *all_bytes, ct_status *status) {
+  *all = NULL, *all_bytes = 0;
+  const int n = ct_graph_variable_count(tg->graph);
+  size_t bytes = 0;
+  for (int i = 0; i < n; ++i)
+    if (saved_per_rank(tg, every, i)) {
+      const ct_shape shape = ct_graph_variable_shape(tg->graph, i);
+      bytes += (size_t)ct_shape_elements(&shape) * sizeof(float);
+    }
+  if (bytes == 0) return 0;
+  char *mine = malloc(bytes);
+  ct_status read = CT_STATUS_INIT;
+  if (mine == NULL)
+    ct_status_set(&read, CT_RESOURCE_EXHAUSTED, "out of host memory saving a checkpoint");
+  size_t at = 0;
+  for (int i = 0; mine && i < n; ++i) {
+    if (!saved_per_rank(tg, every, i)) continue;
+    ct_tensor *value = ct_session_read_variable(s, i, &read);
+    if (value == NULL) break;
+    memcpy(mine + at, value->data, ct_tensor_nbytes(value));
+    at += ct_tensor_nbytes(value);
+    ct_tensor_free(value);
+  }
+  /* every rank takes part in the gathering, whatever failed here */
+  ct_cluster_progress(-1, -1, "the checkpoint's per-rank variables");
+  const int failed = ct_cluster_gather_to_first(mine, read.code == CT_OK ? bytes : 0, all,
+                                                all_bytes, status);
+  free(mine);
+  if (read.code == CT_OK) return failed;
+  free(*all);
+  *all = NULL;
+  *status = read;
+  return 1;
+}
+
+/* The tensors a checkpoint is written from: names and values it owns. */
+typedef struct saved_list {
+  ct_named_tensor *tensors;
+  char (*names)[256];
+  int n, cap;
+} saved_list;
+
+/* Appends a copy of value as `name` (a ct_strategy_add_fn). */
+static int saved_add(void *sink, const char *name, const ct_tensor *value, ct_status *status) {
+  saved_list *l = sink;
+  if (l->n == l->cap) {
+    ct_status_set(status, CT_INTERNAL, "more tensors to save than the checkpoint has room for");
     return 1;
   }
-  int n = 0;
+  ct_tensor *copy = ct_tensor_clone(value, status);
+  if (copy == NULL) return 1;
+  snprintf(l->names[l->n], sizeof l->names[0], "%s", name);
+  l->tensors[l->n] = (ct_named_tensor){l->names[l->n], copy};
+  l->n++;
+  return 0;
+}
+
+/* Rank r's own variables from the gathered bytes, as tensors named
+ * replica_<r>/<name>, appended to l. */
+static int add_replicas(const ct_training_graph *tg, int every, const char *all,
+                        size_t all_bytes, saved_list *l, ct_status *status) {
+  const ct_graph *g = tg->graph;
+  size_t at = 0;
+  for (int r = 0; at < all_bytes; ++r)
+    for (int i = 0; i < ct_graph_variable_count(g); ++i) {
+      if (!saved_per_rank(tg, every, i)) continue;
+      ct_shape shape = ct_graph_variable_shape(g, i);
+      const ct_tensor value = {CT_F32, shape, (void *)(all + at), 0};
+      if (at + ct_tensor_nbytes(&value) > all_bytes) return 0;
+      at += ct_tensor_nbytes(&value);
+      char name[256];
+      replica_name(r, ct_graph_variable_name(g, i), name, sizeof name);
+      if (saved_add(l, name, &value, status)) return 1;
+    }
+  return 0;
+}
+
+/* Appends the originals, under their tower-free names; FAILED_PRECONDITION
+ * at the first NaN or Inf, which never replaces a good checkpoint. */
+static int add_originals(ct_session *s, const ct_training_graph *tg, const ct_trainer_options *o,
+                         int64_t step, saved_list *l, ct_status *status) {
+  const ct_graph *g = tg->graph;
   for (int i = 0; i < ct_graph_variable_count(g); ++i) {
-    if (!ct_variable_is_original(g, i)) continue;
-    tensors[n].name = ct_variable_checkpoint_name(g, i);
-    tensors[n].tensor = ct_session_read_variable(s, i, status);
-    if (tensors[n++].tensor == NULL) break;
-    /* a NaN or Inf never replaces a good checkpoint */
-    const ct_tensor *t = tensors[n - 1].tensor;
-    for (int64_t k = 0; t->dtype == CT_F32 && k < ct_tensor_elements(t); ++k) {
-      if (isfinite(ct_tensor_f32(t)[k])) continue;
+    if (!ct_variable_is_original(g, i) || ct_towers_is_local(&tg->train.towers, i)) continue;
+    ct_tensor *value = ct_session_read_variable(s, i, status);
+    if (value == NULL) return 1;
+    l->tensors[l->n++] = (ct_named_tensor){ct_variable_checkpoint_name(g, i), value};
+    for (int64_t k = 0; value->dtype == CT_F32 && k < ct_tensor_elements(value); ++k) {
+      if (isfinite(ct_tensor_f32(value)[k])) continue;
       ct_status_set(status, CT_FAILED_PRECONDITION,
                     "after step %lld variable '%s' holds %s, so checkpoint '%s' was not written "
                     "(the one there stays); lower train.optimizer.learning_rate (now %g), or "
                     "set train.check_numerics: true to name the op that made it",
-                    (long long)at->step, tensors[n - 1].name,
-                    isnan(ct_tensor_f32(t)[k]) ? "NaN" : "Inf", o->train.checkpoint,
+                    (long long)step, ct_variable_checkpoint_name(g, i),
+                    isnan(ct_tensor_f32(value)[k]) ? "NaN" : "Inf", o->train.checkpoint,
                     o->train.schedule.base_rate);
-      break;
+      return 1;
     }
-    if (status->code != CT_OK) break;
   }
+  return 0;
+}
+
+/* The checkpoint's metadata and its writing, from the tensors of l. */
+static int write_checkpoint(const ct_training_graph *tg, const ct_trainer_options *o,
+                            const ct_dataset *train_set, const ct_train_position *at,
+                            double test_accuracy, const saved_list *l, ct_status *status) {
   char step_text[32], epoch_text[32], example_text[32], accuracy_text[32];
   snprintf(step_text, sizeof step_text, "%lld", (long long)at->step);
   snprintf(epoch_text, sizeof epoch_text, "%lld", (long long)at->epoch);
@@ -202,11 +295,44 @@ int ct_trainer_save_checkpoint(ct_session *s, const ct_training_graph *tg,
     metadata[2 * pairs + 1] = facts.value[i];
     ++pairs;
   }
-  int failed = status->code != CT_OK ||
-               ct_checkpoint_write(o->train.checkpoint, tensors, n, metadata, pairs, status);
+  const int failed =
+      ct_checkpoint_write(o->train.checkpoint, l->tensors, l->n, metadata, pairs, status);
   data_facts_free(&facts);
-  for (int i = 0; i < n; ++i) ct_tensor_free((ct_tensor *)tensors[i].tensor);
-  free(tensors);
+  return failed;
+}
+
+int ct_trainer_save_checkpoint(ct_session *s, const ct_training_graph *tg,
+                               const ct_trainer_options *o, const ct_dataset *train_set,
+                               const ct_train_position *at, double test_accuracy,
+                               const ct_strategy *strategy, void *strategy_state,
+                               ct_status *status) {
+  /* Every rank holds the same variables but its own (saved_per_rank), and
+   * has finished the step (the evaluation before this summed over them):
+   * rank 0 writes for the job, every rank's own gathered there. */
+  const int every = replicas_differ(strategy, strategy_state);
+  char *own = NULL;
+  size_t own_bytes = 0;
+  if (gather_own(s, tg, every, &own, &own_bytes, status)) return 1;
+  if (ct_cluster_rank() != 0) return 0;
+  /* Replicas hold the same values as their originals: only originals are
+   * saved, under their tower-free names, so any tower count restores them;
+   * then what each rank holds of its own, and the strategy's state (at
+   * most two tensors a variable). */
+  const int variables = ct_graph_variable_count(tg->graph);
+  saved_list l = {NULL, NULL, 0, (ct_cluster_size() + 3) * variables + 1};
+  l.tensors = calloc((size_t)l.cap, sizeof *l.tensors);
+  l.names = calloc((size_t)l.cap, sizeof *l.names);
+  int failed = l.tensors == NULL || l.names == NULL;
+  if (failed)
+    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory saving a checkpoint");
+  failed = failed || add_originals(s, tg, o, at->step, &l, status) ||
+           (own && add_replicas(tg, every, own, own_bytes, &l, status)) ||
+           (strategy && strategy->save && strategy->save(strategy_state, saved_add, &l, status)) ||
+           write_checkpoint(tg, o, train_set, at, test_accuracy, &l, status);
+  free(own);
+  for (int i = 0; i < l.n; ++i) ct_tensor_free((ct_tensor *)l.tensors[i].tensor);
+  free(l.tensors);
+  free(l.names);
   return failed;
 }
 /* Counts in a checkpoint's metadata stay below this: far past any real run,
@@ -249,10 +375,48 @@ static int check_model(const ct_checkpoint *ck, const char *path, const char *mo
   return 1;
 }
 
+/* A tensor of the checkpoint by name (a ct_strategy_find_fn). */
+static const ct_tensor *find_saved(void *source, const char *name) {
+  return ct_checkpoint_find(source, name);
+}
+
+/* Every variable of the graph from the checkpoint: this rank's own value
+ * where it has one (replica_<rank>/), else the original's; one of the
+ * variables a rank holds its own of (compression's residuals) that the
+ * checkpoint lacks starts afresh, counted in the value returned. */
+static int restore_variables(ct_session *s, const ct_training_graph *tg, const ct_checkpoint *ck,
+                             const char *path, ct_status *status) {
+  const ct_graph *g = tg->graph;
+  int missing = 0;
+  for (int i = 0; i < ct_graph_variable_count(g); ++i) {
+    char mine[256];
+    replica_name(ct_cluster_rank(), ct_graph_variable_name(g, i), mine, sizeof mine);
+    const ct_tensor *own = ct_checkpoint_find(ck, mine);
+    const char *name = own ? mine : ct_variable_checkpoint_name(g, i);
+    if (own == NULL && ct_towers_is_local(&tg->train.towers, i)) { /* none: starts afresh */
+      missing++;
+      continue;
+    }
+    const ct_tensor *saved = own ? own : ct_checkpoint_find(ck, name);
+    ct_shape shape = ct_graph_variable_shape(g, i);
+    if (saved == NULL || saved->dtype != CT_F32 || !ct_shape_equal(&saved->shape, &shape)) {
+      char want[96];
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "checkpoint '%s' has no f32 variable '%s' of shape %s; was it written for "
+                    "another model?",
+                    path, name, ct_shape_str(&shape, want, sizeof want));
+      return missing;
+    }
+    if (ct_session_assign_variable(s, i, saved, status)) return missing;
+  }
+  return missing;
+}
+
 int ct_trainer_restore_checkpoint(ct_session *s, const ct_training_graph *tg,
                                   const ct_trainer_options *o, const ct_dataset *data,
-                                  const char *path, ct_train_position *at, ct_status *status) {
-  const ct_graph *g = tg->graph;
+                                  const char *path, ct_train_position *at,
+                                  const ct_strategy *strategy, void *strategy_state,
+                                  ct_status *status) {
   ct_checkpoint *ck = ct_checkpoint_read(path, status);
   if (ck == NULL) return 1;
   data_facts facts;
@@ -271,20 +435,15 @@ int ct_trainer_restore_checkpoint(ct_session *s, const ct_training_graph *tg,
     ct_checkpoint_free(ck);
     return 1;
   }
-  for (int i = 0; i < ct_graph_variable_count(g); ++i) {
-    const char *name = ct_variable_checkpoint_name(g, i);
-    const ct_tensor *saved = ct_checkpoint_find(ck, name);
-    ct_shape shape = ct_graph_variable_shape(g, i);
-    if (saved == NULL || saved->dtype != CT_F32 || !ct_shape_equal(&saved->shape, &shape)) {
-      char want[96];
-      ct_status_set(status, CT_INVALID_ARGUMENT,
-                    "checkpoint '%s' has no f32 variable '%s' of shape %s; was it written for "
-                    "another model?",
-                    path, name, ct_shape_str(&shape, want, sizeof want));
-      break;
-    }
-    if (ct_session_assign_variable(s, i, saved, status)) break;
-  }
+  int locals_missing = restore_variables(s, tg, ck, path, status);
+  if (status->code == CT_OK && at && strategy && strategy->restore)
+    strategy->restore(strategy_state, find_saved, ck,
+                      o->dataset.batch_size > 0 ? at->example / o->dataset.batch_size : 0, status);
   ct_checkpoint_free(ck);
+  if (locals_missing && status->code == CT_OK)
+    fprintf(stderr,
+            "%sctower: note: checkpoint '%s' holds no residuals of devices.compression for rank "
+            "%d (it was written without compression, or by fewer ranks); they start at zero\n",
+            ct_cluster_log_prefix(), path, ct_cluster_rank());
   return status->code != CT_OK;
 }

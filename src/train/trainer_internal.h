@@ -13,6 +13,7 @@
 #include "ctower/trainer.h"
 #include "core/clock.h"
 #include "exec/estimate.h"
+#include "parallel/strategy.h"
 #include "train/training_graph.h"
 
 /* INVALID_ARGUMENT naming the first option out of range (an unknown model,
@@ -90,10 +91,15 @@ typedef struct ct_train_position {
  * and what the model learned from: the dataset, the image shape, the class
  * count, CIFAR-100's fine or coarse labels and (for an image folder) the
  * class names of train_set as a JSON array under "classes", to
- * options->train.checkpoint. Returns 0 or fills status. */
+ * options->train.checkpoint; besides, every rank's own values of the
+ * variables each rank holds its own of (compression's residuals, and every
+ * variable while the strategy's replicas differ) under replica_<rank>/,
+ * and the strategy's own state (strategy NULL: none). Every rank calls it;
+ * rank 0 writes. Returns 0 or fills status. */
 int ct_trainer_save_checkpoint(ct_session *session, const ct_training_graph *tg,
                                const ct_trainer_options *options, const ct_dataset *train_set,
                                const ct_train_position *at, double test_accuracy,
+                               const ct_strategy *strategy, void *strategy_state,
                                ct_status *status);
 
 /* "classes: 0 cats, 1 dogs, ..." for a dataset with class names (the first
@@ -109,10 +115,14 @@ void ct_trainer_classes_text(const ct_dataset *dataset, char *buf, size_t size);
  * (--resume) the checkpoint's optimizer must be the options' (refused
  * naming both otherwise), and *at is filled from its metadata (global_step,
  * epoch and epoch_example must each be a count: DATA_LOSS naming the one
- * that is not). Returns 0 or fills status. */
+ * that is not), and the strategy (NULL: none) restores its own state.
+ * A rank's own value (replica_<rank>/) comes before the original's.
+ * Returns 0 or fills status. */
 int ct_trainer_restore_checkpoint(ct_session *session, const ct_training_graph *tg,
                                   const ct_trainer_options *options, const ct_dataset *data,
-                                  const char *path, ct_train_position *at, ct_status *status);
+                                  const char *path, ct_train_position *at,
+                                  const ct_strategy *strategy, void *strategy_state,
+                                  ct_status *status);
 
 /* When the host did what for the last batch and step (ct_monotonic_seconds). */
 typedef struct ct_step_times {
@@ -120,9 +130,6 @@ typedef struct ct_step_times {
   double run_start, run_end;     /* the session's run of the step */
   double sync_start, sync_end;   /* summing the loss and accuracy over the ranks */
 } ct_step_times;
-
-/* cluster_run.c: training under a cluster spec with ps tasks. */
-typedef struct ct_cluster_run ct_cluster_run;
 
 /* train_run.c: the data, graph and session of a training run. */
 typedef struct ct_train_run {
@@ -141,14 +148,16 @@ typedef struct ct_train_run {
    * (ct_session_run_staged); NULL without one (nothing to stage) */
   ct_tower_feeds *next_feeds;
   float *next_weights;
-  ct_output *fetches;     /* loss, then each tower's logits */
+  ct_output *fetches;     /* loss, then each tower's logits, then the strategy's */
+  int n_fetches;
   int64_t sizes[CT_MAX_DEVICES];  /* the last step's shard sizes, of this process's towers */
   /* the job's towers: this process's are first_tower .. first_tower +
    * towers.n_towers - 1 of global_towers, in rank order (a process on its
    * own: 0 of towers.n_towers) */
   int first_tower, global_towers;
   int job_towers;                 /* this process's towers among them: 0 on a ps task */
-  ct_cluster_run *cluster;        /* with ps tasks (cluster_run.c); else NULL */
+  const ct_strategy *strategy;    /* of towers.variable_update (src/parallel) */
+  void *strategy_state;           /* its state for the run (its run_new's), or NULL */
   int ran;                        /* a step has run */
   int64_t *global_sizes;          /* per global tower: the last step's shard sizes */
   ct_batch_share share;           /* this process's rows of the last global batch */
@@ -203,40 +212,22 @@ int ct_train_run_estimate(ct_train_run *run, ct_run_estimate *estimate, ct_statu
 int ct_train_run_step(ct_train_run *run, int64_t global_step, double epochs_done, double *loss,
                       double *accuracy, ct_status *status);
 
+/* Every rank, at the end of an epoch: what the strategy does then (with ps
+ * tasks: each variable from the rank that holds it, so that every rank
+ * evaluates and rank 0 saves the job's model; under async updates,
+ * run->interrupted when any rank was asked to stop; with block momentum,
+ * the end of the block when the epoch ran to its end, epoch_done). Returns
+ * 0 or fills status. */
+int ct_train_run_end_epoch(ct_train_run *run, int epoch_done, ct_status *status);
+/* Every rank, at the end of training: what the strategy counted (with ps
+ * tasks, rank 0 prints the updates applied and the staleness seen).
+ * Returns 0 or fills status. */
+int ct_train_run_report(ct_train_run *run, ct_status *status);
+
 /* Compares a hash of every variable with rank 0's (nothing in a process on
  * its own): replicas on every rank must stay bitwise equal. Returns 0, or 1
  * and FAILED_PRECONDITION naming the first rank that differs. */
 int ct_train_run_check_replicas(ct_train_run *run, int64_t global_step, ct_status *status);
-
-/* cluster_run.c: under a cluster spec with ps tasks (ct_cluster_ps_tasks()
- * > 0) the workers compute and the ps tasks hold the variables and apply
- * the updates (see the file). */
-
-/* Sets run->cluster (NULL without ps tasks) once the session exists: which
- * ps task holds each variable, and the messages. Returns 0 or fills status. */
-int ct_cluster_run_new(ct_train_run *run, ct_status *status);
-void ct_cluster_run_free(ct_cluster_run *cluster);
-/* A worker, after the run that fetched its gradients (gradients[i] of the
- * towers' gradient i): sends them with the step's rate, sums (loss,
- * correct count) and the signal it got to the ps tasks, and assigns the
- * variables they answer with; sets run->interrupted. Returns 0 or fills
- * status. */
-int ct_cluster_worker_exchange(ct_train_run *run, int64_t step, float rate,
-                               ct_tensor *const *gradients, const double *sums, ct_status *status);
-/* A ps task's step: sync, every worker's gradients of `step` applied as
- * one; async, the next W to arrive, each applied alone. Fills the loss and
- * accuracy of the gradients it took, and run->interrupted. */
-int ct_cluster_ps_step(ct_train_run *run, int64_t step, double *loss, double *accuracy,
-                       ct_status *status);
-/* Every rank, at the end of an epoch: each variable from the rank that
- * holds it, so that every rank evaluates and rank 0 saves the job's model;
- * under async updates, sets run->interrupted when any rank was asked to
- * stop. Nothing without ps tasks. Returns 0 or fills status. */
-int ct_cluster_gather_variables(ct_train_run *run, ct_status *status);
-/* "/job:ps/task:0 holds 4 variables (0.10 MiB), ...": where they live. */
-void ct_cluster_print_placement(const ct_train_run *run);
-/* Every rank: rank 0 prints the updates applied and the staleness seen. */
-int ct_cluster_report(ct_train_run *run, ct_status *status);
 
 /* interrupt.c: SIGINT and SIGTERM during ct_train_main (handle_signals). */
 void ct_interrupt_install(void);

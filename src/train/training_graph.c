@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "parallel/strategy.h"
+
 int ct_training_graph_build(ct_training_graph *tg, const ct_model_def *model, int64_t height,
                             int64_t width, int64_t channels, int num_classes, uint64_t seed,
                             const ct_tower_options *towers, const ct_optimizer_config *optimizer,
@@ -27,7 +29,8 @@ int ct_training_graph_build(ct_training_graph *tg, const ct_model_def *model, in
    * parameter server's, or tower 0's (the plain names), which every replica
    * equals; tower k's copy computes on tower k's device. Without training
    * towers (`ctower eval`) there is one copy. */
-  const int ps = towers->variable_update == CT_VARIABLE_UPDATE_PARAMETER_SERVER;
+  const ct_strategy *strategy = ct_strategy_of(towers->variable_update);
+  const int ps = strategy && strategy->one_copy;
   tg->n_eval = optimizer ? towers->n_towers : 1;
   if (optimizer) ct_graph_push_variable_reuse(g); /* the training towers made them */
   for (int k = 0; k < tg->n_eval; ++k) {

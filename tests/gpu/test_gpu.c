@@ -16,7 +16,9 @@
  *     a feed in the session's pinned memory is copied in from where it is;
  *   - towers on 2 virtual GPUs split from one (replicated with the
  *     collective all-reduce, and parameter server on /cpu:0) against one
- *     device, and on 2 physical GPUs when the machine has them.
+ *     device, and on 2 physical GPUs when the machine has them;
+ *   - gradient compression's packing and unpacking (bf16, fp16, onebit
+ *     with its residual) against the naive loops, bit for bit.
  * tests/gpu/emulator runs them without a GPU as test_gpu_emulated.
  * CTOWER_TEST_FILTER=PATTERN runs only the tests whose names match it
  * (cmocka's wildcards: "test_towers_*"). */
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compress_reference.h"
 #include "op_cases.h"
 #ifdef CT_GPU_EMULATED
 #include "emulator_counts.h"
@@ -799,6 +802,17 @@ static void test_a_kernel_fault_names_its_op(void **state) {
 
 #endif
 
+/* CompressGradient and DecompressGradient on the GPU pack and unpack as
+ * the naive loops do, and so as the CPU kernels do (the same arithmetic:
+ * kernels/compress_math.h), with onebit's residual carried on the GPU. */
+static void test_compression_matches_the_naive_loops(void **state) {
+  (void)state;
+  for (int c = CT_COMPRESSION_BF16; c < CT_COMPRESSION_COUNT; ++c) {
+    ct_test_compression_matches_naive("/gpu:0", (ct_compression)c, 1000, 3);
+    ct_test_compression_matches_naive("/gpu:0", (ct_compression)c, 70000, 1);
+  }
+}
+
 /* 0 when the tests can run; else the exit status: 77 (skipped) without a
  * GPU, 1 when the driver fails or CTOWER_EXPECT_GPU=1 wants a GPU. */
 static int gpu_missing(void) {
@@ -830,6 +844,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_placement_prefers_the_gpu),
       cmocka_unit_test(test_every_op_matches_the_cpu),
+      cmocka_unit_test(test_compression_matches_the_naive_loops),
 #ifdef CT_GPU_EMULATED
       cmocka_unit_test(test_without_cudnn_only_convolutions_fail),
 #endif

@@ -1,7 +1,8 @@
-/* compare_checkpoints A B TOLERANCE: the largest difference between two
- * checkpoints' tensors of the same name, relative to the largest magnitude
- * of the tensor in A, printed; exit 0 when every tensor of A is in B with
- * its shape and within TOLERANCE (0: bitwise equal), else 1. */
+/* compare_checkpoints A B TOLERANCE [--a-in-b]: the largest difference
+ * between two checkpoints' tensors of the same name, relative to the
+ * largest magnitude of the tensor in A, printed; exit 0 when every tensor
+ * of A is in B with its shape and within TOLERANCE (0: bitwise equal), and
+ * B holds no other (with --a-in-b it may: a strategy's own state), else 1. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +11,10 @@
 #include "ctower/checkpoint.h"
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: compare_checkpoints A.safetensors B.safetensors TOLERANCE\n");
+  const int a_in_b = argc == 5 && strcmp(argv[4], "--a-in-b") == 0;
+  if (argc != 4 && !a_in_b) {
+    fprintf(stderr, "usage: compare_checkpoints A.safetensors B.safetensors TOLERANCE "
+                    "[--a-in-b]\n");
     return 2;
   }
   ct_status st = CT_STATUS_INIT;
@@ -25,7 +28,8 @@ int main(int argc, char **argv) {
   const double tolerance = atof(argv[3]);
   double worst = 0;
   const char *worst_name = "";
-  int failed = ct_checkpoint_count(a) != ct_checkpoint_count(b) || ct_checkpoint_count(a) == 0;
+  int failed = (!a_in_b && ct_checkpoint_count(a) != ct_checkpoint_count(b)) ||
+               ct_checkpoint_count(a) == 0;
   for (int i = 0; i < ct_checkpoint_count(a) && !failed; ++i) {
     const char *name = ct_checkpoint_name(a, i);
     const ct_tensor *x = ct_checkpoint_find(a, name), *y = ct_checkpoint_find(b, name);

@@ -17,6 +17,19 @@ if [ "$rc" -eq 0 ] && grep -q '^plan: mlp, .*, 2 ranks (2 towers in all)$' <<<"$
 else
   fail "plan on 2 ranks: rc $rc: $out $err"
 fi
+# what the ranks exchange: compressed gradients, or block momentum's model
+# once a block
+mpi -np 2 "$CTOWER" plan small.yaml --calibration none.json devices.compression=onebit
+sizes=$(sed -nE 's/^2 ranks: efficiency .*ring all-reduce of ([0-9.]+) MiB, the ([0-9.]+) MiB of gradients as onebit\)$/\1 \2/p' <<<"$out")
+if [ "$rc" -eq 0 ] && [ -n "$sizes" ] && awk '{ exit !($1 * 20 < $2) }' <<<"$sizes"; then
+  pass "onebit: the packed bytes ($(grep '^2 ranks' <<<"$out"))"
+else fail "plan with onebit: rc $rc: $out $err"; fi
+mpi -np 2 "$CTOWER" plan small.yaml --calibration none.json devices.variable_update=block_momentum \
+  devices.block_steps=4
+if [ "$rc" -eq 0 ] && grep -Eq "^2 ranks: efficiency .*the model's [0-9.]+ MiB averaged every 4 steps\)$" <<<"$out" &&
+   grep -q '(block momentum: 4 local steps a block' <<<"$out"; then
+  pass "block momentum: the model once a block ($(grep '^2 ranks' <<<"$out"))"
+else fail "plan with block momentum: rc $rc: $out $err"; fi
 # without a calibration at the default place, the ranks measure the machine
 # together (their MPI all-reduce too) and save it
 mpi -np 2 "$CTOWER" plan small.yaml

@@ -44,6 +44,18 @@ static const exemption exemptions[] = {
     {"ApplyAdam", GRADIENT_CHECK, "an optimizer update (tests/kernels checks it)"},
     {"Assign", GRADIENT_CHECK, "it writes a variable (tests/kernels checks it)"},
     {"AssignMovingAvg", GRADIENT_CHECK, "a variable update (tests/kernels checks it)"},
+    {"CompressGradient", GRADIENT_CHECK,
+     "it carries gradients after the backward pass (tests/kernels/test_compress.c checks it "
+     "against a naive loop)"},
+    {"DecompressGradient", GRADIENT_CHECK,
+     "it carries gradients after the backward pass (tests/kernels/test_compress.c checks it "
+     "against a naive loop)"},
+    {"CompressedAllReduce", GRADIENT_CHECK,
+     "it carries gradients after the backward pass between ranks (tests/kernels and "
+     "tests/mpi/compression.sh check it)"},
+    {"CompressedAllReduce", GPU_KERNEL,
+     "the ranks meet in host memory over MPI: a GPU packs and unpacks (CompressGradient, "
+     "DecompressGradient), and only the packed bytes cross to the host"},
 };
 enum { N_EXEMPTIONS = sizeof exemptions / sizeof exemptions[0] };
 

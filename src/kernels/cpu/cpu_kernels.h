@@ -41,6 +41,13 @@ CT_CPU_KERNEL(ct_cpu_tanh_grad);
 CT_CPU_KERNEL(ct_cpu_all_reduce);
 CT_CPU_KERNEL(ct_cpu_collective_reduce);
 CT_CPU_KERNEL(ct_cpu_collective_broadcast);
+/* compress.c */
+CT_CPU_KERNEL(ct_cpu_compress_gradient);
+CT_CPU_KERNEL(ct_cpu_decompress_gradient);
+CT_CPU_KERNEL(ct_cpu_compressed_all_reduce);
+/* The scratch blocks one call of CompressedAllReduce asks for, on this
+ * rank of the job: their count, sizes into bytes[]. */
+int ct_cpu_compressed_all_reduce_scratch(const ct_attrs *attrs, size_t bytes[4]);
 /* reduce.c */
 CT_CPU_KERNEL(ct_cpu_sum);
 CT_CPU_KERNEL(ct_cpu_mean);

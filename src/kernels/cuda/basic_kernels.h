@@ -34,6 +34,9 @@ CT_GPU_KERNEL(ct_gpu_tanh);
 CT_GPU_KERNEL(ct_gpu_tanh_grad);
 CT_GPU_KERNEL(ct_gpu_dropout);
 CT_GPU_KERNEL(ct_gpu_dropout_grad);
+/* gpu_compress.c */
+CT_GPU_KERNEL(ct_gpu_compress_gradient);
+CT_GPU_KERNEL(ct_gpu_decompress_gradient);
 /* gpu_reduce.c */
 CT_GPU_KERNEL(ct_gpu_sum);
 CT_GPU_KERNEL(ct_gpu_mean);

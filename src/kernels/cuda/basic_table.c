@@ -44,6 +44,8 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     K("ArgMax", ct_gpu_argmax),
     K("Equal", ct_gpu_equal),
     K("Cast", ct_gpu_cast),
+    K("CompressGradient", ct_gpu_compress_gradient),
+    K("DecompressGradient", ct_gpu_decompress_gradient),
     K("Accuracy", ct_gpu_accuracy),
     K("ApplyGradientDescent", ct_gpu_apply_gradient_descent),
     K("ApplyMomentum", ct_gpu_apply_momentum),

@@ -157,6 +157,16 @@ cudaError_t ct_launch_equal(const void *a, const void *b, uint8_t *out, int dtyp
 cudaError_t ct_launch_cast(const void *x, void *y, int from, int to, int64_t n,
                            cudaStream_t stream);
 
+/* ---- gradient compression (compress.cu) ---- */
+
+/* n values of x packed with `compression` (a ct_compression: bf16, fp16
+ * or onebit, whose residual, n floats, is added and rewritten) into out. */
+cudaError_t ct_launch_compress(int compression, const float *x, float *residual, uint8_t *out,
+                               int64_t n, cudaStream_t stream);
+/* The n values packed at in, into y. */
+cudaError_t ct_launch_decompress(int compression, const uint8_t *in, float *y, int64_t n,
+                                 cudaStream_t stream);
+
 /* x viewed as [outer, classes, inner]: out[o * inner + i] = the first index
  * c of the maximum of x[o, c, i] (0 without classes). */
 cudaError_t ct_launch_argmax(const float *x, int32_t *out, int64_t outer, int64_t classes,

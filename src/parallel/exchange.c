@@ -1,0 +1,252 @@
+/* The step's exchange of gradients, in buckets: what the replicated
+ * towers and the parameter server across ranks share. Each bucket packs
+ * some originals' gradients of every tower into one flat tensor, sums the
+ * towers' (ring, tree or one collective op) in a fixed order, sends the
+ * sum across the ranks (a CollectiveReduce, to rank 0 for the parameter
+ * server) and unpacks it into gradients shaped like the variables. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+#include "ops/op_list.h"
+#include "parallel/parallel_internal.h"
+
+/* Sums parts[0..n-1] (parts[k] on devices[k]) in a fixed order into
+ * sums[k] for each tower, all bitwise the same.
+ * ring: accumulate along the ring 0 -> 1 -> ... -> n-1;
+ * tree: add pairs, then pairs of pairs, on the left device of each pair;
+ *   (ring and tree leave the sum on one device: every other device reads a
+ *   copy of that one tensor)
+ * collective: one AllReduce op, each tower's sum on its own device, read
+ *   through an Identity that also waits for `backward_done` (see
+ *   ct_buckets_build). */
+static void all_reduce(ct_graph *g, int n, const ct_output *parts, char devices[][64],
+                       ct_all_reduce_algorithm algorithm, ct_node *backward_done, ct_output *sums) {
+  if (n == 1) {
+    sums[0] = parts[0];
+    return;
+  }
+  if (algorithm == CT_ALL_REDUCE_COLLECTIVE) {
+    ct_graph_push_device(g, devices[0]);
+    ct_all_reduce(g, n, parts, sums);
+    ct_graph_pop_device(g);
+    for (int k = 0; k < n && sums[k].node; ++k) {
+      ct_graph_push_device(g, devices[k]);
+      sums[k] = ct_identity(g, sums[k]);
+      ct_node_add_control_input(sums[k].node, backward_done);
+      ct_graph_pop_device(g);
+    }
+    return;
+  }
+  if (algorithm == CT_ALL_REDUCE_RING) {
+    ct_output acc = parts[0];
+    for (int k = 1; k < n; ++k) {
+      ct_graph_push_device(g, devices[k]);
+      acc = ct_add(g, acc, parts[k]);
+      ct_graph_pop_device(g);
+    }
+    for (int k = 0; k < n; ++k) sums[k] = acc;
+    return;
+  }
+  ct_output level[CT_MAX_DEVICES] = {{NULL, 0}};
+  int where[CT_MAX_DEVICES];
+  for (int k = 0; k < n; ++k) level[k] = parts[k], where[k] = k;
+  for (int count = n; count > 1; count = (count + 1) / 2) {
+    for (int k = 0; k < count / 2; ++k) {
+      ct_graph_push_device(g, devices[where[2 * k]]);
+      level[k] = ct_add(g, level[2 * k], level[2 * k + 1]);
+      ct_graph_pop_device(g);
+      where[k] = where[2 * k];
+    }
+    if (count % 2) level[count / 2] = level[count - 1], where[count / 2] = where[count - 1];
+  }
+  for (int k = 0; k < n; ++k) sums[k] = level[0];
+}
+
+/* Gradients are all-reduced in buckets of about this many floats: small
+ * gradients travel together, packed into one flat tensor (as PyTorch's DDP
+ * does), and a bucket starts as soon as its last gradient exists, while the
+ * backward pass goes on. */
+enum { BUCKET_FLOATS = 1 << 20 };
+/* At most this many gradients share a bucket (a concat takes up to 63). */
+enum { BUCKET_GRADIENTS = 63 };
+
+/* A variable of n zeros, this rank's own (listed in st->local), on the
+ * device scope in force. */
+static ct_output local_variable(ct_graph *g, const char *name, int64_t n, ct_buckets *st) {
+  const ct_initializer zeros = {CT_INIT_ZEROS, 0.0f};
+  const ct_output v = ct_variable(g, name, ct_shape_of(1, n), zeros, 0);
+  if (v.node && st->local) st->local->local[st->local->n_local++] = v.node->variable;
+  return v;
+}
+
+/* The sum of x (this process's n values) over the ranks, compressed on the
+ * way: packed on x's device (the device scope in force), summed by a
+ * CompressedAllReduce on the host's CPU device, and unpacked where x is.
+ * ONEBIT keeps two residuals per bucket, this rank's own: what packing x
+ * lost, and what packing its stripe of the sum lost. *collective: the node
+ * that meets the other ranks. */
+static ct_output compressed_sum(ct_graph *g, ct_compression c, ct_output x, int64_t n, int bucket,
+                                ct_buckets *st, ct_node **collective) {
+  char name[96];
+  ct_output residual = ct_out(NULL, 0), stripe_residual = ct_out(NULL, 0);
+  if (c == CT_COMPRESSION_ONEBIT) {
+    snprintf(name, sizeof name, "all_reduce/bucket_%d/onebit_residual", bucket);
+    residual = local_variable(g, name, n, st);
+  }
+  const ct_output packed = ct_compress_gradient(g, x, c, residual);
+  ct_graph_push_device(g, "/cpu:0"); /* the ranks meet in host memory */
+  if (c == CT_COMPRESSION_ONEBIT) {
+    snprintf(name, sizeof name, "all_reduce/bucket_%d/onebit_stripe_residual", bucket);
+    stripe_residual = local_variable(g, name, n, st);
+  }
+  const ct_output summed = ct_compressed_all_reduce(g, packed, c, n, stripe_residual, bucket);
+  ct_graph_pop_device(g);
+  *collective = summed.node;
+  return ct_decompress_gradient(g, summed, c, n);
+}
+
+/* One all-reduce of `count` originals' gradients: grads[copies[m * towers + k]]
+ * is original m's gradient on tower k. Every copy then reads the same sum. */
+static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count, const int *copies,
+                              const int *variables, ct_output *grads, ct_buckets *st) {
+  const int towers = o->n_towers, bucket = st->bucket++;
+  ct_node *backward_done = st->backward_done;
+  const int first_node = g->n_nodes;
+  char scope[32];
+  snprintf(scope, sizeof scope, "all_reduce/bucket_%d", bucket);
+  ct_graph_push_name_scope(g, scope);
+  char devices[CT_MAX_DEVICES][64];
+  ct_output packed[CT_MAX_DEVICES] = {{NULL, 0}};
+  /* each tower's flat gradients: the unpack beside a tower's sum takes its
+   * slice shapes from them (collective), or from tower 0's */
+  ct_output(*flat)[64] = calloc((size_t)towers, sizeof *flat);
+  if (flat == NULL) {
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the all-reduce");
+    ct_graph_pop_name_scope(g);
+    return;
+  }
+  for (int k = 0; k < towers; ++k) {
+    snprintf(devices[k], sizeof devices[k], "%s", g->variables[variables[copies[k]]].device);
+    if (count == 1) {
+      packed[k] = grads[copies[k]];
+      continue;
+    }
+    ct_graph_push_device(g, devices[k]);
+    for (int m = 0; m < count; ++m)
+      flat[k][m] = ct_reshape(g, grads[copies[m * towers + k]], ct_shape_of(1, (int64_t)-1));
+    packed[k] = ct_concat(g, count, flat[k], 0);
+    ct_graph_pop_device(g);
+  }
+  ct_output sums[CT_MAX_DEVICES];
+  all_reduce(g, towers, packed, devices, o->all_reduce, backward_done, sums);
+  /* across ranks: one CollectiveReduce of this process's sum (to rank 0
+   * for the parameter server), which every tower then reads; each bucket's
+   * after the previous one's, so that every rank runs them in the same
+   * order */
+  const int across = o->across_ranks;
+  if (across) {
+    ct_graph_push_device(g, devices[0]);
+    ct_node *collective = NULL;
+    ct_output total;
+    if (o->compression != CT_COMPRESSION_NONE) {
+      int64_t n = 0;
+      for (int m = 0; m < count; ++m)
+        n += ct_shape_elements(&g->variables[variables[copies[m * towers]]].shape);
+      total = compressed_sum(g, o->compression, sums[0], n, bucket, st, &collective);
+      if (count == 1) total = ct_reshape(g, total, g->variables[variables[copies[0]]].shape);
+    } else {
+      total = st->to_root ? ct_collective_reduce_to(g, sums[0], CT_PS_RANK, bucket)
+                          : ct_collective_reduce(g, sums[0], bucket);
+      collective = total.node;
+    }
+    ct_graph_pop_device(g);
+    if (collective && st->last_collective) ct_node_add_control_input(collective, st->last_collective);
+    st->last_collective = collective;
+    for (int k = 0; k < towers; ++k) sums[k] = total;
+  }
+  for (int m = 0; st->to_root && m < count; ++m) {
+    ct_tower_graph *t = st->to_root;
+    t->shared[t->n_shared] = variables[copies[m * towers]];
+    t->shared_bucket[t->n_shared++] = bucket;
+  }
+  if (count == 1) {
+    for (int k = 0; k < towers; ++k) grads[copies[k]] = sums[k];
+  } else { /* unpack: slices shaped like tower 0's flat gradients, then the variables' shapes */
+    /* one unpack of the one sum, or (collective) one per tower beside its own sum */
+    const int per_tower = o->all_reduce == CT_ALL_REDUCE_COLLECTIVE && !across;
+    for (int k = 0; k < (per_tower ? towers : 1); ++k) {
+      ct_graph_push_device(g, devices[k]);
+      ct_output in[65];
+      in[0] = sums[k];
+      for (int m = 0; m < count; ++m) in[m + 1] = flat[k][m];
+      ct_attrs axis0;
+      memset(&axis0, 0, sizeof axis0);
+      ct_node *unpack =
+          ct_graph_add_node(g, &ct_op_concat_grad, "Unpack", count + 1, in, count, &axis0);
+      for (int m = 0; m < count && unpack; ++m) {
+        ct_output piece =
+            ct_reshape(g, ct_out(unpack, m), g->variables[variables[copies[m * towers]]].shape);
+        for (int j = 0; j < towers; ++j)
+          if (j == k || !per_tower) grads[copies[m * towers + j]] = piece;
+      }
+      ct_graph_pop_device(g);
+    }
+  }
+  free(flat);
+  ct_graph_pop_name_scope(g);
+  for (int i = first_node; i < g->n_nodes; ++i) g->nodes[i]->all_reduce_bucket = bucket;
+}
+
+/* Replicated update: all-reduces every original's gradient with its
+ * replicas' (in buckets, last layers first as the backward pass makes
+ * them); every copy is then updated with the same sum.
+ *
+ * On GPUs a collective AllReduce takes its sums on the GPUs' communication
+ * streams, and the first reader of a sum makes its compute stream wait for
+ * them. Read as soon as its bucket is summed, a sum would hold up the rest
+ * of the backward pass, queued on that compute stream after the reader. So
+ * the sums are read only once every gradient of the step is computed
+ * (queued), `backward_done`: the backward pass runs on while the buckets
+ * are summed, and the updates come after it, as in PyTorch's DDP. */
+void ct_buckets_build(ct_graph *g, const ct_tower_options *o, int n,
+                                 const int *variables, ct_output *grads, ct_buckets *st) {
+  const int towers = o->n_towers;
+  int *copies = malloc((size_t)(n * towers + 1) * sizeof *copies);
+  ct_node **gradient_nodes = malloc((size_t)(n + 1) * sizeof *gradient_nodes);
+  if (copies == NULL || gradient_nodes == NULL) {
+    free(copies), free(gradient_nodes);
+    ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the all-reduce");
+    return;
+  }
+  for (int i = 0; i < n; ++i) gradient_nodes[i] = grads[i].node;
+  st->backward_done = o->all_reduce == CT_ALL_REDUCE_COLLECTIVE
+                          ? ct_group(g, "all_reduce/backward_done", n, gradient_nodes)
+                          : NULL;
+  free(gradient_nodes);
+  int count = 0;
+  int64_t floats = 0;
+  for (int i = n - 1; i >= 0 && g->status.code == CT_OK; --i) {
+    if (g->variables[variables[i]].replica_of >= 0) continue;
+    int *row = copies + count * towers, k = 1;
+    row[0] = i;
+    for (int j = 0; j < n && k < towers; ++j) /* replicas come in tower order */
+      if (g->variables[variables[j]].replica_of == variables[i]) row[k++] = j;
+    if (k != towers) {
+      ct_graph_set_error(g, CT_INTERNAL, "variable '%s' has %d copies for %d towers",
+                         g->variables[variables[i]].name, k, towers);
+      break;
+    }
+    ++count;
+    floats += ct_shape_elements(&g->variables[variables[i]].shape);
+    if (floats >= BUCKET_FLOATS || count == BUCKET_GRADIENTS) {
+      all_reduce_bucket(g, o, count, copies, variables, grads, st);
+      count = 0, floats = 0;
+    }
+  }
+  if (count > 0 && g->status.code == CT_OK)
+    all_reduce_bucket(g, o, count, copies, variables, grads, st);
+  free(copies);
+}
+

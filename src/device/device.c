@@ -49,7 +49,7 @@ ct_device *ct_device_new_common(const ct_device_ops *ops, const ct_session_optio
   snprintf(d->job, sizeof d->job, "%s", options->job);
   d->task = options->task;
   ct_device_canonical_name(d->job, d->task, ops->kind, index, d->name, sizeof d->name);
-  for (int lane = 0; lane < CT_LANE_COUNT; ++lane) worker_init(&d->workers[lane], d);
+  for (int role = 0; role < CT_WORKER_ROLES; ++role) worker_init(&d->workers[role], d);
   return d;
 }
 
@@ -141,17 +141,17 @@ static void worker_stop(ct_device_worker *w) {
 }
 
 int ct_device_start(ct_device *d, void (*thread_init)(ct_device *), ct_status *status) {
-  return worker_start(&d->workers[CT_LANE_COMPUTE], thread_init, "worker", status);
+  return worker_start(&d->workers[CT_WORKER_COMPUTE], thread_init, "worker", status);
 }
 
 /* A type whose steps only queue work never blocks its worker for long: it
- * has one worker for both lanes. */
-static ct_device_worker *worker_of(ct_device *d, ct_device_lane lane) {
-  return &d->workers[d->ops->synchronize ? CT_LANE_COMPUTE : lane];
+ * has one worker for both roles. */
+static ct_device_worker *worker_of(ct_device *d, ct_worker_role role) {
+  return &d->workers[d->ops->synchronize ? CT_WORKER_COMPUTE : role];
 }
 
-int ct_device_reserve(ct_device *d, ct_device_lane lane, int tasks, ct_status *status) {
-  ct_device_worker *w = worker_of(d, lane);
+int ct_device_reserve(ct_device *d, ct_worker_role role, int tasks, ct_status *status) {
+  ct_device_worker *w = worker_of(d, role);
   pthread_mutex_lock(&w->mutex);
   int failed = 0;
   if (tasks > w->queue_cap) {
@@ -175,9 +175,9 @@ int ct_device_reserve(ct_device *d, ct_device_lane lane, int tasks, ct_status *s
   return tasks > 0 && !w->started && worker_start(w, NULL, "communication", status);
 }
 
-int ct_device_submit_tasks(ct_device *d, ct_device_lane lane, const ct_device_task *tasks, int n,
+int ct_device_submit_tasks(ct_device *d, ct_worker_role role, const ct_device_task *tasks, int n,
                            ct_status *status) {
-  ct_device_worker *w = worker_of(d, lane);
+  ct_device_worker *w = worker_of(d, role);
   pthread_mutex_lock(&w->mutex);
   const int full = n > w->queue_cap - w->queue_len;
   if (!full) {
@@ -195,8 +195,8 @@ int ct_device_submit_tasks(ct_device *d, ct_device_lane lane, const ct_device_ta
   return full;
 }
 
-int ct_device_submit(ct_device *d, ct_device_lane lane, ct_device_task task, ct_status *status) {
-  return ct_device_submit_tasks(d, lane, &task, 1, status);
+int ct_device_submit(ct_device *d, ct_worker_role role, ct_device_task task, ct_status *status) {
+  return ct_device_submit_tasks(d, role, &task, 1, status);
 }
 
 void ct_device_free(ct_device *d) {
@@ -205,7 +205,7 @@ void ct_device_free(ct_device *d) {
     free(d);
     return;
   }
-  for (int lane = 0; lane < CT_LANE_COUNT; ++lane) worker_stop(&d->workers[lane]);
+  for (int role = 0; role < CT_WORKER_ROLES; ++role) worker_stop(&d->workers[role]);
   ct_status ignored = CT_STATUS_INIT;
   ct_device_synchronize(d, &ignored);  /* no queued work may use what is freed below */
   ct_allocator_free_all(d->allocator); /* regions go back through the type's region_free */

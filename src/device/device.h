@@ -96,12 +96,12 @@ typedef struct ct_device_task {
  * steps that wait for other processes (a collective across ranks), so
  * that the device goes on computing meanwhile, as the backward pass does
  * while PyTorch's DDP sums its buckets. On a type whose steps only queue
- * work (a GPU) both lanes are the compute worker. */
-typedef enum ct_device_lane {
-  CT_LANE_COMPUTE,
-  CT_LANE_COMMUNICATION,
-  CT_LANE_COUNT
-} ct_device_lane;
+ * work (a GPU) both roles are the compute worker. */
+typedef enum ct_worker_role {
+  CT_WORKER_COMPUTE,
+  CT_WORKER_COMMUNICATION,
+  CT_WORKER_ROLES
+} ct_worker_role;
 
 /* A thread and its FIFO queue. */
 typedef struct ct_device_worker {
@@ -137,7 +137,7 @@ struct ct_device {
                                   the threads that queue their work) */
   ct_allocator *allocator;
   void *impl; /* the type's own state (cpu_device.h, cuda/cuda_device.h) */
-  ct_device_worker workers[CT_LANE_COUNT]; /* compute; communication, started when needed */
+  ct_device_worker workers[CT_WORKER_ROLES]; /* compute; communication, started when needed */
 };
 
 /* A device of type `ops` with its name, queue and lock, nothing started;
@@ -160,19 +160,19 @@ int ct_device_start(ct_device *device, void (*thread_init)(ct_device *), ct_stat
 /* Stops the workers (after the tasks already queued) and frees the device. */
 void ct_device_free(ct_device *device);
 
-/* Makes room in the queue of the device's `lane` for `tasks` tasks at
+/* Makes room in the queue of the device's worker of `role` for `tasks` tasks at
  * once, so that ct_device_submit never needs memory; starts the
  * communication worker the first time it gets room. Returns 0 or fills
  * status. */
-int ct_device_reserve(ct_device *device, ct_device_lane lane, int tasks, ct_status *status);
-/* Queues a task for the worker of the device's `lane`. Returns 0, or fills
+int ct_device_reserve(ct_device *device, ct_worker_role role, int tasks, ct_status *status);
+/* Queues a task for the device's worker of `role`. Returns 0, or fills
  * status (INTERNAL) when the queue is full: reserve room first. */
-int ct_device_submit(ct_device *device, ct_device_lane lane, ct_device_task task,
+int ct_device_submit(ct_device *device, ct_worker_role role, ct_device_task task,
                      ct_status *status);
 /* Queues tasks[0..n) together, in order: the worker takes none of them
  * before all are queued. Returns 0, or fills status (INTERNAL) and queues
  * none when there is no room for all. */
-int ct_device_submit_tasks(ct_device *device, ct_device_lane lane, const ct_device_task *tasks,
+int ct_device_submit_tasks(ct_device *device, ct_worker_role role, const ct_device_task *tasks,
                            int n, ct_status *status);
 
 /* Copies nbytes from src (on `from`; NULL: host memory) to dst (on `to`;

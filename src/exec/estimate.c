@@ -35,9 +35,9 @@ typedef struct walk {
   sim_buffer *buffers;
   int n_buffers;
   size_t in_use[CT_MAX_DEVICES];
-  /* per worker (device * CT_LANE_COUNT + lane): a FIFO of step indices */
-  int *queue[CT_MAX_DEVICES * CT_LANE_COUNT];
-  int head[CT_MAX_DEVICES * CT_LANE_COUNT], tail[CT_MAX_DEVICES * CT_LANE_COUNT];
+  /* per worker (device * CT_WORKER_ROLES + role): a FIFO of step indices */
+  int *queue[CT_MAX_DEVICES * CT_WORKER_ROLES];
+  int head[CT_MAX_DEVICES * CT_WORKER_ROLES], tail[CT_MAX_DEVICES * CT_WORKER_ROLES];
   int *pending; /* per step */
 } walk;
 
@@ -205,7 +205,7 @@ static int walk_step(walk *w, const ct_plan_step *step, ct_status *status) {
 
 static void enqueue(walk *w, int index) {
   const ct_plan_step *step = &w->plan->steps[index];
-  const int q = step->device * CT_LANE_COUNT + (int)step->lane;
+  const int q = step->device * CT_WORKER_ROLES + (int)step->role;
   w->queue[q][w->tail[q]++] = index;
 }
 
@@ -214,7 +214,7 @@ static int walk_plan(walk *w, ct_status *status) {
   const ct_plan *p = w->plan;
   for (int i = 0; i < p->n_steps; ++i)
     if ((w->pending[i] = p->steps[i].n_deps) == 0) enqueue(w, i);
-  const int workers = p->n_devices * CT_LANE_COUNT;
+  const int workers = p->n_devices * CT_WORKER_ROLES;
   for (int done = 0, progress = 1; done < p->n_steps && progress;) {
     progress = 0;
     for (int q = 0; q < workers; ++q) {
@@ -256,7 +256,7 @@ static int walk_init(walk *w, const ct_plan *p, const ct_feed *feeds) {
   w->out->steps = calloc(steps, sizeof *w->out->steps);
   int failed = !w->shapes || !w->dtypes || !w->buffer_of || !w->remaining || !w->buffers ||
                !w->pending || !w->out->steps;
-  for (int q = 0; q < p->n_devices * CT_LANE_COUNT && !failed; ++q)
+  for (int q = 0; q < p->n_devices * CT_WORKER_ROLES && !failed; ++q)
     failed = (w->queue[q] = malloc(steps * sizeof **w->queue)) == NULL;
   if (failed) return 1;
   for (size_t slot = 0; slot < slots; ++slot) w->buffer_of[slot] = -1;
@@ -272,7 +272,7 @@ static int walk_init(walk *w, const ct_plan *p, const ct_feed *feeds) {
 static void walk_free(walk *w) {
   free(w->shapes), free(w->dtypes), free(w->buffer_of), free(w->remaining), free(w->buffers);
   free(w->pending);
-  for (int q = 0; q < CT_MAX_DEVICES * CT_LANE_COUNT; ++q) free(w->queue[q]);
+  for (int q = 0; q < CT_MAX_DEVICES * CT_WORKER_ROLES; ++q) free(w->queue[q]);
 }
 
 int ct_session_estimate_run(ct_session *s, const ct_feed *feeds, int n_feeds,

@@ -322,13 +322,13 @@ static void schedule(run_state *run, int index) {
   ct_device *device = run->session->devices[step->device];
   ct_device_task task = {execute_step, run, index};
   ct_status status = CT_STATUS_INIT;
-  if (ct_device_submit(device, step->lane, task, &status) != 0) {
+  if (ct_device_submit(device, step->role, task, &status) != 0) {
     record_failure(run, &status);
     execute_step(run, index);
   }
 }
 
-/* Queues the steps that wait for nothing: each device lane's together, in
+/* Queues the steps that wait for nothing: each device worker's together, in
  * the plan's order. Queued one at a time, a worker could finish the first
  * and queue its consumers among the rest, in an order that changed from
  * run to run; on one device the steps now run in the same order every run
@@ -336,16 +336,16 @@ static void schedule(run_state *run, int index) {
 static void schedule_roots(run_state *run) {
   ct_plan *p = run->plan;
   for (int d = 0; d < run->session->n_devices; ++d)
-    for (int lane = 0; lane < CT_LANE_COUNT; ++lane) {
+    for (int role = 0; role < CT_WORKER_ROLES; ++role) {
       int n = 0;
       for (int i = 0; i < p->n_steps; ++i) {
         const ct_plan_step *step = &p->steps[i];
         if (step->n_deps == 0 && step->transfer == CT_TRANSFER_NONE && step->device == d &&
-            (int)step->lane == lane)
+            (int)step->role == role)
           p->root_tasks[n++] = (ct_device_task){execute_step, run, i};
       }
       ct_status status = CT_STATUS_INIT;
-      if (n > 0 && ct_device_submit_tasks(run->session->devices[d], (ct_device_lane)lane,
+      if (n > 0 && ct_device_submit_tasks(run->session->devices[d], (ct_worker_role)role,
                                           p->root_tasks, n, &status) != 0) {
         record_failure(run, &status); /* as in schedule: the steps pass through */
         for (int k = 0; k < n; ++k) execute_step(run, p->root_tasks[k].index);

@@ -228,7 +228,7 @@ static int add_node_steps(plan_builder *b, ct_status *status) {
     b->step_of[id] = p->n_steps - 1;
     step->node = n;
     step->device = device;
-    step->lane = n->op->flags & CT_OP_WAITS_FOR_PEERS ? CT_LANE_COMMUNICATION : CT_LANE_COMPUTE;
+    step->role = n->op->flags & CT_OP_WAITS_FOR_PEERS ? CT_WORKER_COMMUNICATION : CT_WORKER_COMPUTE;
     step->first_slot = b->slot_base[id];
     step->n_outputs = n->n_outputs;
     step->n_inputs = n->n_inputs;
@@ -276,17 +276,17 @@ static int link_steps(plan_builder *b) {
  * per-run state. */
 static int prepare_runs(plan_builder *b, ct_status *status) {
   ct_plan *p = b->plan;
-  int steps_on[CT_MAX_DEVICES][CT_LANE_COUNT] = {{0}};
+  int steps_on[CT_MAX_DEVICES][CT_WORKER_ROLES] = {{0}};
   for (int i = 0; i < p->n_steps; ++i) {
     p->uses_device[p->steps[i].device] = 1;
     /* sends and receives run on the executor's thread */
-    if (p->steps[i].transfer == CT_TRANSFER_NONE) ++steps_on[p->steps[i].device][p->steps[i].lane];
+    if (p->steps[i].transfer == CT_TRANSFER_NONE) ++steps_on[p->steps[i].device][p->steps[i].role];
   }
   for (int slot = 0; slot < p->n_slots; ++slot)
     if (p->slot_device[slot] >= 0) p->uses_device[p->slot_device[slot]] = 1;
   for (int d = 0; d < p->n_devices; ++d)
-    for (int lane = 0; lane < CT_LANE_COUNT; ++lane)
-      if (ct_device_reserve(p->devices[d], (ct_device_lane)lane, steps_on[d][lane], status))
+    for (int role = 0; role < CT_WORKER_ROLES; ++role)
+      if (ct_device_reserve(p->devices[d], (ct_worker_role)role, steps_on[d][role], status))
         return 1;
   p->slot_side_mark = calloc((size_t)p->n_slots + 1, sizeof *p->slot_side_mark);
   p->values = calloc((size_t)p->n_slots + 1, sizeof *p->values);

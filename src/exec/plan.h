@@ -27,7 +27,7 @@ typedef struct ct_plan_step {
   int transfer_index; /* a send or receive: its index in the plan's transfer_steps */
   ct_kernel_fn kernel;
   int device;
-  ct_device_lane lane; /* which of the device's workers runs it */
+  ct_worker_role role; /* which of the device's workers runs it */
   int n_inputs;
   int *input_slots; /* value slot of each input */
   int first_slot;   /* slot of output 0; outputs are consecutive */
@@ -89,7 +89,7 @@ struct ct_plan {
   ct_buffer *buffers;    /* one per slot at most */
   atomic_int *remaining; /* per slot: consumers still to run */
   atomic_int *pending;   /* per step: producers still to run */
-  ct_device_task *root_tasks; /* room for a device lane's steps that wait for nothing */
+  ct_device_task *root_tasks; /* room for a device worker's steps that wait for nothing */
   /* edges between tasks (transfer.c): how many the job's plan has, this
    * process's sends and receives (their steps), their state in a run, and
    * the runs so far (a message's tag names its run, modulo 4) */

@@ -164,13 +164,13 @@ static void test_queue_takes_only_what_was_reserved(void **state) {
   ct_device *d = devices[0];
   ct_status st = CT_STATUS_INIT;
   ct_device_task task = {count_task, NULL, 0};
-  assert_int_equal(ct_device_submit(d, CT_LANE_COMPUTE, task, &st), 1); /* nothing reserved */
+  assert_int_equal(ct_device_submit(d, CT_WORKER_COMPUTE, task, &st), 1); /* nothing reserved */
   assert_int_equal(st.code, CT_INTERNAL);
   assert_non_null(strstr(st.message, "queue of /job:localhost/replica:0/task:0/device:CPU:0"));
 
   ct_status ok = CT_STATUS_INIT;
-  assert_int_equal(ct_device_reserve(d, CT_LANE_COMPUTE, 8, &ok), 0);
-  for (int i = 0; i < 8; ++i) assert_int_equal(ct_device_submit(d, CT_LANE_COMPUTE, task, &ok), 0);
+  assert_int_equal(ct_device_reserve(d, CT_WORKER_COMPUTE, 8, &ok), 0);
+  for (int i = 0; i < 8; ++i) assert_int_equal(ct_device_submit(d, CT_WORKER_COMPUTE, task, &ok), 0);
   assert_status_ok(&ok);
   wait_for_tasks_run(8);
   ct_devices_free(devices, n);
@@ -197,12 +197,12 @@ static void test_communication_runs_beside_compute(void **state) {
   ct_device **devices = make_cpus(1, &n);
   ct_device *d = devices[0];
   ct_status st = CT_STATUS_INIT;
-  assert_int_equal(ct_device_reserve(d, CT_LANE_COMPUTE, 1, &st), 0);
-  assert_int_equal(ct_device_reserve(d, CT_LANE_COMMUNICATION, 1, &st), 0);
+  assert_int_equal(ct_device_reserve(d, CT_WORKER_COMPUTE, 1, &st), 0);
+  assert_int_equal(ct_device_reserve(d, CT_WORKER_COMMUNICATION, 1, &st), 0);
   ct_device_task compute = {wait_for_communication, NULL, 0};
   ct_device_task talk = {communicate, NULL, 0};
-  assert_int_equal(ct_device_submit(d, CT_LANE_COMPUTE, compute, &st), 0);
-  assert_int_equal(ct_device_submit(d, CT_LANE_COMMUNICATION, talk, &st), 0);
+  assert_int_equal(ct_device_submit(d, CT_WORKER_COMPUTE, compute, &st), 0);
+  assert_int_equal(ct_device_submit(d, CT_WORKER_COMMUNICATION, talk, &st), 0);
   assert_status_ok(&st);
   for (int spins = 0; atomic_load(&compute_saw_it) == 0 && spins < 40000; ++spins) usleep(100);
   assert_int_equal(atomic_load(&compute_saw_it), 1);
@@ -215,7 +215,7 @@ static void submit_after(ct_device *d, ct_device_task task, int pause_us) {
   const int before = atomic_load(&tasks_run);
   usleep((useconds_t)pause_us);
   ct_status st = CT_STATUS_INIT;
-  assert_int_equal(ct_device_submit(d, CT_LANE_COMPUTE, task, &st), 0);
+  assert_int_equal(ct_device_submit(d, CT_WORKER_COMPUTE, task, &st), 0);
   wait_for_tasks_run(before + 1);
 }
 
@@ -237,7 +237,7 @@ static void test_workers_take_tasks_while_watching_or_asleep(void **state) {
     ct_status st = CT_STATUS_INIT;
     assert_int_equal(ct_devices_create(&o, &devices, &n, &st), 0);
     assert_int_equal(devices[0]->idle_watch, !shared && ct_available_cores() > 1);
-    assert_int_equal(ct_device_reserve(devices[0], CT_LANE_COMPUTE, 1, &st), 0);
+    assert_int_equal(ct_device_reserve(devices[0], CT_WORKER_COMPUTE, 1, &st), 0);
     ct_device_task task = {count_task, NULL, 0};
     for (size_t i = 0; i < sizeof pauses_us / sizeof pauses_us[0]; ++i)
       submit_after(devices[0], task, pauses_us[i]);

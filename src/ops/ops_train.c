@@ -12,6 +12,7 @@
  *
  * Assign(var, value): var = value (the parameter server's variables, as
  * broadcast, on the other ranks). */
+#include "ops/op_cost.h"
 #include "ops/op_list.h"
 
 static int infer_apply(ct_infer_ctx *ctx) {
@@ -30,12 +31,27 @@ static int infer_apply(ct_infer_ctx *ctx) {
   return ct_infer_same_as_input0(ctx);
 }
 
-#define CT_APPLY_FLAGS (CT_OP_ALIAS_INPUT0 | CT_OP_MUTATES_INPUT0 | CT_OP_STATEFUL | CT_OP_NO_GRADIENT)
+#define CT_APPLY_FLAGS \
+  (CT_OP_ALIAS_INPUT0 | CT_OP_MUTATES_INPUT0 | CT_OP_STATEFUL | CT_OP_NO_GRADIENT)
+
+/* Per element of the variable: the update's arithmetic. */
+static double momentum_flops(const ct_attrs *attrs, int n_inputs, const ct_shape *in, int n_outputs,
+                             const ct_shape *out) {
+  (void)attrs;
+  return 4 * ct_op_largest_elements(n_inputs, in, n_outputs, out);
+}
+
+static double adam_flops(const ct_attrs *attrs, int n_inputs, const ct_shape *in, int n_outputs,
+                         const ct_shape *out) {
+  (void)attrs;
+  return 10 * ct_op_largest_elements(n_inputs, in, n_outputs, out);
+}
 
 const ct_op_def ct_op_apply_gradient_descent = {"ApplyGradientDescent", infer_apply, NULL,
-                                                CT_APPLY_FLAGS};
-const ct_op_def ct_op_apply_momentum = {"ApplyMomentum", infer_apply, NULL, CT_APPLY_FLAGS};
-const ct_op_def ct_op_apply_adam = {"ApplyAdam", infer_apply, NULL, CT_APPLY_FLAGS};
+                                                CT_APPLY_FLAGS, ct_flops_per_element};
+const ct_op_def ct_op_apply_momentum = {"ApplyMomentum", infer_apply, NULL, CT_APPLY_FLAGS,
+                                        momentum_flops};
+const ct_op_def ct_op_apply_adam = {"ApplyAdam", infer_apply, NULL, CT_APPLY_FLAGS, adam_flops};
 
 /* Assign writes a variable, as the updates do: nothing flows back through
  * it (a gradient would reach the value only by way of a variable's next
@@ -50,7 +66,7 @@ static int infer_assign(ct_infer_ctx *ctx) {
   return ct_require_dtype(ctx, 1, CT_F32) || ct_infer_same_as_input0(ctx);
 }
 
-const ct_op_def ct_op_assign = {"Assign", infer_assign, NULL, CT_APPLY_FLAGS};
+const ct_op_def ct_op_assign = {"Assign", infer_assign, NULL, CT_APPLY_FLAGS, ct_flops_per_element};
 
 ct_output ct_assign(ct_graph *g, ct_output variable, ct_output value) {
   if (g->status.code == CT_OK && (variable.node == NULL || variable.node->variable < 0)) {

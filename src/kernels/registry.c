@@ -29,33 +29,10 @@ ct_kernel_fn ct_kernel_find(const char *op, ct_device_kind device_kind) {
   return k ? k->fn : NULL;
 }
 
-int ct_kernel_no_scratch(const ct_device *device, const ct_attrs *attrs, const ct_shape *in_shapes,
-                         int n_inputs, const ct_shape *out_shapes, size_t bytes[4]) {
-  (void)device, (void)attrs, (void)in_shapes, (void)n_inputs, (void)out_shapes, (void)bytes;
-  return 0;
-}
-
-int ct_kernel_scratch_not_estimated(const ct_device *device, const ct_attrs *attrs,
-                                    const ct_shape *in_shapes, int n_inputs,
-                                    const ct_shape *out_shapes, size_t bytes[4]) {
-  return ct_kernel_no_scratch(device, attrs, in_shapes, n_inputs, out_shapes, bytes);
-}
-
 int ct_kernel_scratch_estimate(const char *op, const ct_device *device, const ct_attrs *attrs,
                                const ct_shape *in_shapes, int n_inputs, const ct_shape *out_shapes,
                                size_t bytes[4]) {
   const ct_kernel_def *k = ct_kernel_lookup(op, device->ops->kind);
   if (k == NULL || n_inputs < 1) return 0;
   return k->scratch(device, attrs, in_shapes, n_inputs, out_shapes, bytes);
-}
-
-void *ct_kernel_scratch(ct_kernel_ctx *ctx, size_t nbytes) {
-  if (ctx->n_scratch == (int)(sizeof ctx->scratch / sizeof ctx->scratch[0])) {
-    ct_status_set(ctx->status, CT_INTERNAL, "kernel for '%s' asked for too many scratch blocks",
-                  ctx->node->name);
-    return NULL;
-  }
-  void *p = ct_allocator_alloc(ctx->device->allocator, nbytes, ctx->status);
-  if (p) ctx->scratch[ctx->n_scratch++] = p;
-  return p;
 }

@@ -6,6 +6,7 @@
 
 #include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 #include "ops/slice_geometry.h"
 
 /* ---- sources ------------------------------------------------------------ */

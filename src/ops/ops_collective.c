@@ -7,6 +7,7 @@
  * the all-reduce of the output gradients. */
 #include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 /* CollectiveReduce(x) -> the sum of x over every rank of the job (x itself
  * in a process on its own), as TensorFlow's op of that name between

@@ -8,6 +8,7 @@
  * (floats to integers truncate toward zero). */
 #include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 static int infer_equal(ct_infer_ctx *ctx) {
   const ct_shape *a = &ctx->in_shapes[0], *b = &ctx->in_shapes[1];

@@ -8,6 +8,7 @@
  * (packing and unpacking; the exchange runs on CPU devices, over MPI). */
 #include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 int64_t ct_compressed_bytes(ct_compression c, int64_t n) {
   if (n < 0) return -1;

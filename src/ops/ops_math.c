@@ -1,6 +1,7 @@
 /* Elementwise math, reductions and matmul: shape rules, gradients, builders. */
 #include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 static ct_node *add1(ct_graph *g, const ct_op_def *op, ct_output x) {
   return ct_graph_add_node(g, op, NULL, 1, &x, 1, NULL);
@@ -90,31 +91,9 @@ ct_output ct_sum_like(ct_graph *g, ct_output x, ct_output like) {
 
 /* ---- unary elementwise --------------------------------------------------- */
 
-static int infer_unary_f32(ct_infer_ctx *ctx) {
-  if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
-  return ct_infer_same_as_input0(ctx);
-}
-
-/* Backward helpers take (a, b) of equal shapes: ReluGrad(dy, y),
- * SigmoidGrad(y, dy), TanhGrad(y, dy) as TensorFlow orders them. */
-static int infer_same_pair(ct_infer_ctx *ctx) {
-  ct_shape out;
-  if (ct_broadcast_shapes(ctx, &ctx->in_shapes[0], &ctx->in_shapes[1], &out)) return 1;
-  return ct_infer_same_as_input0(ctx);
-}
-
 static void grad_neg(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   (void)n;
   gx[0] = ct_neg(g, gy[0]);
-}
-ct_output ct_relu_input_gradient(ct_graph *g, const ct_node *n, ct_output gy) {
-  /* a max pool's gradient already masked as this ReLU would (ops_nn.c) */
-  if (ct_gradient_masked_for_relu(gy, n)) return gy;
-  return ct_out(add2(g, &ct_op_relu_grad, gy, ct_out((ct_node *)n, 0)), 0);
-}
-
-static void grad_relu(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
-  gx[0] = ct_relu_input_gradient(g, n, gy[0]);
 }
 static void grad_sigmoid(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   gx[0] = ct_out(add2(g, &ct_op_sigmoid_grad, ct_out((ct_node *)n, 0), gy[0]), 0);
@@ -123,22 +102,17 @@ static void grad_tanh(ct_graph *g, const ct_node *n, const ct_output *gy, ct_out
   gx[0] = ct_out(add2(g, &ct_op_tanh_grad, ct_out((ct_node *)n, 0), gy[0]), 0);
 }
 
-const ct_op_def ct_op_neg = {"Neg", infer_unary_f32, grad_neg, CT_OP_INPLACE, ct_flops_per_element};
-const ct_op_def ct_op_relu = {"Relu", infer_unary_f32, grad_relu, CT_OP_INPLACE,
-                              ct_flops_per_element};
-const ct_op_def ct_op_relu_grad = {"ReluGrad", infer_same_pair, NULL, CT_OP_INPLACE,
-                                   ct_flops_per_element};
-const ct_op_def ct_op_sigmoid = {"Sigmoid", infer_unary_f32, grad_sigmoid, CT_OP_INPLACE,
+const ct_op_def ct_op_neg = {"Neg", ct_infer_unary_f32, grad_neg, CT_OP_INPLACE, ct_flops_per_element};
+const ct_op_def ct_op_sigmoid = {"Sigmoid", ct_infer_unary_f32, grad_sigmoid, CT_OP_INPLACE,
                                  ct_flops_per_element};
-const ct_op_def ct_op_sigmoid_grad = {"SigmoidGrad", infer_same_pair, NULL, CT_OP_INPLACE,
+const ct_op_def ct_op_sigmoid_grad = {"SigmoidGrad", ct_infer_same_pair, NULL, CT_OP_INPLACE,
                                       ct_flops_per_element};
-const ct_op_def ct_op_tanh = {"Tanh", infer_unary_f32, grad_tanh, CT_OP_INPLACE,
+const ct_op_def ct_op_tanh = {"Tanh", ct_infer_unary_f32, grad_tanh, CT_OP_INPLACE,
                               ct_flops_per_element};
-const ct_op_def ct_op_tanh_grad = {"TanhGrad", infer_same_pair, NULL, CT_OP_INPLACE,
+const ct_op_def ct_op_tanh_grad = {"TanhGrad", ct_infer_same_pair, NULL, CT_OP_INPLACE,
                                    ct_flops_per_element};
 
 ct_output ct_neg(ct_graph *g, ct_output x) { return ct_out(add1(g, &ct_op_neg, x), 0); }
-ct_output ct_relu(ct_graph *g, ct_output x) { return ct_out(add1(g, &ct_op_relu, x), 0); }
 ct_output ct_sigmoid(ct_graph *g, ct_output x) { return ct_out(add1(g, &ct_op_sigmoid, x), 0); }
 ct_output ct_tanh(ct_graph *g, ct_output x) { return ct_out(add1(g, &ct_op_tanh, x), 0); }
 
@@ -155,7 +129,7 @@ static int infer_add_n(ct_infer_ctx *ctx) {
                            ct_shape_str(&ctx->in_shapes[k], b, sizeof b));
     }
   }
-  return infer_unary_f32(ctx);
+  return ct_infer_unary_f32(ctx);
 }
 
 static void grad_add_n(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {

@@ -1,8 +1,9 @@
-/* Neural-network ops: convolution, pooling, LRN, batch norm, dropout,
+/* Neural-network ops: ReLU, convolution, pooling, LRN, batch norm, dropout,
  * softmax cross-entropy, argmax and accuracy. */
 #include "ops/conv_geometry.h"
 #include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 static ct_node *add_with(ct_graph *g, const ct_op_def *op, int n_in, const ct_output *in,
                          int n_out, const ct_attrs *a) {
@@ -16,6 +17,33 @@ static int infer_like_inputs(ct_infer_ctx *ctx, const int *inputs) {
     ctx->out_dtypes[o] = CT_F32;
   }
   return 0;
+}
+
+/* ---- Relu ------------------------------------------------------------------
+ * max(0, x); ReluGrad(dy, y): dy where y > 0. Its gradient skips the
+ * ReluGrad where a max pool's gradient has masked dy already (see MaxPool). */
+
+static int gradient_masked_for_relu(ct_output gradient, const ct_node *relu);
+
+/* The gradient of the input of `relu` (a Relu, or a Conv2D with its ReLU)
+ * given gy, its output's. */
+static ct_output relu_input_gradient(ct_graph *g, const ct_node *relu, ct_output gy) {
+  if (gradient_masked_for_relu(gy, relu)) return gy;
+  ct_output in[2] = {gy, ct_out((ct_node *)relu, 0)};
+  return ct_out(add_with(g, &ct_op_relu_grad, 2, in, 1, NULL), 0);
+}
+
+static void grad_relu(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  gx[0] = relu_input_gradient(g, n, gy[0]);
+}
+
+const ct_op_def ct_op_relu = {"Relu", ct_infer_unary_f32, grad_relu, CT_OP_INPLACE,
+                              ct_flops_per_element};
+const ct_op_def ct_op_relu_grad = {"ReluGrad", ct_infer_same_pair, NULL, CT_OP_INPLACE,
+                                   ct_flops_per_element};
+
+ct_output ct_relu(ct_graph *g, ct_output x) {
+  return ct_out(add_with(g, &ct_op_relu, 1, &x, 1, NULL), 0);
 }
 
 /* ---- Conv2D ----------------------------------------------------------------
@@ -63,7 +91,7 @@ static int infer_conv_backprop_filter(ct_infer_ctx *ctx) {
 
 static void grad_conv2d(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   ct_output x = n->inputs[0], f = n->inputs[1];
-  const ct_output dy = n->attrs.conv2d.relu ? ct_relu_input_gradient(g, n, gy[0]) : gy[0];
+  const ct_output dy = n->attrs.conv2d.relu ? relu_input_gradient(g, n, gy[0]) : gy[0];
   ct_output in_dx[3] = {f, dy, x};
   ct_output in_df[3] = {x, dy, f};
   ct_attrs a = n->attrs;
@@ -161,7 +189,7 @@ static int outputs_relu(const ct_node *n) {
  * window's maximum, which the ReLU lets through where it is above 0: where
  * the pool's output y is. So the pool masks dy on y, ReluGrad(dy, y), a
  * quarter of r's elements under 2x2 windows, and the ReLU's gradient takes
- * the pool's as it is (ct_gradient_masked_for_relu) instead of a ReluGrad
+ * the pool's as it is (gradient_masked_for_relu) instead of a ReluGrad
  * over all of r: the same values, bit for bit. */
 static void grad_max_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   ct_output dy = gy[0];
@@ -173,7 +201,9 @@ static void grad_max_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct
   gx[0] = ct_out(add_with(g, &ct_op_max_pool_grad, 2, in, 1, &n->attrs), 0);
 }
 
-int ct_gradient_masked_for_relu(ct_output gradient, const ct_node *relu) {
+/* Whether `gradient`, flowing into `relu`, is a max pool's gradient that
+ * already passes only where the ReLU would. */
+static int gradient_masked_for_relu(ct_output gradient, const ct_node *relu) {
   const ct_output r = ct_out((ct_node *)relu, 0);
   const ct_node *pool_grad = gradient.node;
   if (pool_grad == NULL || pool_grad->op != &ct_op_max_pool_grad ||

@@ -14,6 +14,7 @@
  * broadcast, on the other ranks). */
 #include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 static int infer_apply(ct_infer_ctx *ctx) {
   const ct_shape *var = &ctx->in_shapes[0];

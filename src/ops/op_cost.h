@@ -13,8 +13,16 @@ double ct_flops_none(const ct_attrs *attrs, int n_inputs, const ct_shape *in_sha
 double ct_flops_per_element(const ct_attrs *attrs, int n_inputs, const ct_shape *in_shapes,
                             int n_outputs, const ct_shape *out_shapes);
 
-/* The element count of the largest input or output, for ops that do a few
- * operations per element. */
+/* Defines `name`, the FLOPs rule of an op that does `k` operations per
+ * element of its largest input or output. */
+#define CT_FLOPS_PER_ELEMENT_TIMES(name, k)                                                 \
+  static double name(const ct_attrs *attrs, int n_inputs, const ct_shape *in_shapes,        \
+                     int n_outputs, const ct_shape *out_shapes) {                           \
+    (void)attrs;                                                                            \
+    return (k) * ct_op_largest_elements(n_inputs, in_shapes, n_outputs, out_shapes);        \
+  }
+
+/* The element count of the largest input or output. */
 double ct_op_largest_elements(int n_inputs, const ct_shape *in_shapes, int n_outputs,
                               const ct_shape *out_shapes);
 /* The element count of s (0 while a dim is unknown). */

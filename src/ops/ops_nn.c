@@ -250,12 +250,8 @@ static void grad_lrn(ct_graph *g, const ct_node *n, const ct_output *gy, ct_outp
   ct_output in[2] = {n->inputs[0], gy[0]};
   gx[0] = ct_out(add_with(g, &ct_op_lrn_grad, 2, in, 1, &n->attrs), 0);
 }
-/* A few operations per element (the window's sum of squares is kept running). */
-static double lrn_flops(const ct_attrs *attrs, int n_inputs, const ct_shape *in, int n_outputs,
-                        const ct_shape *out) {
-  (void)attrs;
-  return 4 * ct_op_largest_elements(n_inputs, in, n_outputs, out);
-}
+/* a few operations per element: the window's sum of squares is kept running */
+CT_FLOPS_PER_ELEMENT_TIMES(lrn_flops, 4)
 
 const ct_op_def ct_op_lrn = {"LRN", infer_lrn, grad_lrn, 0, lrn_flops};
 const ct_op_def ct_op_lrn_grad = {"LRNGrad", ct_infer_same_as_input0, NULL, 0, lrn_flops};
@@ -323,12 +319,8 @@ static void grad_bn_inference(ct_graph *g, const ct_node *n, const ct_output *gy
   for (int k = 0; k < 3; ++k) gx[k] = ct_out(grad, k);
 }
 
-/* Moments, then normalization (or their gradients): a few passes per element. */
-static double batch_norm_flops(const ct_attrs *attrs, int n_inputs, const ct_shape *in,
-                               int n_outputs, const ct_shape *out) {
-  (void)attrs;
-  return 8 * ct_op_largest_elements(n_inputs, in, n_outputs, out);
-}
+/* moments, then normalization (or their gradients): a few passes per element */
+CT_FLOPS_PER_ELEMENT_TIMES(batch_norm_flops, 8)
 
 const ct_op_def ct_op_batch_norm_training = {"FusedBatchNorm", infer_bn_training, grad_bn_training,
                                              0, batch_norm_flops};
@@ -459,12 +451,8 @@ static void grad_xent(ct_graph *g, const ct_node *n, const ct_output *gy, ct_out
   ct_output column = ct_reshape(g, gy[0], ct_shape_of(2, (int64_t)-1, (int64_t)1));
   gx[0] = ct_mul(g, ct_out((ct_node *)n, 1), column);
 }
-/* Softmax (max, exp, sum, divide) and its gradient per logit. */
-static double sparse_xent_flops(const ct_attrs *attrs, int n_inputs, const ct_shape *in,
-                                int n_outputs, const ct_shape *out) {
-  (void)attrs;
-  return 5 * ct_op_largest_elements(n_inputs, in, n_outputs, out);
-}
+/* softmax (max, exp, sum, divide) and its gradient per logit */
+CT_FLOPS_PER_ELEMENT_TIMES(sparse_xent_flops, 5)
 
 const ct_op_def ct_op_sparse_softmax_xent = {"SparseSoftmaxCrossEntropyWithLogits", infer_xent,
                                              grad_xent, 0, sparse_xent_flops};

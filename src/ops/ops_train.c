@@ -35,18 +35,9 @@ static int infer_apply(ct_infer_ctx *ctx) {
 #define CT_APPLY_FLAGS \
   (CT_OP_ALIAS_INPUT0 | CT_OP_MUTATES_INPUT0 | CT_OP_STATEFUL | CT_OP_NO_GRADIENT)
 
-/* Per element of the variable: the update's arithmetic. */
-static double momentum_flops(const ct_attrs *attrs, int n_inputs, const ct_shape *in, int n_outputs,
-                             const ct_shape *out) {
-  (void)attrs;
-  return 4 * ct_op_largest_elements(n_inputs, in, n_outputs, out);
-}
-
-static double adam_flops(const ct_attrs *attrs, int n_inputs, const ct_shape *in, int n_outputs,
-                         const ct_shape *out) {
-  (void)attrs;
-  return 10 * ct_op_largest_elements(n_inputs, in, n_outputs, out);
-}
+/* per element of the variable: the update's arithmetic */
+CT_FLOPS_PER_ELEMENT_TIMES(momentum_flops, 4)
+CT_FLOPS_PER_ELEMENT_TIMES(adam_flops, 10)
 
 const ct_op_def ct_op_apply_gradient_descent = {"ApplyGradientDescent", infer_apply, NULL,
                                                 CT_APPLY_FLAGS, ct_flops_per_element};

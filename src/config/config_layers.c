@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config/suggest.h"
+#include "config/yaml_write.h"
 #include "ctower/device_name.h"
 
 #define BIT(type) (1u << (type))

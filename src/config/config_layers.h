@@ -25,9 +25,4 @@ int ct_config_layers_parse(const ct_ynode *node, ct_layer_list *out, char *error
  * it back: every parameter of every layer. */
 void ct_config_layers_write(const ct_layer_list *layers, FILE *out);
 
-/* config_write.c's scalars: a string quoted where YAML needs it, and the
- * shortest text of a double that reads back exactly. */
-void ct_config_write_string(const char *s, FILE *out);
-void ct_config_write_double(double v, FILE *out);
-
 #endif

@@ -183,6 +183,127 @@ oom:
   return 1;
 }
 
+static ct_ynode *yt_parse_node(yt_parser *p, yaml_event_t *event, int depth);
+
+/* The tag of a scalar, mapping or list event, or NULL. */
+static const yaml_char_t *yt_event_tag(const yaml_event_t *event) {
+  switch (event->type) {
+    case YAML_SCALAR_EVENT:
+      return event->data.scalar.tag;
+    case YAML_MAPPING_START_EVENT:
+      return event->data.mapping_start.tag;
+    case YAML_SEQUENCE_START_EVENT:
+      return event->data.sequence_start.tag;
+    default:
+      return NULL;
+  }
+}
+
+static ct_ynode *yt_parse_scalar(yt_parser *p, const yaml_event_t *event, const yaml_mark_t *mark) {
+  ct_ynode *node = yt_new_node(p, CT_YNODE_SCALAR, mark);
+  if (node == NULL) return NULL;
+  node->text_len = event->data.scalar.length;
+  node->text = malloc(node->text_len + 1);
+  if (node->text == NULL) {
+    yt_fail(p, mark, "out of memory");
+    ct_ynode_free(node);
+    return NULL;
+  }
+  memcpy(node->text, event->data.scalar.value, node->text_len);
+  node->text[node->text_len] = '\0';
+  node->plain = event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+  if (yt_remember_anchor(p, event->data.scalar.anchor, node, mark) != 0) {
+    ct_ynode_free(node);
+    return NULL;
+  }
+  return node;
+}
+
+/* A copy of the node of the latest anchor the alias names, at the alias. */
+static ct_ynode *yt_parse_alias(yt_parser *p, const yaml_event_t *event, const yaml_mark_t *mark) {
+  const char *name = (const char *)event->data.alias.anchor;
+  for (size_t i = p->n_anchors; i-- > 0;) {
+    if (strcmp(p->anchors[i].name, name) == 0) {
+      ct_ynode *node = yt_copy(p, p->anchors[i].node, mark);
+      if (node) {
+        node->line = (int)mark->line + 1;
+        node->column = (int)mark->column + 1;
+      }
+      return node;
+    }
+  }
+  yt_fail(p, mark, "alias '*%s' names no anchor defined before it", name);
+  return NULL;
+}
+
+/* The key of a mapping's entry, from child_event on; child_event then holds
+ * the value's first event. */
+static ct_ynode *yt_parse_key(yt_parser *p, yaml_event_t *child_event, int depth) {
+  const yaml_mark_t child_mark = child_event->start_mark;
+  ct_ynode *key = yt_parse_node(p, child_event, depth);
+  if (key == NULL) return NULL;
+  if (key->kind != CT_YNODE_SCALAR) {
+    yt_fail(p, &child_mark, "a mapping key must be a plain name, not a %s",
+            key->kind == CT_YNODE_MAP ? "mapping" : "list");
+    ct_ynode_free(key);
+    return NULL;
+  }
+  if (yt_next(p, child_event) != 0) {
+    ct_ynode_free(key);
+    return NULL;
+  }
+  return key;
+}
+
+/* The entries of a mapping or list node up to its end event. Returns 0, or
+ * 1 with p->err filled. */
+static int yt_parse_entries(yt_parser *p, ct_ynode *node, yaml_event_type_t end, int depth) {
+  for (;;) {
+    yaml_event_t child_event;
+    if (yt_next(p, &child_event) != 0) return 1;
+    if (child_event.type == end) {
+      yaml_event_delete(&child_event);
+      return 0;
+    }
+    ct_ynode *key = NULL;
+    if (node->kind == CT_YNODE_MAP && (key = yt_parse_key(p, &child_event, depth)) == NULL)
+      return 1;
+    const yaml_mark_t value_mark = child_event.start_mark;
+    ct_ynode *value = yt_parse_node(p, &child_event, depth);
+    if (value == NULL || yt_append(p, node, key, value, &value_mark) != 0) {
+      ct_ynode_free(key);
+      ct_ynode_free(value);
+      return 1;
+    }
+  }
+}
+
+/* A mapping or list, from its start event (consumed here) to its end. */
+static ct_ynode *yt_parse_collection(yt_parser *p, yaml_event_t *event, int depth) {
+  const yaml_mark_t mark = event->start_mark;
+  const int is_map = event->type == YAML_MAPPING_START_EVENT;
+  const yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
+  const yaml_char_t *anchor_src =
+      is_map ? event->data.mapping_start.anchor : event->data.sequence_start.anchor;
+  char *anchor = anchor_src ? strdup((const char *)anchor_src) : NULL;
+  ct_ynode *node = yt_new_node(p, is_map ? CT_YNODE_MAP : CT_YNODE_SEQ, &mark);
+  yaml_event_delete(event);
+  if (node == NULL || yt_parse_entries(p, node, end, depth + 1) != 0) {
+    free(anchor);
+    ct_ynode_free(node);
+    return NULL;
+  }
+  if (anchor) {
+    int rc = yt_remember_anchor(p, (const yaml_char_t *)anchor, node, &mark);
+    free(anchor);
+    if (rc != 0) {
+      ct_ynode_free(node);
+      return NULL;
+    }
+  }
+  return node;
+}
+
 /* Builds the node that starts with event (consumed here) and every event of
  * its subtree. Returns NULL on error with p->err filled. */
 static ct_ynode *yt_parse_node(yt_parser *p, yaml_event_t *event, int depth) {
@@ -193,11 +314,7 @@ static ct_ynode *yt_parse_node(yt_parser *p, yaml_event_t *event, int depth) {
     yaml_event_delete(event);
     return NULL;
   }
-  const yaml_char_t *tag = event->type == YAML_SCALAR_EVENT          ? event->data.scalar.tag
-                           : event->type == YAML_MAPPING_START_EVENT ? event->data.mapping_start.tag
-                           : event->type == YAML_SEQUENCE_START_EVENT
-                               ? event->data.sequence_start.tag
-                               : NULL;
+  const yaml_char_t *tag = yt_event_tag(event);
   if (tag != NULL) { /* a tag would change a value's type behind the schema's back */
     yt_fail(p, &mark, "YAML tags such as '%.40s' are not supported; write the value without it",
             (const char *)tag);
@@ -205,99 +322,15 @@ static ct_ynode *yt_parse_node(yt_parser *p, yaml_event_t *event, int depth) {
     return NULL;
   }
   switch (event->type) {
-    case YAML_SCALAR_EVENT: {
-      node = yt_new_node(p, CT_YNODE_SCALAR, &mark);
-      if (node == NULL) break;
-      node->text_len = event->data.scalar.length;
-      node->text = malloc(node->text_len + 1);
-      if (node->text == NULL) {
-        yt_fail(p, &mark, "out of memory");
-        ct_ynode_free(node);
-        node = NULL;
-        break;
-      }
-      memcpy(node->text, event->data.scalar.value, node->text_len);
-      node->text[node->text_len] = '\0';
-      node->plain = event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-      if (yt_remember_anchor(p, event->data.scalar.anchor, node, &mark) != 0) {
-        ct_ynode_free(node);
-        node = NULL;
-      }
+    case YAML_SCALAR_EVENT:
+      node = yt_parse_scalar(p, event, &mark);
       break;
-    }
-    case YAML_ALIAS_EVENT: {
-      const char *name = (const char *)event->data.alias.anchor;
-      for (size_t i = p->n_anchors; i-- > 0;) {
-        if (strcmp(p->anchors[i].name, name) == 0) {
-          node = yt_copy(p, p->anchors[i].node, &mark);
-          if (node) {
-            node->line = (int)mark.line + 1;
-            node->column = (int)mark.column + 1;
-          }
-          break;
-        }
-      }
-      if (node == NULL) yt_fail(p, &mark, "alias '*%s' names no anchor defined before it", name);
+    case YAML_ALIAS_EVENT:
+      node = yt_parse_alias(p, event, &mark);
       break;
-    }
     case YAML_MAPPING_START_EVENT:
-    case YAML_SEQUENCE_START_EVENT: {
-      const int is_map = event->type == YAML_MAPPING_START_EVENT;
-      const yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
-      const yaml_char_t *anchor_src =
-          is_map ? event->data.mapping_start.anchor : event->data.sequence_start.anchor;
-      char *anchor = anchor_src ? strdup((const char *)anchor_src) : NULL;
-      node = yt_new_node(p, is_map ? CT_YNODE_MAP : CT_YNODE_SEQ, &mark);
-      yaml_event_delete(event);
-      if (node == NULL) {
-        free(anchor);
-        return NULL;
-      }
-      for (;;) {
-        yaml_event_t child_event;
-        if (yt_next(p, &child_event) != 0) goto collection_fail;
-        if (child_event.type == end) {
-          yaml_event_delete(&child_event);
-          break;
-        }
-        const yaml_mark_t child_mark = child_event.start_mark;
-        ct_ynode *key = NULL;
-        if (is_map) {
-          key = yt_parse_node(p, &child_event, depth + 1);
-          if (key == NULL) goto collection_fail;
-          if (key->kind != CT_YNODE_SCALAR) {
-            yt_fail(p, &child_mark, "a mapping key must be a plain name, not a %s",
-                    key->kind == CT_YNODE_MAP ? "mapping" : "list");
-            ct_ynode_free(key);
-            goto collection_fail;
-          }
-          if (yt_next(p, &child_event) != 0) {
-            ct_ynode_free(key);
-            goto collection_fail;
-          }
-        }
-        const yaml_mark_t value_mark = child_event.start_mark;
-        ct_ynode *value = yt_parse_node(p, &child_event, depth + 1);
-        if (value == NULL || yt_append(p, node, key, value, &value_mark) != 0) {
-          ct_ynode_free(key);
-          ct_ynode_free(value);
-          goto collection_fail;
-        }
-      }
-      if (anchor) {
-        int rc = yt_remember_anchor(p, (const yaml_char_t *)anchor, node, &mark);
-        free(anchor);
-        if (rc != 0) {
-          ct_ynode_free(node);
-          return NULL;
-        }
-      }
-      return node;
-    collection_fail:
-      free(anchor);
-      ct_ynode_free(node);
-      return NULL;
-    }
+    case YAML_SEQUENCE_START_EVENT:
+      return yt_parse_collection(p, event, depth);
     default:
       yt_fail(p, &mark, "unexpected YAML event %d", (int)event->type);
       break;

@@ -94,6 +94,148 @@ static int parse_kind(const char *text, const char *comp, size_t comp_len, const
   return 0;
 }
 
+/* One '/'-separated component of the specification `text`: key[:value]. */
+typedef struct spec_component {
+  const char *text;
+  const char *comp; /* after its '/' */
+  size_t len;
+  const char *colon; /* its first ':', or NULL */
+  const char *val;   /* after the ':' */
+  size_t val_len;
+  int rank;
+  int legacy; /* /cpu:N or /gpu:N */
+  ct_device_kind legacy_kind;
+} spec_component;
+
+/* Finds which component c is from its key, and that it has a value. */
+static int component_rank(spec_component *c, ct_status *status) {
+  char msg[512];
+  const size_t key_len = c->colon ? (size_t)(c->colon - c->comp) : c->len;
+  c->legacy = 0;
+  c->legacy_kind = CT_DEVICE_KIND_ANY;
+  if (eq_n(c->comp, key_len, "job")) {
+    c->rank = RANK_JOB;
+  } else if (eq_n(c->comp, key_len, "replica")) {
+    c->rank = RANK_REPLICA;
+  } else if (eq_n(c->comp, key_len, "task")) {
+    c->rank = RANK_TASK;
+  } else if (eq_n(c->comp, key_len, "device")) {
+    c->rank = RANK_DEVICE;
+  } else if (ieq_n(c->comp, key_len, "cpu") || ieq_n(c->comp, key_len, "gpu")) {
+    c->rank = RANK_DEVICE;
+    c->legacy = 1;
+    c->legacy_kind = ieq_n(c->comp, key_len, "cpu") ? CT_DEVICE_KIND_CPU : CT_DEVICE_KIND_GPU;
+  } else {
+    snprintf(msg, sizeof msg,
+             "unknown component '/%.*s' (expected /job:, /replica:, /task:, /device:TYPE:N, "
+             "/cpu:N or /gpu:N; the device types are CPU and GPU)",
+             (int)c->len, c->comp);
+    return spec_error(status, c->text, msg);
+  }
+  if (c->colon == NULL) {
+    const int n = (int)c->len;
+    if (c->legacy) {
+      snprintf(msg, sizeof msg, "'/%.*s' needs an id, as in /%.*s:0 or /%.*s:*", n, c->comp, n,
+               c->comp, n, c->comp);
+    } else {
+      snprintf(msg, sizeof msg, "'/%.*s' needs a value after ':'", n, c->comp);
+    }
+    return spec_error(status, c->text, msg);
+  }
+  return 0;
+}
+
+/* /job:NAME or /job:* */
+static int parse_job(const spec_component *c, ct_device_spec *out, ct_status *status) {
+  char msg[512];
+  const char *val = c->val;
+  const size_t val_len = c->val_len;
+  if (val_len == 0) return spec_error(status, c->text, "'/job:' has no job name");
+  if (val_len == 1 && val[0] == '*') return 0;
+  int ok = isalpha((unsigned char)val[0]) != 0;
+  for (size_t i = 1; ok && i < val_len; i++) {
+    ok = isalnum((unsigned char)val[i]) || val[i] == '_';
+  }
+  if (!ok) {
+    snprintf(msg, sizeof msg, "job name '%.*s' must be a letter followed by letters, digits or '_'",
+             (int)val_len, val);
+    return spec_error(status, c->text, msg);
+  }
+  if (val_len >= sizeof out->job) {
+    snprintf(msg, sizeof msg, "job name '%.*s' is longer than %d characters", (int)val_len, val,
+             (int)sizeof out->job - 1);
+    return spec_error(status, c->text, msg);
+  }
+  out->has_job = 1;
+  memcpy(out->job, val, val_len);
+  out->job[val_len] = '\0';
+  return 0;
+}
+
+/* /device:TYPE[:N], /cpu:N or /gpu:N. Messages quote the component with
+ * its leading '/'. */
+static int parse_device(const spec_component *c, ct_device_spec *out, ct_status *status) {
+  const char *qcomp = c->comp - 1;
+  const size_t qlen = c->len + 1;
+  if (c->legacy) {
+    out->kind = c->legacy_kind;
+    return parse_index(c->text, qcomp, qlen, c->val, c->val_len, "device id", &out->has_id,
+                       &out->id, status);
+  }
+  const char *c2 = memchr(c->val, ':', c->val_len);
+  size_t type_len = c2 ? (size_t)(c2 - c->val) : c->val_len;
+  if (parse_kind(c->text, qcomp, qlen, c->val, type_len, &out->kind, status) != 0) return 1;
+  return c2 != NULL && parse_index(c->text, qcomp, qlen, c2 + 1, c->val_len - type_len - 1,
+                                   "device id", &out->has_id, &out->id, status) != 0;
+}
+
+/* The value of component c into out. */
+static int parse_value(const spec_component *c, ct_device_spec *out, ct_status *status) {
+  switch (c->rank) {
+    case RANK_JOB: return parse_job(c, out, status);
+    case RANK_REPLICA:
+      return parse_index(c->text, c->comp - 1, c->len + 1, c->val, c->val_len, "replica",
+                         &out->has_replica, &out->replica, status);
+    case RANK_TASK:
+      return parse_index(c->text, c->comp - 1, c->len + 1, c->val, c->val_len, "task",
+                         &out->has_task, &out->task, status);
+    default: return parse_device(c, out, status);
+  }
+}
+
+/* The components of text (it starts with '/'), each once, in order. */
+static int parse_components(const char *text, ct_device_spec *out, ct_status *status) {
+  char msg[512];
+  int last_rank = -1;
+  const char *p = text;
+  while (*p == '/') {
+    spec_component c = {.text = text, .comp = p + 1};
+    const char *end = strchr(c.comp, '/');
+    c.len = end ? (size_t)(end - c.comp) : strlen(c.comp);
+    p = c.comp + c.len;
+    if (c.len == 0) {
+      return spec_error(status, text,
+                        end ? "it has an empty component ('//')" : "it ends with '/'");
+    }
+    c.colon = memchr(c.comp, ':', c.len);
+    c.val = c.colon ? c.colon + 1 : c.comp + c.len;
+    c.val_len = c.colon ? c.len - (size_t)(c.colon - c.comp) - 1 : 0;
+    if (component_rank(&c, status) != 0) return 1;
+    if (c.rank == last_rank) {
+      snprintf(msg, sizeof msg, "it names %s more than once", rank_names[c.rank]);
+      return spec_error(status, text, msg);
+    }
+    if (c.rank < last_rank) {
+      snprintf(msg, sizeof msg, "'/%.*s' comes after %s; the order is /job/replica/task/device",
+               (int)c.len, c.comp, rank_names[last_rank]);
+      return spec_error(status, text, msg);
+    }
+    last_rank = c.rank;
+    if (parse_value(&c, out, status) != 0) return 1;
+  }
+  return 0;
+}
+
 int ct_device_spec_parse(const char *text, ct_device_spec *spec, ct_status *status) {
   if (text == NULL) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
@@ -108,124 +250,7 @@ int ct_device_spec_parse(const char *text, ct_device_spec *spec, ct_status *stat
 
   if (text[0] != '\0' && !(text[0] == '/' && text[1] == '\0')) {
     if (text[0] != '/') return spec_error(status, text, "it must start with '/'");
-    char msg[512];
-    int last_rank = -1;
-    const char *p = text;
-    while (*p == '/') {
-      const char *comp = p + 1;
-      const char *end = strchr(comp, '/');
-      size_t len = end ? (size_t)(end - comp) : strlen(comp);
-      p = comp + len;
-      if (len == 0) {
-        return spec_error(status, text,
-                          end ? "it has an empty component ('//')" : "it ends with '/'");
-      }
-      const char *colon = memchr(comp, ':', len);
-      size_t key_len = colon ? (size_t)(colon - comp) : len;
-      const char *val = colon ? colon + 1 : comp + len;
-      size_t val_len = colon ? len - key_len - 1 : 0;
-
-      int rank;
-      int legacy = 0; /* /cpu:N or /gpu:N */
-      ct_device_kind legacy_kind = CT_DEVICE_KIND_ANY;
-      if (eq_n(comp, key_len, "job")) {
-        rank = RANK_JOB;
-      } else if (eq_n(comp, key_len, "replica")) {
-        rank = RANK_REPLICA;
-      } else if (eq_n(comp, key_len, "task")) {
-        rank = RANK_TASK;
-      } else if (eq_n(comp, key_len, "device")) {
-        rank = RANK_DEVICE;
-      } else if (ieq_n(comp, key_len, "cpu") || ieq_n(comp, key_len, "gpu")) {
-        rank = RANK_DEVICE;
-        legacy = 1;
-        legacy_kind = ieq_n(comp, key_len, "cpu") ? CT_DEVICE_KIND_CPU : CT_DEVICE_KIND_GPU;
-      } else {
-        snprintf(msg, sizeof msg,
-                 "unknown component '/%.*s' (expected /job:, /replica:, /task:, /device:TYPE:N, "
-                 "/cpu:N or /gpu:N; the device types are CPU and GPU)",
-                 (int)len, comp);
-        return spec_error(status, text, msg);
-      }
-      if (colon == NULL) {
-        if (legacy) {
-          snprintf(msg, sizeof msg, "'/%.*s' needs an id, as in /%.*s:0 or /%.*s:*", (int)len,
-                   comp, (int)len, comp, (int)len, comp);
-        } else {
-          snprintf(msg, sizeof msg, "'/%.*s' needs a value after ':'", (int)len, comp);
-        }
-        return spec_error(status, text, msg);
-      }
-      if (rank == last_rank) {
-        snprintf(msg, sizeof msg, "it names %s more than once", rank_names[rank]);
-        return spec_error(status, text, msg);
-      }
-      if (rank < last_rank) {
-        snprintf(msg, sizeof msg, "'/%.*s' comes after %s; the order is /job/replica/task/device",
-                 (int)len, comp, rank_names[last_rank]);
-        return spec_error(status, text, msg);
-      }
-      last_rank = rank;
-
-      /* Message snippets quote the component with its leading '/'. */
-      const char *qcomp = comp - 1;
-      size_t qlen = len + 1;
-      switch (rank) {
-        case RANK_JOB: {
-          if (val_len == 0) return spec_error(status, text, "'/job:' has no job name");
-          if (val_len == 1 && val[0] == '*') break;
-          int ok = isalpha((unsigned char)val[0]) != 0;
-          for (size_t i = 1; ok && i < val_len; i++) {
-            ok = isalnum((unsigned char)val[i]) || val[i] == '_';
-          }
-          if (!ok) {
-            snprintf(msg, sizeof msg,
-                     "job name '%.*s' must be a letter followed by letters, digits or '_'",
-                     (int)val_len, val);
-            return spec_error(status, text, msg);
-          }
-          if (val_len >= sizeof out.job) {
-            snprintf(msg, sizeof msg, "job name '%.*s' is longer than %d characters",
-                     (int)val_len, val, (int)sizeof out.job - 1);
-            return spec_error(status, text, msg);
-          }
-          out.has_job = 1;
-          memcpy(out.job, val, val_len);
-          out.job[val_len] = '\0';
-          break;
-        }
-        case RANK_REPLICA:
-          if (parse_index(text, qcomp, qlen, val, val_len, "replica", &out.has_replica,
-                          &out.replica, status) != 0) {
-            return 1;
-          }
-          break;
-        case RANK_TASK:
-          if (parse_index(text, qcomp, qlen, val, val_len, "task", &out.has_task, &out.task,
-                          status) != 0) {
-            return 1;
-          }
-          break;
-        default: /* RANK_DEVICE */
-          if (legacy) {
-            out.kind = legacy_kind;
-            if (parse_index(text, qcomp, qlen, val, val_len, "device id", &out.has_id, &out.id,
-                            status) != 0) {
-              return 1;
-            }
-          } else {
-            const char *c2 = memchr(val, ':', val_len);
-            size_t type_len = c2 ? (size_t)(c2 - val) : val_len;
-            if (parse_kind(text, qcomp, qlen, val, type_len, &out.kind, status) != 0) return 1;
-            if (c2 != NULL &&
-                parse_index(text, qcomp, qlen, c2 + 1, val_len - type_len - 1, "device id",
-                            &out.has_id, &out.id, status) != 0) {
-              return 1;
-            }
-          }
-          break;
-      }
-    }
+    if (parse_components(text, &out, status) != 0) return 1;
   }
   if (spec != NULL) *spec = out;
   return 0;

@@ -13,7 +13,6 @@
 #include "exec/plan.h"
 #include "graph/op_def.h"
 #include "kernels/kernel.h"
-#include "ops/op_cost.h"
 
 /* A buffer of the walk: its device, its bytes as the allocator holds them,
  * and the values viewing it. */
@@ -155,9 +154,9 @@ static void count_costs(walk *w, const ct_plan_step *step, const ct_shape *in_sh
   c->device = step->device;
   c->name = n ? n->name : step->copy_name;
   c->op = n ? n->op->name : "_Copy";
-  c->dense = n && ct_op_is_dense(n->op);
+  c->dense = n && (n->op->flags & CT_OP_DENSE);
   c->flops =
-      n ? ct_op_flops(n->op, &n->attrs, step->n_inputs, in_shapes, step->n_outputs, out_shapes) : 0;
+      n ? n->op->flops(&n->attrs, step->n_inputs, in_shapes, step->n_outputs, out_shapes) : 0;
   c->bytes = bytes;
   ct_device_estimate *d = &e->devices[step->device];
   d->flops += c->flops;

@@ -17,7 +17,7 @@ typedef struct ct_step_cost {
   int device;
   const char *name; /* the node's, "_Copy/<source>" for a copy */
   const char *op;   /* the op's name, "_Copy" for a copy */
-  int dense;      /* a convolution or matmul (ct_op_is_dense) */
+  int dense;      /* a convolution or matmul (CT_OP_DENSE) */
   double flops;
   double bytes; /* bytes its inputs and outputs hold */
 } ct_step_cost;

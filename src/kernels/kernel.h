@@ -42,11 +42,34 @@ typedef struct ct_kernel_ctx {
 
 typedef void (*ct_kernel_fn)(ct_kernel_ctx *ctx);
 
+/* A kernel's scratch rule: the blocks (at most 4, their sizes into bytes[])
+ * that one call of the kernel (with attrs) on device asks ct_kernel_scratch
+ * for, estimated from its shapes (all dims known), so that `ctower plan` can
+ * add them to a step's memory. Returns how many. */
+typedef int (*ct_kernel_scratch_fn)(const struct ct_device *device, const ct_attrs *attrs,
+                                    const ct_shape *in_shapes, int n_inputs,
+                                    const ct_shape *out_shapes, size_t bytes[4]);
+
 typedef struct ct_kernel_def {
   const char *op;
   ct_device_kind device_kind; /* the device type it runs on (ct_device_ops.kind) */
   ct_kernel_fn fn;
+  ct_kernel_scratch_fn scratch; /* every kernel names one: its own rule, or one of the two below */
 } ct_kernel_def;
+
+/* The scratch rule of a kernel that asks ct_kernel_scratch for nothing. */
+int ct_kernel_no_scratch(const struct ct_device *device, const ct_attrs *attrs,
+                         const ct_shape *in_shapes, int n_inputs, const ct_shape *out_shapes,
+                         size_t bytes[4]);
+/* The scratch rule of a kernel whose scratch the plan leaves out (counts as
+ * none): the GPU kernels, and small per-channel or per-thread blocks. */
+int ct_kernel_scratch_not_estimated(const struct ct_device *device, const ct_attrs *attrs,
+                                    const ct_shape *in_shapes, int n_inputs,
+                                    const ct_shape *out_shapes, size_t bytes[4]);
+
+/* The kernel definition for (op, device type), or NULL when that device
+ * cannot run it. */
+const ct_kernel_def *ct_kernel_lookup(const char *op, ct_device_kind device_kind);
 
 /* The kernel for (op, device type), or NULL when that device cannot run it. */
 ct_kernel_fn ct_kernel_find(const char *op, ct_device_kind device_kind);
@@ -55,11 +78,8 @@ ct_kernel_fn ct_kernel_find(const char *op, ct_device_kind device_kind);
  * ctx->status set to RESOURCE_EXHAUSTED) when the device is out of memory. */
 void *ct_kernel_scratch(ct_kernel_ctx *ctx, size_t nbytes);
 
-/* The scratch blocks (at most 4, their sizes into bytes[]) that one call of
- * op's kernel (with attrs) on device asks ct_kernel_scratch for, estimated
- * from its shapes (all dims known): a CPU convolution's arguments in its
- * primitive's layouts and the primitive's working memory, batch norm's
- * per-channel partial sums. Returns how many (0 for most ops). */
+/* The scratch blocks that one call of op's kernel on device asks for: its
+ * kernel's scratch rule (0 when the device has no kernel for op). */
 int ct_kernel_scratch_estimate(const char *op, const struct ct_device *device,
                                const ct_attrs *attrs, const ct_shape *in_shapes, int n_inputs,
                                const ct_shape *out_shapes, size_t bytes[4]);

@@ -1,5 +1,5 @@
-/* The kernel registry: (op, device type) -> kernel. The placer's only source
- * of truth about which devices can run an op. */
+/* The kernel registry: (op, device type) -> kernel and its scratch rule.
+ * The placer's only source of truth about which devices can run an op. */
 #include <string.h>
 
 #include "device/device.h"
@@ -17,20 +17,22 @@ static const ct_kernel_def *const kernel_tables[] = {
 #endif
 };
 
-ct_kernel_fn ct_kernel_find(const char *op, ct_device_kind device_kind) {
+const ct_kernel_def *ct_kernel_lookup(const char *op, ct_device_kind device_kind) {
   for (size_t t = 0; t < sizeof kernel_tables / sizeof kernel_tables[0]; ++t)
     for (const ct_kernel_def *k = kernel_tables[t]; k->op; ++k)
-      if (k->device_kind == device_kind && strcmp(k->op, op) == 0) return k->fn;
+      if (k->device_kind == device_kind && strcmp(k->op, op) == 0) return k;
   return NULL;
 }
 
-void *ct_kernel_scratch(ct_kernel_ctx *ctx, size_t nbytes) {
-  if (ctx->n_scratch == (int)(sizeof ctx->scratch / sizeof ctx->scratch[0])) {
-    ct_status_set(ctx->status, CT_INTERNAL, "kernel for '%s' asked for too many scratch blocks",
-                  ctx->node->name);
-    return NULL;
-  }
-  void *p = ct_allocator_alloc(ctx->device->allocator, nbytes, ctx->status);
-  if (p) ctx->scratch[ctx->n_scratch++] = p;
-  return p;
+ct_kernel_fn ct_kernel_find(const char *op, ct_device_kind device_kind) {
+  const ct_kernel_def *k = ct_kernel_lookup(op, device_kind);
+  return k ? k->fn : NULL;
+}
+
+int ct_kernel_scratch_estimate(const char *op, const ct_device *device, const ct_attrs *attrs,
+                               const ct_shape *in_shapes, int n_inputs, const ct_shape *out_shapes,
+                               size_t bytes[4]) {
+  const ct_kernel_def *k = ct_kernel_lookup(op, device->ops->kind);
+  if (k == NULL || n_inputs < 1) return 0;
+  return k->scratch(device, attrs, in_shapes, n_inputs, out_shapes, bytes);
 }

@@ -4,7 +4,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 #include "ops/slice_geometry.h"
 
 /* ---- sources ------------------------------------------------------------ */
@@ -16,10 +18,12 @@ static int infer_from_attrs(ct_infer_ctx *ctx) {
   return 0;
 }
 
-const ct_op_def ct_op_placeholder = {"Placeholder", infer_from_attrs, NULL, CT_OP_NO_GRADIENT};
-const ct_op_def ct_op_const = {"Const", infer_from_attrs, NULL, CT_OP_NO_GRADIENT};
-const ct_op_def ct_op_variable = {"Variable", infer_from_attrs, NULL, CT_OP_STATEFUL};
-const ct_op_def ct_op_no_op = {"NoOp", NULL, NULL, CT_OP_NO_GRADIENT};
+const ct_op_def ct_op_placeholder = {"Placeholder", infer_from_attrs, NULL, CT_OP_NO_GRADIENT,
+                                     ct_flops_none};
+const ct_op_def ct_op_const = {"Const", infer_from_attrs, NULL, CT_OP_NO_GRADIENT, ct_flops_none};
+const ct_op_def ct_op_variable = {"Variable", infer_from_attrs, NULL, CT_OP_STATEFUL,
+                                  ct_flops_none};
+const ct_op_def ct_op_no_op = {"NoOp", NULL, NULL, CT_OP_NO_GRADIENT, ct_flops_none};
 
 ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape shape) {
   ct_attrs a = {.source = {.shape = shape, .dtype = dtype}};
@@ -56,14 +60,15 @@ static void grad_identity(ct_graph *g, const ct_node *node, const ct_output *gy,
 }
 
 const ct_op_def ct_op_identity = {"Identity", ct_infer_same_as_input0, grad_identity,
-                                  CT_OP_ALIAS_INPUT0};
-const ct_op_def ct_op_zeros_like = {"ZerosLike", ct_infer_same_as_input0, NULL,
-                                    CT_OP_NO_GRADIENT};
-const ct_op_def ct_op_ones_like = {"OnesLike", ct_infer_same_as_input0, NULL, CT_OP_NO_GRADIENT};
+                                  CT_OP_ALIAS_INPUT0, ct_flops_none};
+const ct_op_def ct_op_zeros_like = {"ZerosLike", ct_infer_same_as_input0, NULL, CT_OP_NO_GRADIENT,
+                                    ct_flops_none};
+const ct_op_def ct_op_ones_like = {"OnesLike", ct_infer_same_as_input0, NULL, CT_OP_NO_GRADIENT,
+                                   ct_flops_none};
 
 /* Identity whose gradient stops: tf.stop_gradient. */
 const ct_op_def ct_op_stop_gradient = {"StopGradient", ct_infer_same_as_input0, NULL,
-                                       CT_OP_ALIAS_INPUT0 | CT_OP_NO_GRADIENT};
+                                       CT_OP_ALIAS_INPUT0 | CT_OP_NO_GRADIENT, ct_flops_none};
 
 ct_output ct_stop_gradient(ct_graph *g, ct_output x) {
   return ct_out(ct_graph_add_node(g, &ct_op_stop_gradient, NULL, 1, &x, 1, NULL), 0);
@@ -130,9 +135,10 @@ static void grad_reshape(ct_graph *g, const ct_node *node, const ct_output *gy, 
   gx[0] = ct_out(ct_graph_add_node(g, &ct_op_reshape_like, NULL, 2, in, 1, NULL), 0);
 }
 
-const ct_op_def ct_op_reshape = {"Reshape", infer_reshape, grad_reshape, CT_OP_ALIAS_INPUT0};
+const ct_op_def ct_op_reshape = {"Reshape", infer_reshape, grad_reshape, CT_OP_ALIAS_INPUT0,
+                                 ct_flops_none};
 const ct_op_def ct_op_reshape_like = {"ReshapeLike", infer_reshape_like, grad_reshape,
-                                      CT_OP_ALIAS_INPUT0};
+                                      CT_OP_ALIAS_INPUT0, ct_flops_none};
 
 ct_output ct_reshape(ct_graph *g, ct_output x, ct_shape shape) {
   ct_attrs a = {.reshape = {.shape = shape}};
@@ -192,8 +198,8 @@ static void grad_concat(ct_graph *g, const ct_node *node, const ct_output *gy, c
   for (int k = 0; k < node->n_inputs; ++k) gx[k] = ct_out(n, k);
 }
 
-const ct_op_def ct_op_concat = {"ConcatV2", infer_concat, grad_concat, 0};
-const ct_op_def ct_op_concat_grad = {"ConcatGrad", infer_concat_grad, NULL, 0};
+const ct_op_def ct_op_concat = {"ConcatV2", infer_concat, grad_concat, 0, ct_flops_none};
+const ct_op_def ct_op_concat_grad = {"ConcatGrad", infer_concat_grad, NULL, 0, ct_flops_none};
 
 ct_output ct_concat(ct_graph *g, int n, const ct_output *xs, int axis) {
   if (n < 1 || n > 63) {
@@ -257,7 +263,7 @@ static void grad_split(ct_graph *g, const ct_node *node, const ct_output *gy, ct
   gx[0] = ct_out(ct_graph_add_node(g, &ct_op_concat, NULL, node->n_outputs, parts, 1, &a), 0);
 }
 
-const ct_op_def ct_op_split = {"Split", infer_split, grad_split, 0};
+const ct_op_def ct_op_split = {"Split", infer_split, grad_split, 0, ct_flops_none};
 
 /* Adds the Split node of attrs `a` with n outputs into outs. */
 static void add_split(ct_graph *g, ct_output x, int n, const ct_attrs *a, ct_output *outs) {
@@ -330,8 +336,10 @@ static void grad_strided_slice(ct_graph *g, const ct_node *node, const ct_output
   gx[0] = ct_out(ct_graph_add_node(g, &ct_op_strided_slice_grad, NULL, 2, in, 1, &node->attrs), 0);
 }
 
-const ct_op_def ct_op_strided_slice = {"StridedSlice", infer_strided_slice, grad_strided_slice, 0};
-const ct_op_def ct_op_strided_slice_grad = {"StridedSliceGrad", infer_strided_slice_grad, NULL, 0};
+const ct_op_def ct_op_strided_slice = {"StridedSlice", infer_strided_slice, grad_strided_slice, 0,
+                                       ct_flops_none};
+const ct_op_def ct_op_strided_slice_grad = {"StridedSliceGrad", infer_strided_slice_grad, NULL, 0,
+                                            ct_flops_none};
 
 ct_output ct_strided_slice(ct_graph *g, ct_output x, const int64_t *begin, const int64_t *end,
                            const int64_t *strides, unsigned begin_mask, unsigned end_mask) {

@@ -5,7 +5,9 @@
  * in host memory; on GPUs it adds the parts of one physical GPU there and
  * joins the physical GPUs through NCCL. The gradient of an all-reduce is
  * the all-reduce of the output gradients. */
+#include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 /* CollectiveReduce(x) -> the sum of x over every rank of the job (x itself
  * in a process on its own), as TensorFlow's op of that name between
@@ -45,7 +47,7 @@ static void grad_all_reduce(ct_graph *g, const ct_node *n, const ct_output *gy, 
 }
 
 const ct_op_def ct_op_all_reduce = {"AllReduce", infer_all_reduce, grad_all_reduce,
-                                    CT_OP_MULTI_DEVICE};
+                                    CT_OP_MULTI_DEVICE, ct_flops_per_element};
 
 int ct_all_reduce(ct_graph *g, int n, const ct_output *parts, ct_output *sums) {
   if (n < 1 || n > 64) {
@@ -80,9 +82,11 @@ static int infer_collective(ct_infer_ctx *ctx) {
 #define CT_COLLECTIVE_FLAGS (CT_OP_STATEFUL | CT_OP_INPLACE | CT_OP_WAITS_FOR_PEERS)
 
 const ct_op_def ct_op_collective_reduce = {"CollectiveReduce", infer_collective,
-                                           grad_collective_reduce, CT_COLLECTIVE_FLAGS};
+                                           grad_collective_reduce, CT_COLLECTIVE_FLAGS,
+                                           ct_flops_per_element};
 const ct_op_def ct_op_collective_broadcast = {"CollectiveBroadcast", infer_collective,
-                                              grad_collective_broadcast, CT_COLLECTIVE_FLAGS};
+                                              grad_collective_broadcast, CT_COLLECTIVE_FLAGS,
+                                              ct_flops_per_element};
 
 static ct_output add_collective(ct_graph *g, const ct_op_def *op, ct_output x,
                                 ct_collective_attrs a) {

@@ -6,7 +6,9 @@
  * one shape, or one of them a scalar.
  * Cast(x) -> attrs.source.dtype: each element converted as C converts
  * (floats to integers truncate toward zero). */
+#include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 static int infer_equal(ct_infer_ctx *ctx) {
   const ct_shape *a = &ctx->in_shapes[0], *b = &ctx->in_shapes[1];
@@ -25,7 +27,7 @@ static int infer_equal(ct_infer_ctx *ctx) {
   ctx->out_dtypes[0] = CT_U8;
   return 0;
 }
-const ct_op_def ct_op_equal = {"Equal", infer_equal, NULL, CT_OP_NO_GRADIENT};
+const ct_op_def ct_op_equal = {"Equal", infer_equal, NULL, CT_OP_NO_GRADIENT, ct_flops_per_element};
 
 ct_output ct_equal(ct_graph *g, ct_output a, ct_output b) {
   ct_output in[2] = {a, b};
@@ -39,7 +41,7 @@ static int infer_cast(ct_infer_ctx *ctx) {
   ctx->out_dtypes[0] = to;
   return 0;
 }
-const ct_op_def ct_op_cast = {"Cast", infer_cast, NULL, CT_OP_NO_GRADIENT};
+const ct_op_def ct_op_cast = {"Cast", infer_cast, NULL, CT_OP_NO_GRADIENT, ct_flops_per_element};
 
 ct_output ct_cast(ct_graph *g, ct_output x, ct_dtype dtype) {
   ct_attrs a = {.source = {.dtype = dtype}};

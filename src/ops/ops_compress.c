@@ -6,7 +6,9 @@
  * unpacks. None has a gradient: they carry gradients, after the backward
  * pass. Kernels: src/kernels/cpu/compress.c, src/kernels/cuda/compress.cu
  * (packing and unpacking; the exchange runs on CPU devices, over MPI). */
+#include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 int64_t ct_compressed_bytes(ct_compression c, int64_t n) {
   if (n < 0) return -1;
@@ -88,12 +90,13 @@ static int infer_compressed_all_reduce(ct_infer_ctx *ctx) {
 }
 
 const ct_op_def ct_op_compress_gradient = {"CompressGradient", infer_compress, NULL,
-                                           CT_OP_STATEFUL | CT_OP_NO_GRADIENT};
+                                           CT_OP_STATEFUL | CT_OP_NO_GRADIENT,
+                                           ct_flops_per_element};
 const ct_op_def ct_op_decompress_gradient = {"DecompressGradient", infer_decompress, NULL,
-                                             CT_OP_NO_GRADIENT};
+                                             CT_OP_NO_GRADIENT, ct_flops_per_element};
 const ct_op_def ct_op_compressed_all_reduce = {
     "CompressedAllReduce", infer_compressed_all_reduce, NULL,
-    CT_OP_STATEFUL | CT_OP_NO_GRADIENT | CT_OP_WAITS_FOR_PEERS};
+    CT_OP_STATEFUL | CT_OP_NO_GRADIENT | CT_OP_WAITS_FOR_PEERS, ct_flops_per_element};
 
 /* ONEBIT's residual: a read of a variable, or an error in g. */
 static int residual_ok(ct_graph *g, ct_compression c, ct_output residual, const char *what) {

@@ -1,5 +1,7 @@
 /* Elementwise math, reductions and matmul: shape rules, gradients, builders. */
+#include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 static ct_node *add1(ct_graph *g, const ct_op_def *op, ct_output x) {
   return ct_graph_add_node(g, op, NULL, 1, &x, 1, NULL);
@@ -45,10 +47,11 @@ static void grad_div(ct_graph *g, const ct_node *n, const ct_output *gy, ct_outp
   gx[1] = reduce_to(g, ct_neg(g, ct_div(g, ct_mul(g, gy[0], y), b)), b);
 }
 
-const ct_op_def ct_op_add = {"Add", infer_binary, grad_add, CT_OP_INPLACE};
-const ct_op_def ct_op_sub = {"Sub", infer_binary, grad_sub, CT_OP_INPLACE};
-const ct_op_def ct_op_mul = {"Mul", infer_binary, grad_mul, CT_OP_INPLACE};
-const ct_op_def ct_op_div = {"RealDiv", infer_binary, grad_div, CT_OP_INPLACE};
+const ct_op_def ct_op_add = {"Add", infer_binary, grad_add, CT_OP_INPLACE, ct_flops_per_element};
+const ct_op_def ct_op_sub = {"Sub", infer_binary, grad_sub, CT_OP_INPLACE, ct_flops_per_element};
+const ct_op_def ct_op_mul = {"Mul", infer_binary, grad_mul, CT_OP_INPLACE, ct_flops_per_element};
+const ct_op_def ct_op_div = {"RealDiv", infer_binary, grad_div, CT_OP_INPLACE,
+                             ct_flops_per_element};
 
 ct_output ct_add(ct_graph *g, ct_output a, ct_output b) { return ct_out(add2(g, &ct_op_add, a, b), 0); }
 ct_output ct_sub(ct_graph *g, ct_output a, ct_output b) { return ct_out(add2(g, &ct_op_sub, a, b), 0); }
@@ -74,9 +77,10 @@ static void grad_sum_like(ct_graph *g, const ct_node *n, const ct_output *gy, ct
   gx[0] = ct_broadcast_like(g, gy[0], n->inputs[0]);
 }
 
-const ct_op_def ct_op_broadcast_like = {"BroadcastLike", infer_broadcast_like,
-                                        grad_broadcast_like, 0};
-const ct_op_def ct_op_sum_like = {"SumLike", infer_sum_like, grad_sum_like, 0};
+const ct_op_def ct_op_broadcast_like = {"BroadcastLike", infer_broadcast_like, grad_broadcast_like,
+                                        0, ct_flops_none};
+const ct_op_def ct_op_sum_like = {"SumLike", infer_sum_like, grad_sum_like, 0,
+                                  ct_flops_per_element};
 
 ct_output ct_broadcast_like(ct_graph *g, ct_output x, ct_output like) {
   return ct_out(add2(g, &ct_op_broadcast_like, x, like), 0);
@@ -87,31 +91,9 @@ ct_output ct_sum_like(ct_graph *g, ct_output x, ct_output like) {
 
 /* ---- unary elementwise --------------------------------------------------- */
 
-static int infer_unary_f32(ct_infer_ctx *ctx) {
-  if (ct_require_dtype(ctx, 0, CT_F32)) return 1;
-  return ct_infer_same_as_input0(ctx);
-}
-
-/* Backward helpers take (a, b) of equal shapes: ReluGrad(dy, y),
- * SigmoidGrad(y, dy), TanhGrad(y, dy) as TensorFlow orders them. */
-static int infer_same_pair(ct_infer_ctx *ctx) {
-  ct_shape out;
-  if (ct_broadcast_shapes(ctx, &ctx->in_shapes[0], &ctx->in_shapes[1], &out)) return 1;
-  return ct_infer_same_as_input0(ctx);
-}
-
 static void grad_neg(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   (void)n;
   gx[0] = ct_neg(g, gy[0]);
-}
-ct_output ct_relu_input_gradient(ct_graph *g, const ct_node *n, ct_output gy) {
-  /* a max pool's gradient already masked as this ReLU would (ops_nn.c) */
-  if (ct_gradient_masked_for_relu(gy, n)) return gy;
-  return ct_out(add2(g, &ct_op_relu_grad, gy, ct_out((ct_node *)n, 0)), 0);
-}
-
-static void grad_relu(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
-  gx[0] = ct_relu_input_gradient(g, n, gy[0]);
 }
 static void grad_sigmoid(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   gx[0] = ct_out(add2(g, &ct_op_sigmoid_grad, ct_out((ct_node *)n, 0), gy[0]), 0);
@@ -120,16 +102,17 @@ static void grad_tanh(ct_graph *g, const ct_node *n, const ct_output *gy, ct_out
   gx[0] = ct_out(add2(g, &ct_op_tanh_grad, ct_out((ct_node *)n, 0), gy[0]), 0);
 }
 
-const ct_op_def ct_op_neg = {"Neg", infer_unary_f32, grad_neg, CT_OP_INPLACE};
-const ct_op_def ct_op_relu = {"Relu", infer_unary_f32, grad_relu, CT_OP_INPLACE};
-const ct_op_def ct_op_relu_grad = {"ReluGrad", infer_same_pair, NULL, CT_OP_INPLACE};
-const ct_op_def ct_op_sigmoid = {"Sigmoid", infer_unary_f32, grad_sigmoid, CT_OP_INPLACE};
-const ct_op_def ct_op_sigmoid_grad = {"SigmoidGrad", infer_same_pair, NULL, CT_OP_INPLACE};
-const ct_op_def ct_op_tanh = {"Tanh", infer_unary_f32, grad_tanh, CT_OP_INPLACE};
-const ct_op_def ct_op_tanh_grad = {"TanhGrad", infer_same_pair, NULL, CT_OP_INPLACE};
+const ct_op_def ct_op_neg = {"Neg", ct_infer_unary_f32, grad_neg, CT_OP_INPLACE, ct_flops_per_element};
+const ct_op_def ct_op_sigmoid = {"Sigmoid", ct_infer_unary_f32, grad_sigmoid, CT_OP_INPLACE,
+                                 ct_flops_per_element};
+const ct_op_def ct_op_sigmoid_grad = {"SigmoidGrad", ct_infer_same_pair, NULL, CT_OP_INPLACE,
+                                      ct_flops_per_element};
+const ct_op_def ct_op_tanh = {"Tanh", ct_infer_unary_f32, grad_tanh, CT_OP_INPLACE,
+                              ct_flops_per_element};
+const ct_op_def ct_op_tanh_grad = {"TanhGrad", ct_infer_same_pair, NULL, CT_OP_INPLACE,
+                                   ct_flops_per_element};
 
 ct_output ct_neg(ct_graph *g, ct_output x) { return ct_out(add1(g, &ct_op_neg, x), 0); }
-ct_output ct_relu(ct_graph *g, ct_output x) { return ct_out(add1(g, &ct_op_relu, x), 0); }
 ct_output ct_sigmoid(ct_graph *g, ct_output x) { return ct_out(add1(g, &ct_op_sigmoid, x), 0); }
 ct_output ct_tanh(ct_graph *g, ct_output x) { return ct_out(add1(g, &ct_op_tanh, x), 0); }
 
@@ -146,7 +129,7 @@ static int infer_add_n(ct_infer_ctx *ctx) {
                            ct_shape_str(&ctx->in_shapes[k], b, sizeof b));
     }
   }
-  return infer_unary_f32(ctx);
+  return ct_infer_unary_f32(ctx);
 }
 
 static void grad_add_n(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
@@ -154,7 +137,8 @@ static void grad_add_n(ct_graph *g, const ct_node *n, const ct_output *gy, ct_ou
   for (int k = 0; k < n->n_inputs; ++k) gx[k] = gy[0];
 }
 
-const ct_op_def ct_op_add_n = {"AddN", infer_add_n, grad_add_n, CT_OP_INPLACE};
+const ct_op_def ct_op_add_n = {"AddN", infer_add_n, grad_add_n, CT_OP_INPLACE,
+                               ct_flops_per_element};
 
 ct_output ct_add_n(ct_graph *g, int n, const ct_output *xs) {
   if (n < 1 || n > 64) {
@@ -209,9 +193,10 @@ static void grad_mean(ct_graph *g, const ct_node *n, const ct_output *gy, ct_out
   grad_reduce(g, n, gy, gx, 1);
 }
 
-const ct_op_def ct_op_sum = {"Sum", infer_reduce, grad_sum, 0};
-const ct_op_def ct_op_mean = {"Mean", infer_reduce, grad_mean, 0};
-const ct_op_def ct_op_reduce_grad = {"ReduceGrad", infer_reduce_grad, NULL, 0};
+const ct_op_def ct_op_sum = {"Sum", infer_reduce, grad_sum, 0, ct_flops_per_element};
+const ct_op_def ct_op_mean = {"Mean", infer_reduce, grad_mean, 0, ct_flops_per_element};
+const ct_op_def ct_op_reduce_grad = {"ReduceGrad", infer_reduce_grad, NULL, 0,
+                                     ct_flops_per_element};
 
 static ct_output reduce(ct_graph *g, const ct_op_def *op, ct_output x, unsigned mask,
                         int keep_dims) {
@@ -267,7 +252,15 @@ static void grad_matmul(ct_graph *g, const ct_node *n, const ct_output *gy, ct_o
   }
 }
 
-const ct_op_def ct_op_matmul = {"MatMul", infer_matmul, grad_matmul, 0};
+/* [M, K] x [K, N]: 2 M N K. */
+static double matmul_flops(const ct_attrs *attrs, int n_inputs, const ct_shape *in, int n_outputs,
+                           const ct_shape *out) {
+  if (n_inputs < 2 || n_outputs < 1 || in[0].rank != 2) return 0;
+  const int64_t k = attrs->matmul.transpose_a ? in[0].dims[0] : in[0].dims[1];
+  return 2.0 * ct_shape_elements_or_zero(&out[0]) * (double)k;
+}
+
+const ct_op_def ct_op_matmul = {"MatMul", infer_matmul, grad_matmul, CT_OP_DENSE, matmul_flops};
 
 ct_output ct_matmul(ct_graph *g, ct_output a, ct_output b, int transpose_a, int transpose_b) {
   ct_attrs attrs = {.matmul = {.transpose_a = transpose_a, .transpose_b = transpose_b}};

@@ -1,7 +1,9 @@
-/* Neural-network ops: convolution, pooling, LRN, batch norm, dropout,
+/* Neural-network ops: ReLU, convolution, pooling, LRN, batch norm, dropout,
  * softmax cross-entropy, argmax and accuracy. */
 #include "ops/conv_geometry.h"
+#include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 static ct_node *add_with(ct_graph *g, const ct_op_def *op, int n_in, const ct_output *in,
                          int n_out, const ct_attrs *a) {
@@ -15,6 +17,33 @@ static int infer_like_inputs(ct_infer_ctx *ctx, const int *inputs) {
     ctx->out_dtypes[o] = CT_F32;
   }
   return 0;
+}
+
+/* ---- Relu ------------------------------------------------------------------
+ * max(0, x); ReluGrad(dy, y): dy where y > 0. Its gradient skips the
+ * ReluGrad where a max pool's gradient has masked dy already (see MaxPool). */
+
+static int gradient_masked_for_relu(ct_output gradient, const ct_node *relu);
+
+/* The gradient of the input of `relu` (a Relu, or a Conv2D with its ReLU)
+ * given gy, its output's. */
+static ct_output relu_input_gradient(ct_graph *g, const ct_node *relu, ct_output gy) {
+  if (gradient_masked_for_relu(gy, relu)) return gy;
+  ct_output in[2] = {gy, ct_out((ct_node *)relu, 0)};
+  return ct_out(add_with(g, &ct_op_relu_grad, 2, in, 1, NULL), 0);
+}
+
+static void grad_relu(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  gx[0] = relu_input_gradient(g, n, gy[0]);
+}
+
+const ct_op_def ct_op_relu = {"Relu", ct_infer_unary_f32, grad_relu, CT_OP_INPLACE,
+                              ct_flops_per_element};
+const ct_op_def ct_op_relu_grad = {"ReluGrad", ct_infer_same_pair, NULL, CT_OP_INPLACE,
+                                   ct_flops_per_element};
+
+ct_output ct_relu(ct_graph *g, ct_output x) {
+  return ct_out(add_with(g, &ct_op_relu, 1, &x, 1, NULL), 0);
 }
 
 /* ---- Conv2D ----------------------------------------------------------------
@@ -62,7 +91,7 @@ static int infer_conv_backprop_filter(ct_infer_ctx *ctx) {
 
 static void grad_conv2d(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   ct_output x = n->inputs[0], f = n->inputs[1];
-  const ct_output dy = n->attrs.conv2d.relu ? ct_relu_input_gradient(g, n, gy[0]) : gy[0];
+  const ct_output dy = n->attrs.conv2d.relu ? relu_input_gradient(g, n, gy[0]) : gy[0];
   ct_output in_dx[3] = {f, dy, x};
   ct_output in_df[3] = {x, dy, f};
   ct_attrs a = n->attrs;
@@ -72,11 +101,40 @@ static void grad_conv2d(ct_graph *g, const ct_node *n, const ct_output *gy, ct_o
   if (n->n_inputs == 3) gx[2] = ct_sum_like(g, dy, n->inputs[2]);
 }
 
-const ct_op_def ct_op_conv2d = {"Conv2D", infer_conv2d, grad_conv2d, 0};
+/* y [N, OH, OW, OC] from x and filter [KH, KW, IC, OC]: each of the three
+ * ops does one multiply-accumulate per element of y (or dy) and filter tap. */
+static double conv_flops(const ct_shape *filter, const ct_shape *y) {
+  if (filter->rank != 4) return 0;
+  return 2.0 * ct_shape_elements_or_zero(y) *
+         (double)(filter->dims[0] * filter->dims[1] * filter->dims[2]);
+}
+
+/* Conv2D(x, filter[, bias]) -> y */
+static double conv2d_flops(const ct_attrs *attrs, int n_inputs, const ct_shape *in, int n_outputs,
+                           const ct_shape *out) {
+  (void)attrs;
+  return n_inputs >= 2 && n_outputs >= 1 ? conv_flops(&in[1], &out[0]) : 0;
+}
+
+/* Conv2DBackpropInput(filter, dy) -> dx */
+static double conv2d_backprop_input_flops(const ct_attrs *attrs, int n_inputs, const ct_shape *in,
+                                          int n_outputs, const ct_shape *out) {
+  (void)attrs, (void)out;
+  return n_inputs >= 2 && n_outputs >= 1 ? conv_flops(&in[0], &in[1]) : 0;
+}
+
+/* Conv2DBackpropFilter(x, dy) -> dfilter */
+static double conv2d_backprop_filter_flops(const ct_attrs *attrs, int n_inputs, const ct_shape *in,
+                                           int n_outputs, const ct_shape *out) {
+  (void)attrs;
+  return n_inputs >= 2 && n_outputs >= 1 ? conv_flops(&out[0], &in[1]) : 0;
+}
+
+const ct_op_def ct_op_conv2d = {"Conv2D", infer_conv2d, grad_conv2d, CT_OP_DENSE, conv2d_flops};
 const ct_op_def ct_op_conv2d_backprop_input = {"Conv2DBackpropInput", infer_conv_backprop_input,
-                                               NULL, 0};
-const ct_op_def ct_op_conv2d_backprop_filter = {"Conv2DBackpropFilter",
-                                                infer_conv_backprop_filter, NULL, 0};
+                                               NULL, CT_OP_DENSE, conv2d_backprop_input_flops};
+const ct_op_def ct_op_conv2d_backprop_filter = {"Conv2DBackpropFilter", infer_conv_backprop_filter,
+                                                NULL, CT_OP_DENSE, conv2d_backprop_filter_flops};
 
 ct_output ct_conv2d(ct_graph *g, ct_output x, ct_output filter, int stride_h, int stride_w,
                     ct_padding padding) {
@@ -131,7 +189,7 @@ static int outputs_relu(const ct_node *n) {
  * window's maximum, which the ReLU lets through where it is above 0: where
  * the pool's output y is. So the pool masks dy on y, ReluGrad(dy, y), a
  * quarter of r's elements under 2x2 windows, and the ReLU's gradient takes
- * the pool's as it is (ct_gradient_masked_for_relu) instead of a ReluGrad
+ * the pool's as it is (gradient_masked_for_relu) instead of a ReluGrad
  * over all of r: the same values, bit for bit. */
 static void grad_max_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   ct_output dy = gy[0];
@@ -143,7 +201,9 @@ static void grad_max_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct
   gx[0] = ct_out(add_with(g, &ct_op_max_pool_grad, 2, in, 1, &n->attrs), 0);
 }
 
-int ct_gradient_masked_for_relu(ct_output gradient, const ct_node *relu) {
+/* Whether `gradient`, flowing into `relu`, is a max pool's gradient that
+ * already passes only where the ReLU would. */
+static int gradient_masked_for_relu(ct_output gradient, const ct_node *relu) {
   const ct_output r = ct_out((ct_node *)relu, 0);
   const ct_node *pool_grad = gradient.node;
   if (pool_grad == NULL || pool_grad->op != &ct_op_max_pool_grad ||
@@ -160,10 +220,12 @@ static void grad_avg_pool(ct_graph *g, const ct_node *n, const ct_output *gy, ct
   gx[0] = ct_out(add_with(g, &ct_op_avg_pool_grad, 2, in, 1, &n->attrs), 0);
 }
 
-const ct_op_def ct_op_max_pool = {"MaxPool", infer_pool, grad_max_pool, 0};
-const ct_op_def ct_op_max_pool_grad = {"MaxPoolGrad", infer_max_pool_grad, NULL, 0};
-const ct_op_def ct_op_avg_pool = {"AvgPool", infer_pool, grad_avg_pool, 0};
-const ct_op_def ct_op_avg_pool_grad = {"AvgPoolGrad", infer_avg_pool_grad, NULL, 0};
+const ct_op_def ct_op_max_pool = {"MaxPool", infer_pool, grad_max_pool, 0, ct_flops_per_element};
+const ct_op_def ct_op_max_pool_grad = {"MaxPoolGrad", infer_max_pool_grad, NULL, 0,
+                                       ct_flops_per_element};
+const ct_op_def ct_op_avg_pool = {"AvgPool", infer_pool, grad_avg_pool, 0, ct_flops_per_element};
+const ct_op_def ct_op_avg_pool_grad = {"AvgPoolGrad", infer_avg_pool_grad, NULL, 0,
+                                       ct_flops_per_element};
 
 static ct_output pool(ct_graph *g, const ct_op_def *op, ct_output x, int ksize, int stride,
                       ct_padding padding) {
@@ -188,13 +250,14 @@ static void grad_lrn(ct_graph *g, const ct_node *n, const ct_output *gy, ct_outp
   ct_output in[2] = {n->inputs[0], gy[0]};
   gx[0] = ct_out(add_with(g, &ct_op_lrn_grad, 2, in, 1, &n->attrs), 0);
 }
-const ct_op_def ct_op_lrn = {"LRN", infer_lrn, grad_lrn, 0};
-const ct_op_def ct_op_lrn_grad = {"LRNGrad", ct_infer_same_as_input0, NULL, 0};
+/* a few operations per element: the window's sum of squares is kept running */
+CT_FLOPS_PER_ELEMENT_TIMES(lrn_flops, 4)
 
-ct_output ct_lrn(ct_graph *g, ct_output x, int depth_radius, float bias, float alpha,
-                 float beta) {
-  ct_attrs a = {
-      .lrn = {.depth_radius = depth_radius, .bias = bias, .alpha = alpha, .beta = beta}};
+const ct_op_def ct_op_lrn = {"LRN", infer_lrn, grad_lrn, 0, lrn_flops};
+const ct_op_def ct_op_lrn_grad = {"LRNGrad", ct_infer_same_as_input0, NULL, 0, lrn_flops};
+
+ct_output ct_lrn(ct_graph *g, ct_output x, int depth_radius, float bias, float alpha, float beta) {
+  ct_attrs a = {.lrn = {.depth_radius = depth_radius, .bias = bias, .alpha = alpha, .beta = beta}};
   return ct_out(add_with(g, &ct_op_lrn, 1, &x, 1, &a), 0);
 }
 
@@ -256,13 +319,17 @@ static void grad_bn_inference(ct_graph *g, const ct_node *n, const ct_output *gy
   for (int k = 0; k < 3; ++k) gx[k] = ct_out(grad, k);
 }
 
-const ct_op_def ct_op_batch_norm_training = {"FusedBatchNorm", infer_bn_training,
-                                             grad_bn_training, 0};
+/* moments, then normalization (or their gradients): a few passes per element */
+CT_FLOPS_PER_ELEMENT_TIMES(batch_norm_flops, 8)
+
+const ct_op_def ct_op_batch_norm_training = {"FusedBatchNorm", infer_bn_training, grad_bn_training,
+                                             0, batch_norm_flops};
 const ct_op_def ct_op_batch_norm_inference = {"FusedBatchNormInference", infer_bn_inference,
-                                              grad_bn_inference, 0};
-const ct_op_def ct_op_batch_norm_grad = {"FusedBatchNormGrad", infer_bn_grad, NULL, 0};
+                                              grad_bn_inference, 0, ct_flops_per_element};
+const ct_op_def ct_op_batch_norm_grad = {"FusedBatchNormGrad", infer_bn_grad, NULL, 0,
+                                         batch_norm_flops};
 const ct_op_def ct_op_batch_norm_inference_grad = {"FusedBatchNormInferenceGrad", infer_bn_grad,
-                                                   NULL, 0};
+                                                   NULL, 0, ct_flops_per_element};
 
 /* AssignMovingAverage(variable, value): variable = momentum * variable +
  * (1 - momentum) * value. attrs.moving_average. */
@@ -273,7 +340,8 @@ static int infer_assign(ct_infer_ctx *ctx) {
 }
 const ct_op_def ct_op_assign_moving_average = {
     "AssignMovingAvg", infer_assign, NULL,
-    CT_OP_ALIAS_INPUT0 | CT_OP_MUTATES_INPUT0 | CT_OP_STATEFUL | CT_OP_NO_GRADIENT};
+    CT_OP_ALIAS_INPUT0 | CT_OP_MUTATES_INPUT0 | CT_OP_STATEFUL | CT_OP_NO_GRADIENT,
+    ct_flops_per_element};
 
 static ct_output batch_norm(ct_graph *g, ct_output x, ct_output gamma, ct_output beta,
                             ct_output moving_mean, ct_output moving_var, int training,
@@ -330,8 +398,10 @@ static int infer_dropout(ct_infer_ctx *ctx) {
       return 1;
   return ct_infer_same_as_input0(ctx);
 }
-const ct_op_def ct_op_dropout = {"Dropout", infer_dropout, grad_dropout, CT_OP_INPLACE};
-const ct_op_def ct_op_dropout_grad = {"DropoutGrad", infer_dropout, NULL, CT_OP_INPLACE};
+const ct_op_def ct_op_dropout = {"Dropout", infer_dropout, grad_dropout, CT_OP_INPLACE,
+                                 ct_flops_per_element};
+const ct_op_def ct_op_dropout_grad = {"DropoutGrad", infer_dropout, NULL, CT_OP_INPLACE,
+                                      ct_flops_per_element};
 
 ct_output ct_dropout(ct_graph *g, ct_output x, float rate) {
   if (!(rate >= 0.0f && rate < 1.0f)) {
@@ -381,8 +451,11 @@ static void grad_xent(ct_graph *g, const ct_node *n, const ct_output *gy, ct_out
   ct_output column = ct_reshape(g, gy[0], ct_shape_of(2, (int64_t)-1, (int64_t)1));
   gx[0] = ct_mul(g, ct_out((ct_node *)n, 1), column);
 }
+/* softmax (max, exp, sum, divide) and its gradient per logit */
+CT_FLOPS_PER_ELEMENT_TIMES(sparse_xent_flops, 5)
+
 const ct_op_def ct_op_sparse_softmax_xent = {"SparseSoftmaxCrossEntropyWithLogits", infer_xent,
-                                             grad_xent, 0};
+                                             grad_xent, 0, sparse_xent_flops};
 
 ct_output ct_sparse_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels) {
   ct_output in[2] = {logits, labels};
@@ -407,8 +480,8 @@ static int infer_dense_xent(ct_infer_ctx *ctx) {
   ctx->out_dtypes[0] = ctx->out_dtypes[1] = CT_F32;
   return 0;
 }
-const ct_op_def ct_op_softmax_xent = {"SoftmaxCrossEntropyWithLogits", infer_dense_xent,
-                                      grad_xent, 0};
+const ct_op_def ct_op_softmax_xent = {"SoftmaxCrossEntropyWithLogits", infer_dense_xent, grad_xent,
+                                      0, ct_flops_per_element};
 
 ct_output ct_softmax_cross_entropy(ct_graph *g, ct_output logits, ct_output labels) {
   ct_output in[2] = {logits, labels};
@@ -426,7 +499,7 @@ static int infer_l2_loss(ct_infer_ctx *ctx) {
 static void grad_l2_loss(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   if (gy[0].node) gx[0] = ct_mul(g, n->inputs[0], gy[0]);
 }
-const ct_op_def ct_op_l2_loss = {"L2Loss", infer_l2_loss, grad_l2_loss, 0};
+const ct_op_def ct_op_l2_loss = {"L2Loss", infer_l2_loss, grad_l2_loss, 0, ct_flops_per_element};
 
 ct_output ct_l2_loss(ct_graph *g, ct_output x) {
   return ct_out(add_with(g, &ct_op_l2_loss, 1, &x, 1, NULL), 0);
@@ -460,8 +533,10 @@ static int infer_accuracy(ct_infer_ctx *ctx) {
   ctx->out_dtypes[0] = CT_F32;
   return 0;
 }
-const ct_op_def ct_op_argmax = {"ArgMax", infer_argmax, NULL, CT_OP_NO_GRADIENT};
-const ct_op_def ct_op_accuracy = {"Accuracy", infer_accuracy, NULL, CT_OP_NO_GRADIENT};
+const ct_op_def ct_op_argmax = {"ArgMax", infer_argmax, NULL, CT_OP_NO_GRADIENT,
+                                ct_flops_per_element};
+const ct_op_def ct_op_accuracy = {"Accuracy", infer_accuracy, NULL, CT_OP_NO_GRADIENT,
+                                  ct_flops_per_element};
 
 ct_output ct_argmax_axis(ct_graph *g, ct_output x, int axis) {
   ct_attrs a = {.axis = {.axis = axis}};

@@ -12,7 +12,9 @@
  *
  * Assign(var, value): var = value (the parameter server's variables, as
  * broadcast, on the other ranks). */
+#include "ops/op_cost.h"
 #include "ops/op_list.h"
+#include "ops/shape_rules.h"
 
 static int infer_apply(ct_infer_ctx *ctx) {
   const ct_shape *var = &ctx->in_shapes[0];
@@ -30,12 +32,18 @@ static int infer_apply(ct_infer_ctx *ctx) {
   return ct_infer_same_as_input0(ctx);
 }
 
-#define CT_APPLY_FLAGS (CT_OP_ALIAS_INPUT0 | CT_OP_MUTATES_INPUT0 | CT_OP_STATEFUL | CT_OP_NO_GRADIENT)
+#define CT_APPLY_FLAGS \
+  (CT_OP_ALIAS_INPUT0 | CT_OP_MUTATES_INPUT0 | CT_OP_STATEFUL | CT_OP_NO_GRADIENT)
+
+/* per element of the variable: the update's arithmetic */
+CT_FLOPS_PER_ELEMENT_TIMES(momentum_flops, 4)
+CT_FLOPS_PER_ELEMENT_TIMES(adam_flops, 10)
 
 const ct_op_def ct_op_apply_gradient_descent = {"ApplyGradientDescent", infer_apply, NULL,
-                                                CT_APPLY_FLAGS};
-const ct_op_def ct_op_apply_momentum = {"ApplyMomentum", infer_apply, NULL, CT_APPLY_FLAGS};
-const ct_op_def ct_op_apply_adam = {"ApplyAdam", infer_apply, NULL, CT_APPLY_FLAGS};
+                                                CT_APPLY_FLAGS, ct_flops_per_element};
+const ct_op_def ct_op_apply_momentum = {"ApplyMomentum", infer_apply, NULL, CT_APPLY_FLAGS,
+                                        momentum_flops};
+const ct_op_def ct_op_apply_adam = {"ApplyAdam", infer_apply, NULL, CT_APPLY_FLAGS, adam_flops};
 
 /* Assign writes a variable, as the updates do: nothing flows back through
  * it (a gradient would reach the value only by way of a variable's next
@@ -50,7 +58,7 @@ static int infer_assign(ct_infer_ctx *ctx) {
   return ct_require_dtype(ctx, 1, CT_F32) || ct_infer_same_as_input0(ctx);
 }
 
-const ct_op_def ct_op_assign = {"Assign", infer_assign, NULL, CT_APPLY_FLAGS};
+const ct_op_def ct_op_assign = {"Assign", infer_assign, NULL, CT_APPLY_FLAGS, ct_flops_per_element};
 
 ct_output ct_assign(ct_graph *g, ct_output variable, ct_output value) {
   if (g->status.code == CT_OK && (variable.node == NULL || variable.node->variable < 0)) {

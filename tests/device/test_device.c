@@ -1,5 +1,6 @@
-/* Devices behind their table: the registry creates the CPU devices the
- * options ask for, each dispatching through its type's ct_device_ops; a
+/* Devices behind their table: every device kind has its type in the
+ * table (GPU in a CUDA build), with what the registry calls and its
+ * kernels; the registry creates the CPU devices the options ask for, each dispatching through its type's ct_device_ops; a
  * worker's queue takes only what was reserved (a submit beyond it fails
  * with a status rather than growing on the hot path); copies between
  * host-addressable devices are plain copies and marks are NULL there; the
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "device/device.h"
+#include "kernels/kernel.h"
 #include "test_support.h"
 
 static ct_device **make_cpus(int n, int *n_devices) {
@@ -83,6 +85,50 @@ static void test_devices_leave_no_team_on_the_creating_thread(void **state) {
   for (int waits = 0; process_threads() != threads_before && waits < 2000; ++waits) usleep(1000);
   assert_int_equal(process_threads(), threads_before);
   assert_int_equal(omp_get_max_threads(), max_threads);
+}
+
+/* The types of `kind` in ct_device_types (device_types.c); checks that each
+ * has what device.c calls and kernels registered under its kind. */
+static int types_of_kind(ct_device_kind kind) {
+  int n = 0;
+  for (int t = 0; t < ct_device_type_count; ++t) {
+    const ct_device_ops *type = ct_device_types[t];
+    if (type->kind != kind) continue;
+    ++n;
+    assert_non_null(type->create_devices);
+    assert_non_null(type->count_devices);
+    if (!type->host_addressable) assert_non_null(type->copy);
+    assert_int_equal(type->region_alloc != NULL, type->region_free != NULL);
+    assert_int_equal(type->host_alloc != NULL, type->host_free != NULL);
+    if (type->mark_new) {
+      assert_non_null(type->mark_record);
+      assert_non_null(type->mark_wait);
+      assert_non_null(type->mark_free);
+    }
+    if (ct_kernel_find("Identity", kind) == NULL)
+      fail_msg("device type %s has no kernels registered (src/kernels/registry.c)",
+               ct_device_kind_name(kind));
+  }
+  return n;
+}
+
+static void test_every_device_kind_has_its_type(void **state) {
+  (void)state;
+  /* every kind that device names can say (ct_device_kind_name: "*" past the last) */
+  for (int k = CT_DEVICE_KIND_ANY + 1; strcmp(ct_device_kind_name((ct_device_kind)k), "*") != 0;
+       ++k) {
+    const ct_device_kind kind = (ct_device_kind)k;
+    int expected = 1;
+#ifndef CTOWER_HAVE_CUDA
+    if (kind == CT_DEVICE_KIND_GPU) expected = 0; /* no GPU type without CUDA */
+#endif
+    if (types_of_kind(kind) != expected)
+      fail_msg("device kind %s has %d types in ct_device_types (src/device/device_types.c), "
+               "expected %d",
+               ct_device_kind_name(kind), types_of_kind(kind), expected);
+  }
+  for (int t = 0; t < ct_device_type_count; ++t) /* and no type of a kind names cannot say */
+    assert_string_not_equal(ct_device_kind_name(ct_device_types[t]->kind), "*");
 }
 
 static void test_registry_makes_cpu_devices_of_the_cpu_type(void **state) {
@@ -248,6 +294,7 @@ static void test_workers_take_tasks_while_watching_or_asleep(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_devices_leave_no_team_on_the_creating_thread),
+      cmocka_unit_test(test_every_device_kind_has_its_type),
       cmocka_unit_test(test_registry_makes_cpu_devices_of_the_cpu_type),
       cmocka_unit_test(test_queue_takes_only_what_was_reserved),
       cmocka_unit_test(test_threads_are_bounded_by_the_cores),

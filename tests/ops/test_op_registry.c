@@ -1,6 +1,8 @@
-/* Every op of the op list (src/ops/op_list.h) has what the kernels and the
- * op cases promise: a shape rule, a CPU kernel, a GPU kernel in a CUDA
- * build, and a gradient check. A differentiable op is checked when an op
+/* Every op of the op list (src/ops/op_list.h) has what the kernels, the
+ * plan's cost model and the op cases promise: a shape rule, a FLOPs rule
+ * (ct_flops_none counts as one), a CPU kernel, a GPU kernel in a CUDA build,
+ * a scratch rule for each of its kernels (ct_kernel_no_scratch counts as
+ * one), and a gradient check. A differentiable op is checked when an op
  * case (tests/support/op_cases.c) builds it; a backward-only op when the
  * gradient of an op case builds it, as test_gradients computes it. An op
  * that lacks one of these is listed in `exemptions`, with the reason. */
@@ -11,8 +13,19 @@
 #include "op_cases.h"
 #include "ops/op_list.h"
 
-typedef enum { SHAPE_RULE, CPU_KERNEL, GPU_KERNEL, GRADIENT_CHECK } requirement;
-static const char *const requirement_names[] = {"a shape rule", "a CPU kernel", "a GPU kernel",
+typedef enum {
+  SHAPE_RULE,
+  FLOPS_RULE,
+  CPU_KERNEL,
+  GPU_KERNEL,
+  SCRATCH_RULES,
+  GRADIENT_CHECK
+} requirement;
+static const char *const requirement_names[] = {"a shape rule",
+                                                "a FLOPs rule",
+                                                "a CPU kernel",
+                                                "a GPU kernel",
+                                                "a scratch rule for each kernel",
                                                 "a gradient check"};
 
 typedef struct exemption {
@@ -112,6 +125,16 @@ static void find_checked_ops(int *built, int *in_gradient) {
   }
 }
 
+/* Whether each kernel of op (on any device type) names its scratch rule. */
+static int kernels_have_scratch_rules(const ct_op_def *op) {
+  const ct_device_kind kinds[] = {CT_DEVICE_KIND_CPU, CT_DEVICE_KIND_GPU};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; ++i) {
+    const ct_kernel_def *k = ct_kernel_lookup(op->name, kinds[i]);
+    if (k != NULL && k->scratch == NULL) return 0;
+  }
+  return 1;
+}
+
 typedef struct tally {
   int has, exempt;
 } tally;
@@ -140,7 +163,7 @@ static void test_every_op_is_complete(void **state) {
   int built[N_OPS] = {0}, in_gradient[N_OPS] = {0};
   find_checked_ops(built, in_gradient);
   char missing[8192] = "";
-  tally shape_rules = {0, 0}, cpu_kernels = {0, 0};
+  tally shape_rules = {0, 0}, flops_rules = {0, 0}, cpu_kernels = {0, 0}, scratch_rules = {0, 0};
 #ifdef CTOWER_HAVE_CUDA
   tally gpu_kernels = {0, 0};
 #endif
@@ -148,6 +171,9 @@ static void test_every_op_is_complete(void **state) {
   for (int k = 0; k < N_OPS; ++k) {
     const ct_op_def *op = all_ops[k];
     check(op, SHAPE_RULE, op->infer != NULL, &shape_rules, missing, sizeof missing);
+    check(op, FLOPS_RULE, op->flops != NULL, &flops_rules, missing, sizeof missing);
+    check(op, SCRATCH_RULES, kernels_have_scratch_rules(op), &scratch_rules, missing,
+          sizeof missing);
     check(op, CPU_KERNEL, ct_kernel_find(op->name, CT_DEVICE_KIND_CPU) != NULL, &cpu_kernels,
           missing, sizeof missing);
 #ifdef CTOWER_HAVE_CUDA
@@ -161,8 +187,9 @@ static void test_every_op_is_complete(void **state) {
     else /* backward-only (or a source) */
       check(op, GRADIENT_CHECK, in_gradient[k], &by_case_gradient, missing, sizeof missing);
   }
-  printf("%d ops: %d shape rules + %d exempt, %d CPU kernels + %d exempt, ", N_OPS, shape_rules.has,
-         shape_rules.exempt, cpu_kernels.has, cpu_kernels.exempt);
+  printf("%d ops: %d shape rules + %d exempt, %d FLOPs rules, %d with scratch rules, ", N_OPS,
+         shape_rules.has, shape_rules.exempt, flops_rules.has, scratch_rules.has);
+  printf("%d CPU kernels + %d exempt, ", cpu_kernels.has, cpu_kernels.exempt);
 #ifdef CTOWER_HAVE_CUDA
   printf("%d GPU kernels + %d exempt, ", gpu_kernels.has, gpu_kernels.exempt);
 #else

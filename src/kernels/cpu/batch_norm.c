@@ -213,6 +213,15 @@ void ct_cpu_batch_norm_training(ct_kernel_ctx *ctx) {
   normalize(ctx, x, &st, rows, C, ctx->attrs->batch_norm.relu, ct_out_f32(ctx, 0));
 }
 
+/* The channels of x (NHWC, or [rows, C]). */
+static size_t channels(const ct_shape *x) { return x->rank > 0 ? (size_t)x->dims[x->rank - 1] : 0; }
+
+CT_CPU_SCRATCH(ct_cpu_batch_norm_training_scratch) {
+  (void)device, (void)attrs, (void)n_inputs, (void)out;
+  bytes[0] = 2 * CHUNKS * channels(&in[0]) * sizeof(float);
+  return 1;
+}
+
 /* BatchNormInference(x, gamma, beta, mean, var) -> y. */
 void ct_cpu_batch_norm_inference(ct_kernel_ctx *ctx) {
   int64_t rows, C;
@@ -467,4 +476,10 @@ void ct_cpu_assign_moving_average(ct_kernel_ctx *ctx) {
   const float m = ctx->attrs->moving_average.momentum;
   const int64_t n = ct_in_elements(ctx, 0);
   for (int64_t i = 0; i < n; ++i) v[i] = m * v[i] + (1.0f - m) * value[i];
+}
+
+CT_CPU_SCRATCH(ct_cpu_batch_norm_grad_scratch) {
+  (void)device, (void)attrs, (void)n_inputs, (void)out;
+  bytes[0] = (2 * CHUNKS + 1) * channels(&in[0]) * sizeof(float);
+  return 1;
 }

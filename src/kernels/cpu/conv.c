@@ -421,7 +421,9 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
   return s;
 }
 
-int ct_cpu_conv_scratch(const ct_device *device, conv_kind kind, const ct_shape *x,
+/* The scratch blocks (at most 3) a convolution of `kind` takes, found as
+ * the kernel makes its primitive. */
+static int conv_scratch(const ct_device *device, conv_kind kind, const ct_shape *x,
                         const ct_shape *filter, const ct_shape *y, const ct_conv2d_attrs *attrs,
                         int with_bias, size_t bytes[3]) {
   ct_winograd_shape shape;
@@ -442,6 +444,24 @@ int ct_cpu_conv_scratch(const ct_device *device, conv_kind kind, const ct_shape 
   if (d.transposed) bytes[n++] = (size_t)ct_shape_elements(filter) * sizeof(float);
   dnnl_primitive_desc_destroy(d.pd);
   return n;
+}
+
+CT_CPU_SCRATCH(ct_cpu_conv2d_scratch) {
+  if (n_inputs < 2) return 0;
+  return conv_scratch(device, CONV_FORWARD, &in[0], &in[1], &out[0], &attrs->conv2d, n_inputs > 2,
+                      bytes);
+}
+
+CT_CPU_SCRATCH(ct_cpu_conv2d_backprop_input_scratch) {
+  if (n_inputs < 2) return 0;
+  return conv_scratch(device, CONV_BACKWARD_DATA, &out[0], &in[0], &in[1], &attrs->conv2d, 0,
+                      bytes);
+}
+
+CT_CPU_SCRATCH(ct_cpu_conv2d_backprop_filter_scratch) {
+  if (n_inputs < 2) return 0;
+  return conv_scratch(device, CONV_BACKWARD_FILTER, &in[0], &out[0], &in[1], &attrs->conv2d, 0,
+                      bytes);
 }
 
 static conv_state *conv_state_get(ct_kernel_ctx *ctx, conv_kind kind) {

@@ -12,6 +12,10 @@
 extern const ct_kernel_def ct_cpu_kernels[];
 
 #define CT_CPU_KERNEL(name) void name(ct_kernel_ctx *ctx)
+/* A kernel's scratch rule (ct_kernel_scratch_fn), beside its kernel. */
+#define CT_CPU_SCRATCH(name)                                                          \
+  int name(const struct ct_device *device, const ct_attrs *attrs, const ct_shape *in, \
+           int n_inputs, const ct_shape *out, size_t bytes[4])
 
 /* basic_kernels.c */
 CT_CPU_KERNEL(ct_cpu_nothing);
@@ -30,6 +34,7 @@ CT_CPU_KERNEL(ct_cpu_mul);
 CT_CPU_KERNEL(ct_cpu_div);
 CT_CPU_KERNEL(ct_cpu_broadcast_like);
 CT_CPU_KERNEL(ct_cpu_sum_like);
+CT_CPU_SCRATCH(ct_cpu_sum_like_scratch);
 CT_CPU_KERNEL(ct_cpu_add_n);
 CT_CPU_KERNEL(ct_cpu_relu);
 CT_CPU_KERNEL(ct_cpu_relu_grad);
@@ -45,22 +50,28 @@ CT_CPU_KERNEL(ct_cpu_collective_broadcast);
 CT_CPU_KERNEL(ct_cpu_compress_gradient);
 CT_CPU_KERNEL(ct_cpu_decompress_gradient);
 CT_CPU_KERNEL(ct_cpu_compressed_all_reduce);
-/* The scratch blocks one call of CompressedAllReduce asks for, on this
- * rank of the job: their count, sizes into bytes[]. */
-int ct_cpu_compressed_all_reduce_scratch(const ct_attrs *attrs, size_t bytes[4]);
+/* on this rank of the job */
+CT_CPU_SCRATCH(ct_cpu_compressed_all_reduce_scratch);
 /* reduce.c */
 CT_CPU_KERNEL(ct_cpu_sum);
 CT_CPU_KERNEL(ct_cpu_mean);
 CT_CPU_KERNEL(ct_cpu_reduce_grad);
 /* matmul.c */
 CT_CPU_KERNEL(ct_cpu_matmul);
+/* A primitive's arguments in its layouts and its working memory, found as
+ * the kernel makes it (conv.c alike), or sgemm's padded copy of B. */
+CT_CPU_SCRATCH(ct_cpu_matmul_scratch);
 /* conv.c */
 CT_CPU_KERNEL(ct_cpu_conv2d);
 CT_CPU_KERNEL(ct_cpu_conv2d_backprop_input);
 CT_CPU_KERNEL(ct_cpu_conv2d_backprop_filter);
+CT_CPU_SCRATCH(ct_cpu_conv2d_scratch);
+CT_CPU_SCRATCH(ct_cpu_conv2d_backprop_input_scratch);
+CT_CPU_SCRATCH(ct_cpu_conv2d_backprop_filter_scratch);
 /* pool.c */
 CT_CPU_KERNEL(ct_cpu_max_pool);
 CT_CPU_KERNEL(ct_cpu_max_pool_grad);
+CT_CPU_SCRATCH(ct_cpu_max_pool_grad_scratch);
 CT_CPU_KERNEL(ct_cpu_avg_pool);
 CT_CPU_KERNEL(ct_cpu_avg_pool_grad);
 /* lrn.c */
@@ -71,6 +82,8 @@ CT_CPU_KERNEL(ct_cpu_batch_norm_training);
 CT_CPU_KERNEL(ct_cpu_batch_norm_inference);
 CT_CPU_KERNEL(ct_cpu_batch_norm_grad);
 CT_CPU_KERNEL(ct_cpu_batch_norm_inference_grad);
+CT_CPU_SCRATCH(ct_cpu_batch_norm_training_scratch);
+CT_CPU_SCRATCH(ct_cpu_batch_norm_grad_scratch); /* either gradient */
 CT_CPU_KERNEL(ct_cpu_assign_moving_average);
 /* dropout.c */
 CT_CPU_KERNEL(ct_cpu_dropout);
@@ -89,15 +102,6 @@ CT_CPU_KERNEL(ct_cpu_apply_gradient_descent);
 CT_CPU_KERNEL(ct_cpu_apply_momentum);
 CT_CPU_KERNEL(ct_cpu_apply_adam);
 CT_CPU_KERNEL(ct_cpu_assign);
-
-/* The scratch blocks (at most 3 for a CPU convolution of `kind`, 2 for a
- * MatMul, into bytes[]) each takes from ct_kernel_scratch on device, found
- * as the kernel makes its primitive (conv.c, matmul.c). Returns how many. */
-int ct_cpu_conv_scratch(const struct ct_device *device, conv_kind kind, const ct_shape *x,
-                        const ct_shape *filter, const ct_shape *y, const ct_conv2d_attrs *attrs,
-                        int with_bias, size_t bytes[3]);
-int ct_cpu_matmul_scratch(const struct ct_device *device, const ct_shape *a, const ct_shape *b,
-                          const ct_matmul_attrs *attrs, size_t bytes[2]);
 
 /* Sums X (shape in) down to out, broadcast as NumPy; Y = broadcast of X
  * (shape in) to out, times scale. (elementwise.c) */

@@ -233,6 +233,8 @@ static void add_rows(const float *x, int64_t m, int64_t r0, int64_t r1, float *p
   }
 }
 
+enum { CHUNKS = 16 }; /* ct_cpu_sum_to's partial sums */
+
 /* The trailing case (a bias gradient, [rows, m] -> [m]) splits rows into
  * fixed chunks whose partial sums are added in chunk order, so results do
  * not depend on the thread count. */
@@ -247,7 +249,6 @@ void ct_cpu_sum_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float
   }
   if (kind == TRAILING || kind == SCALAR) {
     const int64_t m = kind == SCALAR ? 1 : block, rows = n_in / m;
-    enum { CHUNKS = 16 };
     float *partial = ct_kernel_scratch(ctx, (size_t)CHUNKS * (size_t)m * sizeof *partial);
     if (partial == NULL) return;
     const int threads = ctx->threads;
@@ -291,4 +292,14 @@ void ct_cpu_sum_to(ct_kernel_ctx *ctx, const float *X, const ct_shape *in, float
 void ct_cpu_sum_like(ct_kernel_ctx *ctx) {
   ct_cpu_sum_to(ctx, ct_in_f32(ctx, 0), &ctx->inputs[0].shape, ct_out_f32(ctx, 0),
                 &ctx->outputs[0].shape);
+}
+
+/* A bias gradient's partial sums of each chunk of rows. */
+CT_CPU_SCRATCH(ct_cpu_sum_like_scratch) {
+  (void)device, (void)attrs, (void)n_inputs;
+  const int64_t n_in = ct_shape_elements(&in[0]), n_out = ct_shape_elements(&out[0]);
+  const size_t out_floats = n_out > 0 ? (size_t)n_out : 0;
+  if (out_floats >= (n_in > 0 ? (size_t)n_in : 0)) return 0;
+  bytes[0] = CHUNKS * out_floats * sizeof(float);
+  return 1;
 }

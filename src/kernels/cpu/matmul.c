@@ -110,10 +110,11 @@ static int64_t padded_b_row(const ct_device *device, const int64_t key[5]) {
   return ct_cpu_of(device)->avx2_sgemm && n % 256 == 0 ? n + 16 : 0;
 }
 
-int ct_cpu_matmul_scratch(const ct_device *device, const ct_shape *a, const ct_shape *b,
-                          const ct_matmul_attrs *attrs, size_t bytes[2]) {
+CT_CPU_SCRATCH(ct_cpu_matmul_scratch) {
+  (void)out;
+  if (n_inputs < 2) return 0;
   int64_t key[5];
-  matmul_key(a, b, attrs, key);
+  matmul_key(&in[0], &in[1], &attrs->matmul, key);
   if (key[0] == 0 || key[1] == 0 || key[2] == 0) return 0;
   if (!uses_primitive(device, key)) {
     const int64_t row = padded_b_row(device, key);

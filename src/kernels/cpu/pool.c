@@ -292,3 +292,15 @@ void ct_cpu_max_pool_grad(ct_kernel_ctx *ctx) {
     window_backward(ctx, WINDOW_MAX, 0, 1);
 }
 void ct_cpu_avg_pool_grad(ct_kernel_ctx *ctx) { window_backward(ctx, WINDOW_AVG, -1, 0); }
+
+/* Windows that overlap (window_backward): the forward output again, and a
+ * byte of workspace per output element. */
+CT_CPU_SCRATCH(ct_cpu_max_pool_grad_scratch) {
+  (void)device, (void)out;
+  if (n_inputs < 2 || attrs->pool.stride >= attrs->pool.window) return 0;
+  const int64_t dy_elements = ct_shape_elements(&in[n_inputs - 1]);
+  const size_t dy_floats = dy_elements > 0 ? (size_t)dy_elements : 0;
+  bytes[0] = dy_floats * sizeof(float);
+  bytes[1] = dy_floats;
+  return 2;
+}

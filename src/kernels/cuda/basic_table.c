@@ -1,7 +1,9 @@
 /* The GPU kernel table of the basic ops (see cuda_kernels.h). */
 #include "kernels/cuda/basic_kernels.h"
 
-#define K(op, fn) {op, CT_DEVICE_KIND_GPU, fn}
+/* The plan does not estimate GPU kernels' scratch (kernel.h). */
+#define K(op, fn) \
+  { op, CT_DEVICE_KIND_GPU, fn, ct_kernel_scratch_not_estimated }
 
 const ct_kernel_def ct_cuda_basic_kernels[] = {
     K("Placeholder", ct_gpu_nothing),
@@ -51,5 +53,5 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     K("ApplyMomentum", ct_gpu_apply_momentum),
     K("ApplyAdam", ct_gpu_apply_adam),
     K("Assign", ct_gpu_assign),
-    {0, CT_DEVICE_KIND_GPU, 0},
+    {0, CT_DEVICE_KIND_GPU, 0, 0},
 };

@@ -292,8 +292,8 @@ static void gpu_collective_reduce(ct_kernel_ctx *ctx) { gpu_through_host(ctx, ho
 static void gpu_collective_broadcast(ct_kernel_ctx *ctx) { gpu_through_host(ctx, host_broadcast); }
 
 const ct_kernel_def ct_cuda_collective_kernels[] = {
-    {"AllReduce", CT_DEVICE_KIND_GPU, ct_gpu_all_reduce},
-    {"CollectiveReduce", CT_DEVICE_KIND_GPU, gpu_collective_reduce},
-    {"CollectiveBroadcast", CT_DEVICE_KIND_GPU, gpu_collective_broadcast},
-    {0, CT_DEVICE_KIND_GPU, 0},
+    {"AllReduce", CT_DEVICE_KIND_GPU, ct_gpu_all_reduce, ct_kernel_scratch_not_estimated},
+    {"CollectiveReduce", CT_DEVICE_KIND_GPU, gpu_collective_reduce, ct_kernel_scratch_not_estimated},
+    {"CollectiveBroadcast", CT_DEVICE_KIND_GPU, gpu_collective_broadcast, ct_kernel_scratch_not_estimated},
+    {0, CT_DEVICE_KIND_GPU, 0, 0},
 };

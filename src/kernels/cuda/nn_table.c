@@ -2,7 +2,9 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/nn_kernels.h"
 
-#define K(op, fn) {op, CT_DEVICE_KIND_GPU, fn}
+/* The plan does not estimate GPU kernels' scratch (kernel.h). */
+#define K(op, fn) \
+  { op, CT_DEVICE_KIND_GPU, fn, ct_kernel_scratch_not_estimated }
 
 const ct_kernel_def ct_cuda_nn_kernels[] = {
     K("MatMul", ct_gpu_matmul),
@@ -19,5 +21,5 @@ const ct_kernel_def ct_cuda_nn_kernels[] = {
     K("FusedBatchNormInference", ct_gpu_batch_norm_inference),
     K("FusedBatchNormGrad", ct_gpu_batch_norm_grad),
     K("FusedBatchNormInferenceGrad", ct_gpu_batch_norm_inference_grad),
-    {0, CT_DEVICE_KIND_GPU, 0},
+    {0, CT_DEVICE_KIND_GPU, 0, 0},
 };

@@ -31,6 +31,7 @@ typedef struct tower_sum {
   ct_shape shape;      /* theirs: flat, or the one gradient's */
   ct_buckets *st;
   int packs;           /* packings so far (they name ONEBIT's residuals) */
+  int root;            /* the tower whose device holds the process's sum (ring, tree) */
 } tower_sum;
 
 int ct_towers_compress_out_of_gpus(const ct_tower_options *o) {
@@ -83,10 +84,13 @@ static ct_output hop(tower_sum *s, ct_output x, int from, int to) {
 /* sums[k] for every tower k: the sum on tower `root`. When it travels
  * compressed to some tower, every tower reads it unpacked from one packing
  * (the root too), so that the copies stay bitwise equal; else each reads
- * the sum itself. */
+ * the sum itself (so does the compressed exchange across ranks, which
+ * packs it once for the ranks and the towers). */
 static void spread(tower_sum *s, ct_output sum, int root, ct_output *sums) {
+  s->root = root;
   int compressed = 0;
-  for (int k = 0; k < s->o->n_towers; ++k) compressed |= compressed_way(s, root, k);
+  for (int k = 0; k < s->o->n_towers && !s->o->across_ranks; ++k)
+    compressed |= compressed_way(s, root, k);
   const ct_output packed = compressed ? pack(s, sum, root) : ct_out(NULL, 0);
   for (int k = 0; k < s->o->n_towers; ++k) sums[k] = compressed ? unpack(s, packed, k) : sum;
 }
@@ -157,8 +161,8 @@ enum { BUCKET_FLOATS = 1 << 20 };
 enum { BUCKET_GRADIENTS = 63 };
 
 /* The sum of x (this process's n values) over the ranks, compressed on the
- * way: packed on x's device (the device scope in force), summed by a
- * CompressedAllReduce on the host's CPU device, and unpacked where x is.
+ * way: packed on x's device (the device scope in force) and summed by a
+ * CompressedAllReduce on the host's CPU device, which returns it packed.
  * ONEBIT keeps two residuals per bucket, this rank's own: what packing x
  * lost, and what packing its stripe of the sum lost. *collective: the node
  * that meets the other ranks. */
@@ -179,7 +183,7 @@ static ct_output compressed_sum(ct_graph *g, ct_compression c, ct_output x, int6
   const ct_output summed = ct_compressed_all_reduce(g, packed, c, n, stripe_residual, bucket);
   ct_graph_pop_device(g);
   *collective = summed.node;
-  return ct_decompress_gradient(g, summed, c, n);
+  return summed;
 }
 
 /* One all-reduce of `count` originals' gradients: grads[copies[m * towers + k]]
@@ -219,7 +223,7 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
     n += ct_shape_elements(&g->variables[variables[copies[m * towers]]].shape);
   tower_sum sum = {g, o, devices, bucket, n,
                    count == 1 ? g->variables[variables[copies[0]]].shape : ct_shape_of(1, n), st,
-                   0};
+                   0, 0};
   ct_output sums[CT_MAX_DEVICES];
   all_reduce(&sum, packed, backward_done, sums);
   /* across ranks: one CollectiveReduce of this process's sum (to rank 0
@@ -228,21 +232,27 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
    * order */
   const int across = o->across_ranks;
   if (across) {
-    ct_graph_push_device(g, devices[0]);
     ct_node *collective = NULL;
-    ct_output total;
     if (o->compression != CT_COMPRESSION_NONE) {
-      total = compressed_sum(g, o->compression, sums[0], n, bucket, st, &collective);
-      if (count == 1) total = ct_reshape(g, total, g->variables[variables[copies[0]]].shape);
+      /* packed where the process's sum is; unpacked beside each tower when
+       * the towers span memories, else once on the first's device */
+      ct_graph_push_device(g, devices[sum.root]);
+      const ct_output summed =
+          compressed_sum(g, o->compression, sums[sum.root], n, bucket, st, &collective);
+      ct_graph_pop_device(g);
+      const int each = ct_towers_compress_out_of_gpus(o);
+      sums[0] = unpack(&sum, summed, 0);
+      for (int k = 1; k < towers; ++k) sums[k] = each ? unpack(&sum, summed, k) : sums[0];
     } else {
-      total = st->to_root ? ct_collective_reduce_to(g, sums[0], CT_PS_RANK, bucket)
-                          : ct_collective_reduce(g, sums[0], bucket);
+      ct_graph_push_device(g, devices[0]);
+      const ct_output total = st->to_root ? ct_collective_reduce_to(g, sums[0], CT_PS_RANK, bucket)
+                                          : ct_collective_reduce(g, sums[0], bucket);
+      ct_graph_pop_device(g);
       collective = total.node;
+      for (int k = 0; k < towers; ++k) sums[k] = total;
     }
-    ct_graph_pop_device(g);
     if (collective && st->last_collective) ct_node_add_control_input(collective, st->last_collective);
     st->last_collective = collective;
-    for (int k = 0; k < towers; ++k) sums[k] = total;
   }
   for (int m = 0; st->to_root && m < count; ++m) {
     ct_tower_graph *t = st->to_root;
@@ -254,8 +264,8 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
   } else { /* unpack: slices shaped like tower 0's flat gradients, then the variables' shapes */
     /* one unpack of the one sum, or one per tower beside its own sum: the
      * collective's, or the one spread() sent it compressed */
-    const int per_tower =
-        !across && (o->all_reduce == CT_ALL_REDUCE_COLLECTIVE || ct_towers_compress_out_of_gpus(o));
+    const int per_tower = (!across && o->all_reduce == CT_ALL_REDUCE_COLLECTIVE) ||
+                          ct_towers_compress_out_of_gpus(o);
     for (int k = 0; k < (per_tower ? towers : 1); ++k) {
       ct_graph_push_device(g, devices[k]);
       ct_output in[65];

@@ -88,6 +88,8 @@ compare mpi_replicated "${mpirun[@]}" -- "${mlp[@]}"
 compare mpi_two_towers_each "${mpirun[@]}" -- "${mlp[@]}" "${two_devices[@]}"
 for compression in bf16 fp16 onebit; do
   compare "mpi_compression_$compression" "${mpirun[@]}" -- "${mlp[@]}" devices.compression=$compression
+  compare "mpi_two_towers_each_$compression" "${mpirun[@]}" -- "${mlp[@]}" "${two_devices[@]}" \
+    devices.compression=$compression
 done
 compare mpi_parameter_server "${mpirun[@]}" -- "${mlp[@]}" devices.variable_update=parameter_server
 compare mpi_block_momentum "${mpirun[@]}" -- "${mlp[@]}" devices.variable_update=block_momentum \

@@ -73,9 +73,17 @@ typedef struct ct_tower_options {
                                             CollectiveReduce per bucket, after the sum of this
                                             process's towers): replicated, to every rank;
                                             parameter_server, to rank 0 */
-  ct_compression compression;            /* replicated across ranks: how the gradients
-                                            travel between the ranks (ctower/ops.h); in a
-                                            process its towers sum them exactly */
+  ct_compression compression;            /* replicated: how the gradients travel between
+                                            the ranks (ctower/ops.h), and, in a ring or
+                                            tree, from a GPU to another memory (below) */
+  int memory_domain[CT_MAX_DEVICES];     /* which memory tower k's device computes in: 0
+                                            the host's (every CPU device), 1 + i physical
+                                            GPU i (its virtual GPUs share it). A ring or
+                                            tree compresses a sum that leaves a GPU for
+                                            another domain: it crosses a link (PCIe,
+                                            NVLink) that packing on the GPU outruns.
+                                            Within a domain a copy costs what packing
+                                            would, so sums there stay exact. */
   /* block_momentum: */
   int64_t block_steps;                   /* K: local steps between the models' averaging */
   float block_momentum;                  /* eta of the block's Nesterov momentum; < 0: 1 - 1/N
@@ -95,8 +103,10 @@ typedef struct ct_tower_options {
 void ct_tower_options_defaults(ct_tower_options *options);
 
 /* How the towers' gradients are summed, as a user asks for it: AUTO (one
- * collective op when every tower is a GPU, else RING), RING, TREE or NCCL
- * (the collective op, every tower a GPU). */
+ * collective op when every tower is a GPU, else RING; RING too when the
+ * towers span several physical GPUs and compression is asked for, so that
+ * it applies), RING, TREE or NCCL (the collective op, every tower a GPU;
+ * NCCL moves f32). */
 typedef enum ct_all_reduce_request {
   CT_ALL_REDUCE_REQUEST_AUTO = 0,
   CT_ALL_REDUCE_REQUEST_RING,
@@ -122,7 +132,8 @@ typedef struct ct_tower_request {
                                          async_updates */
   char ps_device[64];
   ct_all_reduce_request all_reduce;
-  ct_compression compression;        /* replicated: how gradients travel between ranks */
+  ct_compression compression;        /* replicated: how gradients travel between ranks,
+                                        and between GPUs (ct_tower_options) */
   int64_t block_steps;               /* BLOCK_MOMENTUM: local steps between averagings */
   float block_momentum;              /* BLOCK_MOMENTUM: eta; < 0: 1 - 1/N for N learners */
   int async_updates;                 /* with ps tasks: each gradient applied as it arrives */

@@ -12,41 +12,128 @@
 #include "ops/op_list.h"
 #include "parallel/parallel_internal.h"
 
-/* Sums parts[0..n-1] (parts[k] on devices[k]) in a fixed order into
+/* A variable of n zeros, this rank's own (listed in st->local), on the
+ * device scope in force. */
+static ct_output local_variable(ct_graph *g, const char *name, int64_t n, ct_buckets *st) {
+  const ct_initializer zeros = {CT_INIT_ZEROS, 0.0f};
+  const ct_output v = ct_variable(g, name, ct_shape_of(1, n), zeros, 0);
+  if (v.node && st->local) st->local->local[st->local->n_local++] = v.node->variable;
+  return v;
+}
+
+/* A bucket's sum between this process's towers, as it is built. */
+typedef struct tower_sum {
+  ct_graph *g;
+  const ct_tower_options *o;
+  char (*devices)[64]; /* tower k's device */
+  int bucket;
+  int64_t n;           /* the bucket's values */
+  ct_shape shape;      /* theirs: flat, or the one gradient's */
+  ct_buckets *st;
+  int packs;           /* packings so far (they name ONEBIT's residuals) */
+  int root;            /* the tower whose device holds the process's sum (ring, tree) */
+} tower_sum;
+
+int ct_towers_compress_out_of_gpus(const ct_tower_options *o) {
+  if (o->compression == CT_COMPRESSION_NONE || o->all_reduce == CT_ALL_REDUCE_COLLECTIVE) return 0;
+  for (int k = 0; k < o->n_towers; ++k)
+    for (int j = 0; j < o->n_towers; ++j)
+      if (o->memory_domain[k] > 0 && o->memory_domain[j] != o->memory_domain[k]) return 1;
+  return 0;
+}
+
+/* Whether a value computed on tower `from`'s device travels compressed to
+ * tower `to`'s: it leaves a GPU for another memory (ct_tower_options). */
+static int compressed_way(const tower_sum *s, int from, int to) {
+  const ct_tower_options *o = s->o;
+  return o->compression != CT_COMPRESSION_NONE && o->memory_domain[from] > 0 &&
+         o->memory_domain[from] != o->memory_domain[to];
+}
+
+/* x packed on tower `from`'s GPU (ONEBIT with a residual of its own there). */
+static ct_output pack(tower_sum *s, ct_output x, int from) {
+  ct_output residual = ct_out(NULL, 0);
+  ct_graph_push_device(s->g, s->devices[from]);
+  if (s->o->compression == CT_COMPRESSION_ONEBIT) {
+    char name[96];
+    snprintf(name, sizeof name, "all_reduce/bucket_%d/onebit_residual_%d", s->bucket, s->packs);
+    residual = local_variable(s->g, name, s->n, s->st);
+  }
+  ++s->packs;
+  const ct_output packed = ct_compress_gradient(s->g, x, s->o->compression, residual);
+  ct_graph_pop_device(s->g);
+  return packed;
+}
+
+/* packed unpacked on tower `to`'s device, in the bucket's shape. */
+static ct_output unpack(tower_sum *s, ct_output packed, int to) {
+  ct_graph_push_device(s->g, s->devices[to]);
+  const ct_output x =
+      ct_reshape(s->g, ct_decompress_gradient(s->g, packed, s->o->compression, s->n), s->shape);
+  ct_graph_pop_device(s->g);
+  return x;
+}
+
+/* x, computed on tower `from`'s device, as tower `to` adds it: packed and
+ * unpacked on the way when it travels compressed, else x itself (the
+ * partitioner copies it). */
+static ct_output hop(tower_sum *s, ct_output x, int from, int to) {
+  return compressed_way(s, from, to) ? unpack(s, pack(s, x, from), to) : x;
+}
+
+/* sums[k] for every tower k: the sum on tower `root`. When it travels
+ * compressed to some tower, every tower reads it unpacked from one packing
+ * (the root too), so that the copies stay bitwise equal; else each reads
+ * the sum itself (so does the compressed exchange across ranks, which
+ * packs it once for the ranks and the towers). */
+static void spread(tower_sum *s, ct_output sum, int root, ct_output *sums) {
+  s->root = root;
+  int compressed = 0;
+  for (int k = 0; k < s->o->n_towers && !s->o->across_ranks; ++k)
+    compressed |= compressed_way(s, root, k);
+  const ct_output packed = compressed ? pack(s, sum, root) : ct_out(NULL, 0);
+  for (int k = 0; k < s->o->n_towers; ++k) sums[k] = compressed ? unpack(s, packed, k) : sum;
+}
+
+/* Sums parts[0..n-1] (parts[k] on tower k's device) in a fixed order into
  * sums[k] for each tower, all bitwise the same.
  * ring: accumulate along the ring 0 -> 1 -> ... -> n-1;
  * tree: add pairs, then pairs of pairs, on the left device of each pair;
- *   (ring and tree leave the sum on one device: every other device reads a
- *   copy of that one tensor)
+ *   (ring and tree leave the sum on one device, which spread() hands to
+ *   the others; a partial sum or the sum that leaves a GPU for another
+ *   memory travels compressed, as o->compression says)
  * collective: one AllReduce op, each tower's sum on its own device, read
  *   through an Identity that also waits for `backward_done` (see
  *   ct_buckets_build). */
-static void all_reduce(ct_graph *g, int n, const ct_output *parts, char devices[][64],
-                       ct_all_reduce_algorithm algorithm, ct_node *backward_done, ct_output *sums) {
+static void all_reduce(tower_sum *s, const ct_output *parts, ct_node *backward_done,
+                       ct_output *sums) {
+  ct_graph *g = s->g;
+  const int n = s->o->n_towers;
   if (n == 1) {
     sums[0] = parts[0];
     return;
   }
-  if (algorithm == CT_ALL_REDUCE_COLLECTIVE) {
-    ct_graph_push_device(g, devices[0]);
+  if (s->o->all_reduce == CT_ALL_REDUCE_COLLECTIVE) {
+    ct_graph_push_device(g, s->devices[0]);
     ct_all_reduce(g, n, parts, sums);
     ct_graph_pop_device(g);
     for (int k = 0; k < n && sums[k].node; ++k) {
-      ct_graph_push_device(g, devices[k]);
+      ct_graph_push_device(g, s->devices[k]);
       sums[k] = ct_identity(g, sums[k]);
       ct_node_add_control_input(sums[k].node, backward_done);
       ct_graph_pop_device(g);
     }
     return;
   }
-  if (algorithm == CT_ALL_REDUCE_RING) {
+  if (s->o->all_reduce == CT_ALL_REDUCE_RING) {
     ct_output acc = parts[0];
     for (int k = 1; k < n; ++k) {
-      ct_graph_push_device(g, devices[k]);
-      acc = ct_add(g, acc, parts[k]);
+      const ct_output arrived = hop(s, acc, k - 1, k);
+      ct_graph_push_device(g, s->devices[k]);
+      acc = ct_add(g, arrived, parts[k]);
       ct_graph_pop_device(g);
     }
-    for (int k = 0; k < n; ++k) sums[k] = acc;
+    spread(s, acc, n - 1, sums);
     return;
   }
   ct_output level[CT_MAX_DEVICES] = {{NULL, 0}};
@@ -54,14 +141,15 @@ static void all_reduce(ct_graph *g, int n, const ct_output *parts, char devices[
   for (int k = 0; k < n; ++k) level[k] = parts[k], where[k] = k;
   for (int count = n; count > 1; count = (count + 1) / 2) {
     for (int k = 0; k < count / 2; ++k) {
-      ct_graph_push_device(g, devices[where[2 * k]]);
-      level[k] = ct_add(g, level[2 * k], level[2 * k + 1]);
+      const ct_output right = hop(s, level[2 * k + 1], where[2 * k + 1], where[2 * k]);
+      ct_graph_push_device(g, s->devices[where[2 * k]]);
+      level[k] = ct_add(g, level[2 * k], right);
       ct_graph_pop_device(g);
       where[k] = where[2 * k];
     }
     if (count % 2) level[count / 2] = level[count - 1], where[count / 2] = where[count - 1];
   }
-  for (int k = 0; k < n; ++k) sums[k] = level[0];
+  spread(s, level[0], where[0], sums);
 }
 
 /* Gradients are all-reduced in buckets of about this many floats: small
@@ -72,18 +160,9 @@ enum { BUCKET_FLOATS = 1 << 20 };
 /* At most this many gradients share a bucket (a concat takes up to 63). */
 enum { BUCKET_GRADIENTS = 63 };
 
-/* A variable of n zeros, this rank's own (listed in st->local), on the
- * device scope in force. */
-static ct_output local_variable(ct_graph *g, const char *name, int64_t n, ct_buckets *st) {
-  const ct_initializer zeros = {CT_INIT_ZEROS, 0.0f};
-  const ct_output v = ct_variable(g, name, ct_shape_of(1, n), zeros, 0);
-  if (v.node && st->local) st->local->local[st->local->n_local++] = v.node->variable;
-  return v;
-}
-
 /* The sum of x (this process's n values) over the ranks, compressed on the
- * way: packed on x's device (the device scope in force), summed by a
- * CompressedAllReduce on the host's CPU device, and unpacked where x is.
+ * way: packed on x's device (the device scope in force) and summed by a
+ * CompressedAllReduce on the host's CPU device, which returns it packed.
  * ONEBIT keeps two residuals per bucket, this rank's own: what packing x
  * lost, and what packing its stripe of the sum lost. *collective: the node
  * that meets the other ranks. */
@@ -104,7 +183,7 @@ static ct_output compressed_sum(ct_graph *g, ct_compression c, ct_output x, int6
   const ct_output summed = ct_compressed_all_reduce(g, packed, c, n, stripe_residual, bucket);
   ct_graph_pop_device(g);
   *collective = summed.node;
-  return ct_decompress_gradient(g, summed, c, n);
+  return summed;
 }
 
 /* One all-reduce of `count` originals' gradients: grads[copies[m * towers + k]]
@@ -139,32 +218,41 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
     packed[k] = ct_concat(g, count, flat[k], 0);
     ct_graph_pop_device(g);
   }
+  int64_t n = 0;
+  for (int m = 0; m < count; ++m)
+    n += ct_shape_elements(&g->variables[variables[copies[m * towers]]].shape);
+  tower_sum sum = {g, o, devices, bucket, n,
+                   count == 1 ? g->variables[variables[copies[0]]].shape : ct_shape_of(1, n), st,
+                   0, 0};
   ct_output sums[CT_MAX_DEVICES];
-  all_reduce(g, towers, packed, devices, o->all_reduce, backward_done, sums);
+  all_reduce(&sum, packed, backward_done, sums);
   /* across ranks: one CollectiveReduce of this process's sum (to rank 0
    * for the parameter server), which every tower then reads; each bucket's
    * after the previous one's, so that every rank runs them in the same
    * order */
   const int across = o->across_ranks;
   if (across) {
-    ct_graph_push_device(g, devices[0]);
     ct_node *collective = NULL;
-    ct_output total;
     if (o->compression != CT_COMPRESSION_NONE) {
-      int64_t n = 0;
-      for (int m = 0; m < count; ++m)
-        n += ct_shape_elements(&g->variables[variables[copies[m * towers]]].shape);
-      total = compressed_sum(g, o->compression, sums[0], n, bucket, st, &collective);
-      if (count == 1) total = ct_reshape(g, total, g->variables[variables[copies[0]]].shape);
+      /* packed where the process's sum is; unpacked beside each tower when
+       * the towers span memories, else once on the first's device */
+      ct_graph_push_device(g, devices[sum.root]);
+      const ct_output summed =
+          compressed_sum(g, o->compression, sums[sum.root], n, bucket, st, &collective);
+      ct_graph_pop_device(g);
+      const int each = ct_towers_compress_out_of_gpus(o);
+      sums[0] = unpack(&sum, summed, 0);
+      for (int k = 1; k < towers; ++k) sums[k] = each ? unpack(&sum, summed, k) : sums[0];
     } else {
-      total = st->to_root ? ct_collective_reduce_to(g, sums[0], CT_PS_RANK, bucket)
-                          : ct_collective_reduce(g, sums[0], bucket);
+      ct_graph_push_device(g, devices[0]);
+      const ct_output total = st->to_root ? ct_collective_reduce_to(g, sums[0], CT_PS_RANK, bucket)
+                                          : ct_collective_reduce(g, sums[0], bucket);
+      ct_graph_pop_device(g);
       collective = total.node;
+      for (int k = 0; k < towers; ++k) sums[k] = total;
     }
-    ct_graph_pop_device(g);
     if (collective && st->last_collective) ct_node_add_control_input(collective, st->last_collective);
     st->last_collective = collective;
-    for (int k = 0; k < towers; ++k) sums[k] = total;
   }
   for (int m = 0; st->to_root && m < count; ++m) {
     ct_tower_graph *t = st->to_root;
@@ -174,8 +262,10 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
   if (count == 1) {
     for (int k = 0; k < towers; ++k) grads[copies[k]] = sums[k];
   } else { /* unpack: slices shaped like tower 0's flat gradients, then the variables' shapes */
-    /* one unpack of the one sum, or (collective) one per tower beside its own sum */
-    const int per_tower = o->all_reduce == CT_ALL_REDUCE_COLLECTIVE && !across;
+    /* one unpack of the one sum, or one per tower beside its own sum: the
+     * collective's, or the one spread() sent it compressed */
+    const int per_tower = (!across && o->all_reduce == CT_ALL_REDUCE_COLLECTIVE) ||
+                          ct_towers_compress_out_of_gpus(o);
     for (int k = 0; k < (per_tower ? towers : 1); ++k) {
       ct_graph_push_device(g, devices[k]);
       ct_output in[65];

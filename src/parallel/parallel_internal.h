@@ -27,7 +27,8 @@ typedef struct ct_buckets {
                                the bucket's variables are listed as shared here (room for
                                every variable) */
   ct_tower_graph *local;    /* compressed across ranks: the residuals, each rank's own, are
-                               listed here (room for two a bucket) */
+                               listed here (room for two a bucket and one a
+                               tower) */
 } ct_buckets;
 
 /* All-reduces every original's gradient (grads[i] of graph variable
@@ -38,6 +39,10 @@ typedef struct ct_buckets {
  * the graph. */
 void ct_buckets_build(ct_graph *graph, const ct_tower_options *o, int n, const int *variables,
                       ct_output *grads, ct_buckets *buckets);
+
+/* Whether o's ring or tree sends some sum compressed from a GPU to
+ * another memory (o->compression, ct_tower_options.memory_domain). */
+int ct_towers_compress_out_of_gpus(const ct_tower_options *o);
 
 /* The name of a device spec without its job, replica and task: "/cpu:0",
  * "/gpu:1" for a concrete device, else as ct_device_spec_string writes it. */

@@ -11,8 +11,11 @@
 static void build_exchange(ct_graph *g, const ct_tower_options *o, ct_tower_graph *t) {
   if (o->n_towers == 1 && !o->across_ranks) return; /* nothing to sum */
   ct_buckets buckets = {NULL, NULL, 0, NULL, NULL};
-  if (o->across_ranks && o->compression != CT_COMPRESSION_NONE) { /* two residuals a bucket */
-    if ((t->local = malloc((size_t)(2 * t->n_gradients + 2) * sizeof *t->local)) == NULL) {
+  if (o->across_ranks && o->compression != CT_COMPRESSION_NONE) {
+    /* residuals, at most two a bucket between the ranks and one a tower
+     * between GPUs */
+    const size_t room = (size_t)(2 + o->n_towers) * (size_t)t->n_gradients + 2;
+    if ((t->local = malloc(room * sizeof *t->local)) == NULL) {
       ct_graph_set_error(g, CT_RESOURCE_EXHAUSTED, "out of memory building the all-reduce");
       return;
     }
@@ -22,10 +25,13 @@ static void build_exchange(ct_graph *g, const ct_tower_options *o, ct_tower_grap
 }
 
 static void describe(const ct_tower_options *o, char *buf, size_t size) {
-  char between[64] = "";
-  if (o->across_ranks && o->compression != CT_COMPRESSION_NONE)
-    snprintf(between, sizeof between, "gradients %s between ranks",
-             ct_compression_name(o->compression));
+  char between[96] = "";
+  const int ranks = o->across_ranks && o->compression != CT_COMPRESSION_NONE;
+  const int gpus = ct_towers_compress_out_of_gpus(o);
+  if (ranks || gpus)
+    snprintf(between, sizeof between, "gradients %s %s%s%s", ct_compression_name(o->compression),
+             ranks ? "between ranks" : "", ranks && gpus ? " and " : "",
+             gpus ? "out of GPUs" : "");
   if (o->n_towers == 1)
     snprintf(buf, size, "1 tower%s%s%s", between[0] ? " (" : "", between, between[0] ? ")" : "");
   else

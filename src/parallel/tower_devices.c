@@ -220,8 +220,8 @@ static int block_options(const ct_tower_request *r, ct_tower_options *t, ct_stat
   return 0;
 }
 
-/* devices.compression: the replicated update's, between ranks (in a
- * process on its own a note says that nothing is compressed). */
+/* devices.compression: the replicated update's, between ranks and from
+ * GPUs to other memory (compression_note says when it finds no such way). */
 static int compression(const ct_tower_request *r, ct_tower_options *t, ct_status *status) {
   if ((int)r->compression < 0 || r->compression >= CT_COMPRESSION_COUNT) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
@@ -239,12 +239,38 @@ static int compression(const ct_tower_request *r, ct_tower_options *t, ct_status
                   ct_cluster_ps_tasks() > 0 ? " (on ps tasks)" : "");
     return 1;
   }
-  if (t->compression != CT_COMPRESSION_NONE && ct_cluster_size() == 1)
-    fprintf(stderr,
-            "ctower: note: devices.compression: %s applies between the ranks of an MPI job; in "
-            "a process on its own the towers sum their gradients exactly\n",
-            ct_compression_name(t->compression));
   return 0;
+}
+
+/* t->memory_domain of each tower: 0 for the host's memory, 1 + i for
+ * physical GPU i, whose virtual GPUs (gpu_options.n_virtual_devices a
+ * card) are /gpu:k for k / n = i. */
+static void memory_domains(const ct_session_options *so, ct_tower_options *t) {
+  const int per_physical =
+      so->gpu_options.n_virtual_devices > 0 ? so->gpu_options.n_virtual_devices : 1;
+  for (int k = 0; k < t->n_towers; ++k) {
+    ct_device_spec spec;
+    const int gpu = ct_device_spec_parse(t->devices[k], &spec, NULL) == 0 &&
+                    spec.kind == CT_DEVICE_KIND_GPU;
+    t->memory_domain[k] = gpu ? 1 + spec.id / per_physical : 0;
+  }
+}
+
+/* A process on its own where compression finds nothing to compress says
+ * so, and why. */
+static void compression_note(const ct_tower_options *t) {
+  if (t->compression == CT_COMPRESSION_NONE || t->across_ranks ||
+      ct_towers_compress_out_of_gpus(t))
+    return;
+  ct_tower_options ring = *t;
+  ring.all_reduce = CT_ALL_REDUCE_RING;
+  fprintf(stderr,
+          "ctower: note: devices.compression: %s applies between the ranks of an MPI job, and "
+          "where a ring or tree all-reduce sends a sum from a GPU to another GPU or to the "
+          "host; %s, so the towers sum their gradients exactly\n",
+          ct_compression_name(t->compression),
+          ct_towers_compress_out_of_gpus(&ring) ? "devices.all_reduce is nccl, which moves f32"
+                                                : "here no sum leaves a GPU for other memory");
 }
 
 /* The variable update the request names, as this job runs it: the
@@ -307,10 +333,15 @@ int ct_towers_resolve(const ct_tower_request *r, const ct_session_options *so,
                   ct_device_count(so, CT_DEVICE_KIND_GPU) == 0 ? " (this session has no GPU)" : "");
     return 1;
   }
+  memory_domains(so, &t);
+  t.all_reduce = CT_ALL_REDUCE_RING; /* would a ring compress? */
+  const int compress_in_ring = ct_towers_compress_out_of_gpus(&t);
   t.all_reduce = r->all_reduce == CT_ALL_REDUCE_REQUEST_TREE   ? CT_ALL_REDUCE_TREE
                  : r->all_reduce == CT_ALL_REDUCE_REQUEST_RING ? CT_ALL_REDUCE_RING
-                 : gpus_only                                   ? CT_ALL_REDUCE_COLLECTIVE
+                 : r->all_reduce == CT_ALL_REDUCE_REQUEST_NCCL ? CT_ALL_REDUCE_COLLECTIVE
+                 : gpus_only && !compress_in_ring              ? CT_ALL_REDUCE_COLLECTIVE
                                                                : CT_ALL_REDUCE_RING;
+  compression_note(&t);
   *out = t;
   return 0;
 }

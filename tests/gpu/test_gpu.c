@@ -170,22 +170,71 @@ typedef struct train_setup {
   ct_optimizer_kind optimizer;
   int virtual_gpus;        /* split /gpu:0 into this many logical GPUs (0: none) */
   ct_precision precision;  /* of the GPUs' matmuls and convolutions */
+  ct_compression compression; /* with resolve */
+  int resolve;             /* towers from ct_towers_resolve: devices as listed, all_reduce
+                              auto, the compression; else update and reduce as given */
 } train_setup;
+
+/* The towers t asks for, as ct_towers_resolve makes them on a session of
+ * options so. */
+static void resolve_towers(const train_setup *t, const ct_session_options *so,
+                           ct_tower_options *o) {
+  ct_tower_request r;
+  ct_tower_request_defaults(&r);
+  r.n_listed = t->n_towers;
+  for (int k = 0; k < t->n_towers; ++k) snprintf(r.listed[k], sizeof r.listed[k], "%s", t->devices[k]);
+  r.compression = t->compression;
+  ct_status st = CT_STATUS_INIT;
+  assert_int_equal(ct_towers_resolve(&r, so, o, &st), 0);
+}
+
+/* Every replicated copy (tower_k/<name>) of every variable equals its
+ * original bitwise. */
+static void assert_copies_equal(ct_session *s, const ct_graph *g) {
+  ct_status st = CT_STATUS_INIT;
+  for (int v = 0; v < ct_graph_variable_count(g); ++v) {
+    const char *name = ct_graph_variable_name(g, v);
+    if (strncmp(name, "tower_", 6) != 0 || ct_variable_is_original(g, v)) continue;
+    const char *original_name = strchr(name, '/') + 1;
+    int original = -1;
+    for (int u = 0; u < ct_graph_variable_count(g); ++u)
+      if (strcmp(ct_graph_variable_name(g, u), original_name) == 0) original = u;
+    assert_true(original >= 0);
+    ct_tensor *a = ct_session_read_variable(s, v, &st), *b = ct_session_read_variable(s, original, &st);
+    assert_status_ok(&st);
+    if (memcmp(a->data, b->data, (size_t)ct_tensor_elements(a) * sizeof(float)) != 0)
+      fail_msg("%s differs from %s", name, original_name);
+    ct_tensor_free(a);
+    ct_tensor_free(b);
+  }
+}
 
 /* Trains STEPS steps on fixed batches; returns the trainable originals'
  * values, concatenated (the caller frees), and their count. On the
  * emulator, hot_path_counts (when not NULL) receives its counts over the
  * steps after the first. */
 static float *train(const train_setup *t, int64_t *n_out, long *hot_path_counts) {
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.allow_soft_placement = 0;
+  so.precision = t->precision;
+  if (t->virtual_gpus) {
+    so.gpu_options.n_virtual_devices = t->virtual_gpus;
+    for (int v = 0; v < t->virtual_gpus; ++v) so.gpu_options.virtual_devices_mb[v] = 2048;
+  }
   ct_graph *g = ct_graph_new();
   ct_graph_set_seed(g, 5);
   ct_tower_options o;
   memset(&o, 0, sizeof o);
-  o.n_towers = t->n_towers;
-  for (int k = 0; k < t->n_towers; ++k) snprintf(o.devices[k], sizeof o.devices[k], "%s", t->devices[k]);
-  o.variable_update = t->update;
-  snprintf(o.ps_device, sizeof o.ps_device, "/cpu:0");
-  o.all_reduce = t->reduce;
+  if (t->resolve) {
+    resolve_towers(t, &so, &o);
+  } else {
+    o.n_towers = t->n_towers;
+    for (int k = 0; k < t->n_towers; ++k) snprintf(o.devices[k], sizeof o.devices[k], "%s", t->devices[k]);
+    o.variable_update = t->update;
+    snprintf(o.ps_device, sizeof o.ps_device, "/cpu:0");
+    o.all_reduce = t->reduce;
+  }
   ct_optimizer_config oc;
   ct_optimizer_config_defaults(&oc, t->optimizer);
   /* With the default epsilon (1e-8), Adam's first steps move a weight by a
@@ -197,14 +246,6 @@ static float *train(const train_setup *t, int64_t *n_out, long *hot_path_counts)
   ct_classifier_towers towers;
   ct_classifier_towers_build(g, ct_model_find(t->model), 28, 28, 1, 10, &o, &oc, &towers);
   assert_status_ok(ct_graph_status(g));
-  ct_session_options so;
-  ct_session_options_defaults(&so);
-  so.allow_soft_placement = 0;
-  so.precision = t->precision;
-  if (t->virtual_gpus) {
-    so.gpu_options.n_virtual_devices = t->virtual_gpus;
-    for (int v = 0; v < t->virtual_gpus; ++v) so.gpu_options.virtual_devices_mb[v] = 2048;
-  }
   ct_status st = CT_STATUS_INIT;
   ct_session *s = ct_session_new(g, &so, &st);
   assert_status_ok(&st);
@@ -225,6 +266,7 @@ static float *train(const train_setup *t, int64_t *n_out, long *hot_path_counts)
     }
 #endif
   }
+  assert_copies_equal(s, g);
   float *out = malloc(MAX_FLOATS * sizeof *out);
   int64_t offset = 0;
   for (int v = 0; v < ct_graph_variable_count(g); ++v) {
@@ -260,7 +302,7 @@ static void test_training_steps_match_the_cpu(void **state) {
   const char *names[] = {"sgd", "momentum", "adam"};
   for (int k = 0; k < 3; ++k) {
     train_setup cpu = {"fmnist_cnn", 1, {"/cpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
-                       CT_ALL_REDUCE_RING, kinds[k], 0, CT_PRECISION_FP32};
+                       CT_ALL_REDUCE_RING, kinds[k], 0, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0};
     train_setup gpu = cpu;
     gpu.devices[0] = "/gpu:0";
     double d = compare_runs(&gpu, &cpu);
@@ -276,7 +318,7 @@ static void test_reduced_precision_tracks_fp32(void **state) {
   const ct_precision precisions[] = {CT_PRECISION_TF32, CT_PRECISION_BF16};
   const char *names[] = {"tf32", "bf16"};
   train_setup fp32 = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
-                      CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32};
+                      CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0};
   for (int k = 0; k < 2; ++k) {
     train_setup reduced = fp32;
     reduced.precision = precisions[k];
@@ -290,7 +332,7 @@ static void test_reduced_precision_tracks_fp32(void **state) {
 static void test_towers_on_two_virtual_gpus(void **state) {
   (void)state;
   train_setup one = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
-                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 2, CT_PRECISION_FP32};
+                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 2, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0};
   train_setup collective = one, ps = one;
   collective.n_towers = ps.n_towers = 2;
   collective.devices[1] = ps.devices[1] = "/gpu:1";
@@ -352,7 +394,7 @@ static void test_training_steps_wait_only_at_the_end(void **state) {
   (void)state;
   long counts[EMU_COUNT_KINDS] = {0};
   train_setup towers = {"fmnist_cnn", 2, {"/gpu:0", "/gpu:1"}, CT_VARIABLE_UPDATE_REPLICATED,
-                        CT_ALL_REDUCE_COLLECTIVE, CT_OPTIMIZER_MOMENTUM, 2, CT_PRECISION_FP32};
+                        CT_ALL_REDUCE_COLLECTIVE, CT_OPTIMIZER_MOMENTUM, 2, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0};
   int64_t n;
   free(train(&towers, &n, counts));
   const int steps = STEPS - 1, gpus = 2;
@@ -582,7 +624,7 @@ static void test_towers_on_two_physical_gpus(void **state) {
   (void)state;
   skip_unless_two_gpus();
   train_setup one = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
-                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32};
+                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0};
   train_setup two = one;
   two.n_towers = 2;
   two.devices[1] = "/gpu:1";
@@ -597,6 +639,83 @@ static void test_towers_on_two_physical_gpus(void **state) {
   printf("  2 GPUs x 2 virtual, replicated (collective): %.2e from 1 device\n", d4);
   assert_true(d2 <= 1e-5);
   assert_true(d4 <= 1e-5);
+}
+
+/* The packings of a graph's all-reduce: CompressGradient nodes, each on a
+ * GPU of towers (/gpu:k asked of it). */
+static int packings_on_gpus(const ct_graph *g) {
+  int packings = 0;
+  for (int i = 0; i < ct_graph_node_count(g); ++i) {
+    const ct_node *node = ct_graph_node(g, i);
+    if (strcmp(ct_node_op(node), "CompressGradient") != 0) continue;
+    assert_non_null(strstr(ct_node_requested_device(node), "/gpu:"));
+    ++packings;
+  }
+  return packings;
+}
+
+/* The graph of 2 towers on t's devices, resolved with t's compression:
+ * its packings (packings_on_gpus) and the all-reduce it took. */
+static int packings_of(const train_setup *t, ct_all_reduce_algorithm *reduce) {
+  ct_session_options so;
+  ct_session_options_defaults(&so);
+  so.gpu_options.n_virtual_devices = t->virtual_gpus;
+  ct_tower_options o;
+  resolve_towers(t, &so, &o);
+  *reduce = o.all_reduce;
+  ct_graph *g = ct_graph_new();
+  ct_optimizer_config oc;
+  ct_optimizer_config_defaults(&oc, CT_OPTIMIZER_SGD);
+  ct_classifier_towers towers;
+  ct_classifier_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers);
+  assert_status_ok(ct_graph_status(g));
+  const int packings = packings_on_gpus(g);
+  ct_classifier_towers_free(&towers);
+  ct_graph_free(g);
+  return packings;
+}
+
+/* devices.compression between the towers of one process: the ring packs
+ * the sums that leave a GPU for another memory (the partial sum from
+ * /gpu:0 to /gpu:1, the sum back; onebit with a residual for each), and
+ * every tower reads one unpacked sum, so the copies stay bitwise equal
+ * (train checks). Virtual GPUs of one card share its memory, and a GPU
+ * beside a CPU packs only what leaves the GPU. */
+static void test_compression_between_gpus(void **state) {
+  (void)state;
+  skip_unless_two_gpus();
+  train_setup exact = {"fmnist_cnn", 2, {"/gpu:0", "/gpu:1"}, CT_VARIABLE_UPDATE_REPLICATED,
+                       CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32,
+                       CT_COMPRESSION_NONE, 1};
+  const ct_compression kinds[] = {CT_COMPRESSION_BF16, CT_COMPRESSION_FP16, CT_COMPRESSION_ONEBIT};
+  int packings_two_gpus = 0;
+  for (int k = 0; k < 3; ++k) {
+    train_setup packed = exact;
+    packed.compression = kinds[k];
+    ct_all_reduce_algorithm reduce;
+    const int packings = packings_of(&packed, &reduce);
+    assert_int_equal(reduce, CT_ALL_REDUCE_RING); /* auto: a ring, so that it applies */
+    assert_true(packings > 0);
+    packings_two_gpus = packings;
+    const double d = compare_runs(&packed, &exact);
+    printf("  2 GPUs, %-6s: %d packings, weights %.2e from exact\n",
+           ct_compression_name(kinds[k]), packings, d);
+    assert_true(d > 0);
+    assert_true(d <= (kinds[k] == CT_COMPRESSION_ONEBIT ? 1.0 : 1e-2));
+  }
+  /* two virtual GPUs on one card: nothing leaves it, nothing is packed */
+  train_setup one_card = exact;
+  one_card.virtual_gpus = 2;
+  one_card.compression = CT_COMPRESSION_BF16;
+  ct_all_reduce_algorithm reduce;
+  assert_int_equal(packings_of(&one_card, &reduce), 0);
+  assert_int_equal(reduce, CT_ALL_REDUCE_COLLECTIVE);
+  /* a GPU and the host: a bucket's partial sum is packed on the GPU, but
+   * the sum ends on the CPU, which sends it back exact: half the packings */
+  train_setup beside_cpu = exact;
+  beside_cpu.devices[1] = "/cpu:0";
+  beside_cpu.compression = CT_COMPRESSION_FP16;
+  assert_int_equal(packings_of(&beside_cpu, &reduce), packings_two_gpus / 2);
 }
 
 /* With a GPU, default placement puts ops on /gpu:0 (GPU before CPU), soft
@@ -855,6 +974,7 @@ int main(void) {
       cmocka_unit_test(test_nccl_errors_carry_nccls_text),
 #endif
       cmocka_unit_test(test_towers_on_two_physical_gpus),
+      cmocka_unit_test(test_compression_between_gpus),
       cmocka_unit_test(test_staged_inputs_copy_under_the_last_run),
       cmocka_unit_test(test_feeds_in_pinned_memory_copy_in_place),
 #ifdef CT_GPU_EMULATED

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "parallel/parallel_internal.h"
 #include "parallel/strategy.h"
 #include "test_support.h"
 
@@ -124,6 +125,51 @@ static void test_towers_resolve_on_parsed_specs(void **state) {
   snprintf(r.listed[0], sizeof r.listed[0], "/tpu:0");
   assert_int_equal(resolve(&r, cpus(1), &t, &st), 1);
   assert_non_null(strstr(st.message, "invalid device specification '/tpu:0'"));
+
+  /* compression between CPU devices: one memory, nothing leaves a GPU */
+  ct_tower_request_defaults(&r);
+  r.n_towers = 2;
+  r.compression = CT_COMPRESSION_BF16;
+  assert_int_equal(resolve(&r, cpus(1), &t, &st), 0);
+  assert_int_equal(t.memory_domain[0], 0);
+  assert_int_equal(t.memory_domain[1], 0);
+  assert_int_equal(t.all_reduce, CT_ALL_REDUCE_RING);
+  assert_false(ct_towers_compress_out_of_gpus(&t));
+}
+
+/* A ring or tree packs the sums that leave a GPU for another memory: to
+ * another physical GPU or to the host; not between the virtual GPUs of one
+ * card, not from the host, not under the collective all-reduce, not
+ * without compression. */
+static void test_sums_compressed_out_of_gpus(void **state) {
+  (void)state;
+  static const struct {
+    int domains[2];
+    ct_all_reduce_algorithm reduce;
+    ct_compression compression;
+    int compressed;
+  } cases[] = {
+      {{1, 2}, CT_ALL_REDUCE_RING, CT_COMPRESSION_BF16, 1},
+      {{1, 2}, CT_ALL_REDUCE_TREE, CT_COMPRESSION_ONEBIT, 1},
+      {{1, 0}, CT_ALL_REDUCE_RING, CT_COMPRESSION_FP16, 1},
+      {{0, 1}, CT_ALL_REDUCE_RING, CT_COMPRESSION_FP16, 1},
+      {{1, 1}, CT_ALL_REDUCE_RING, CT_COMPRESSION_BF16, 0},
+      {{0, 0}, CT_ALL_REDUCE_RING, CT_COMPRESSION_BF16, 0},
+      {{1, 2}, CT_ALL_REDUCE_COLLECTIVE, CT_COMPRESSION_BF16, 0},
+      {{1, 2}, CT_ALL_REDUCE_RING, CT_COMPRESSION_NONE, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    ct_tower_options o;
+    ct_tower_options_defaults(&o);
+    o.n_towers = 2;
+    o.memory_domain[0] = cases[i].domains[0];
+    o.memory_domain[1] = cases[i].domains[1];
+    o.all_reduce = cases[i].reduce;
+    o.compression = cases[i].compression;
+    if (ct_towers_compress_out_of_gpus(&o) != cases[i].compressed)
+      fail_msg("case %zu: domains %d, %d: expected %d", i, cases[i].domains[0],
+               cases[i].domains[1], cases[i].compressed);
+  }
 }
 
 static ct_output linear_loss(ct_graph *g, int tower, const ct_output *inputs, void *data) {
@@ -178,6 +224,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_update_has_a_strategy),
       cmocka_unit_test(test_towers_resolve_on_parsed_specs),
+      cmocka_unit_test(test_sums_compressed_out_of_gpus),
       cmocka_unit_test(test_two_names_of_one_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

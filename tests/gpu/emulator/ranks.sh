@@ -3,7 +3,7 @@
 # /gpu:0 of its task, and 2 ranks of one GPU each train what one process
 # with both GPUs trains (the CollectiveReduce's GPU kernel, through host
 # memory), with the replicated update and with a parameter server on rank
-# 0's GPU.
+# 0's GPU; and a GPU and a CPU tower on each, their gradients compressed.
 # Usage: ranks.sh CTOWER_EMULATED MPIEXEC COMPARE_CHECKPOINTS
 source "$(dirname "$0")/../../cli/lib/common.sh" gpu_ranks "$1"
 MPIEXEC=${2:?} COMPARE=${3:?}
@@ -39,4 +39,31 @@ run train job.yaml devices.variable_update=parameter_server devices.ps_device=/g
 if "$COMPARE" ps_one.safetensors ps_ranks.safetensors 1e-5 >cmp.out; then
   pass "a parameter server on rank 0's GPU as on one process's: $(cat cmp.out)"
 else fail "parameter server on GPUs: $(cat ps_ranks.out cmp.out) $out $err"; fi
+# a GPU and a CPU tower on each rank, gradients bf16: packed on the GPU
+# for the CPU tower, packed for the ranks, and unpacked beside each tower;
+# every rank's every copy the same (checked each step), close to exact
+towers=(devices.n_towers=0 'devices.towers=[/gpu:0,/cpu:0]' cluster.check_every=1)
+mpi train job.yaml "${towers[@]}" devices.compression=bf16 train.checkpoint=packed.safetensors \
+  --quiet >packed.out 2>&1
+mpi train job.yaml "${towers[@]}" train.checkpoint=exact.safetensors --quiet >exact.out 2>&1
+if ! cmp -s exact.safetensors packed.safetensors &&
+   "$COMPARE" exact.safetensors packed.safetensors 1e-2 >cmp.out; then
+  pass "bf16 between a GPU and a CPU tower and across ranks, near exact: $(cat cmp.out)"
+else fail "bf16 on GPU and CPU towers: $(cat packed.out exact.out cmp.out)"; fi
+# and `ctower plan` counts fewer bytes both between the devices and across
+# the ranks: "copied between devices 616.52 KB, ..., across ranks 203.30 KB"
+traffic() { # COMPRESSION: the three counts of the plan, in bytes
+  mpi plan job.yaml "${towers[@]}" devices.compression="$1" 2>&1 |
+    awk '/copied between devices/ {
+      gsub(",", ""); n = split($0, w, " ")
+      for (i = 1; i <= n; i++) if (w[i] ~ /^[0-9.]+$/) {
+        unit = w[i + 1]; x = w[i] * (unit ~ /^KB/ ? 1e3 : unit ~ /^MB/ ? 1e6 : 1)
+        printf "%.0f ", x } }'
+}
+read -r copied_exact _ across_exact <<<"$(traffic none)"
+read -r copied_bf16 _ across_bf16 <<<"$(traffic bf16)"
+if [ -n "$across_bf16" ] && [ "$copied_bf16" -lt "$copied_exact" ] &&
+   [ $((2 * across_bf16)) -le $((across_exact + 2)) ]; then
+  pass "plan: bf16 copies $copied_bf16 B between devices ($copied_exact exact), $across_bf16 B across ranks ($across_exact)"
+else fail "plan's traffic with bf16: copied $copied_bf16 / $copied_exact, across $across_bf16 / $across_exact"; fi
 finish

@@ -1,5 +1,6 @@
-/* The scope names of a layer list's layers. A layer's variables are named
- * after its scope ("<name>/weights"), so two layers of one name would
+/* The names of layer types, and the scope names of a layer list's
+ * layers. A layer's variables are named after its scope
+ * ("<name>/weights"), so two layers of one name would
  * share their variables without anyone asking: every name a list gives
  * (given, by default, to a repeat's copies, to a block's projection) is
  * checked against every other of the same list before anything is built. */
@@ -8,6 +9,18 @@
 #include <string.h>
 
 #include "ctower/models.h"
+
+static const char *const k_type_names[CT_LAYER_TYPE_COUNT] = {
+    [CT_LAYER_CONV2D] = "conv2d",       [CT_LAYER_MAX_POOL] = "max_pool",
+    [CT_LAYER_AVG_POOL] = "avg_pool",   [CT_LAYER_BATCH_NORM] = "batch_norm",
+    [CT_LAYER_LRN] = "lrn",             [CT_LAYER_DROPOUT] = "dropout",
+    [CT_LAYER_FLATTEN] = "flatten",     [CT_LAYER_DENSE] = "dense",
+    [CT_LAYER_RELU] = "relu",           [CT_LAYER_GLOBAL_AVG_POOL] = "global_avg_pool",
+    [CT_LAYER_RESIDUAL] = "residual"};
+
+const char *ct_layer_type_name(ct_layer_type type) {
+  return (int)type >= 0 && type < CT_LAYER_TYPE_COUNT ? k_type_names[type] : "unknown";
+}
 
 void ct_layer_spec_name(const ct_layer_spec *spec, int index, char *out, size_t size) {
   if (spec->name[0])

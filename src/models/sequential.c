@@ -7,18 +7,6 @@
 
 #include "ctower/models.h"
 
-static const char *const k_type_names[CT_LAYER_TYPE_COUNT] = {
-    [CT_LAYER_CONV2D] = "conv2d",       [CT_LAYER_MAX_POOL] = "max_pool",
-    [CT_LAYER_AVG_POOL] = "avg_pool",   [CT_LAYER_BATCH_NORM] = "batch_norm",
-    [CT_LAYER_LRN] = "lrn",             [CT_LAYER_DROPOUT] = "dropout",
-    [CT_LAYER_FLATTEN] = "flatten",     [CT_LAYER_DENSE] = "dense",
-    [CT_LAYER_RELU] = "relu",           [CT_LAYER_GLOBAL_AVG_POOL] = "global_avg_pool",
-    [CT_LAYER_RESIDUAL] = "residual"};
-
-const char *ct_layer_type_name(ct_layer_type type) {
-  return (int)type >= 0 && type < CT_LAYER_TYPE_COUNT ? k_type_names[type] : "unknown";
-}
-
 void ct_layer_spec_defaults(ct_layer_spec *s, ct_layer_type type) {
   memset(s, 0, sizeof *s);
   s->type = type;

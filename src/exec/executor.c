@@ -15,6 +15,7 @@
 #include "cluster/cluster.h"
 #include "exec/executor.h"
 #include "exec/staging.h"
+#include "exec/transfer.h"
 #include "graph/op_def.h"
 
 typedef struct run_state {
@@ -403,7 +404,7 @@ static void step_finished(run_state *run, int index) {
   }
 }
 
-/* ---- edges between tasks (transfer.c) ------------------------------------------ */
+/* ---- edges between tasks (transfer.h) ------------------------------------------ */
 
 /* A send or receive is done: the send's input is consumed, and the step
  * finishes as a device's step does. */

@@ -1,6 +1,6 @@
 /* Session internals shared by session.c (lifecycle, devices, placement,
- * variables, runs), plan.c and partition.c (plans), executor.c (running a
- * plan) and run_metadata.c. */
+ * variables, runs), the plan's files (plan.h), the executor's (executor.c,
+ * run_step.c, staging.c, transfer.c), the estimate and run_metadata.c. */
 #ifndef CTOWER_EXEC_INTERNAL_H
 #define CTOWER_EXEC_INTERNAL_H
 

@@ -1,6 +1,6 @@
 /* The plan's own data (plan.h): growing its steps and slots, a copy
- * step, a step's shape rule, and freeing it. The passes that fill it are
- * plan_build.c's; executor.c runs it. */
+ * step, a step's shape rule, how a run binds a step's outputs, and freeing
+ * it. The passes that fill it are plan_build.c's; executor.c runs it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +79,21 @@ int ct_plan_step_infer(const ct_plan_step *step, const ct_shape *in_shapes,
   ct_infer_ctx infer = {n->name,      &n->attrs,  n->n_inputs, in_shapes, in_dtypes,
                         n->n_outputs, out_shapes, out_dtypes,  status};
   return n->op->infer && n->op->infer(&infer) != 0;
+}
+
+ct_output_binding ct_plan_output_binding(const ct_plan *p, const ct_plan_step *step, int o,
+                                         int input0_dies, int input0_fits) {
+  const ct_node *n = step->node;
+  if (n == NULL || o != 0) return CT_BIND_FRESH;
+  if (n->variable >= 0) return CT_BIND_VARIABLE;
+  if (n->constant && p->devices[p->slot_device[step->first_slot]]->ops->host_addressable)
+    return CT_BIND_CONSTANT;
+  if (n->op->flags & CT_OP_ALIAS_INPUT0) return CT_BIND_VIEW;
+  if (!(n->op->flags & CT_OP_INPLACE) || step->n_inputs == 0 || !input0_dies || !input0_fits)
+    return CT_BIND_FRESH;
+  for (int j = 1; j < step->n_inputs; ++j) /* read twice: it would change under the kernel */
+    if (step->input_slots[j] == step->input_slots[0]) return CT_BIND_FRESH;
+  return CT_BIND_INPUT0;
 }
 
 int ct_plan_grow(void **array, int *cap, int need, size_t item) {

@@ -129,6 +129,21 @@ int ct_plan_step_infer(const ct_plan_step *step, const ct_shape *in_shapes,
                        const ct_dtype *in_dtypes, ct_shape *out_shapes, ct_dtype *out_dtypes,
                        ct_status *status);
 
+/* How a run gives a step's output its memory: the executor's rule
+ * (run_step.c), which the estimate (estimate.c) predicts with. */
+typedef enum ct_output_binding {
+  CT_BIND_VARIABLE, /* output 0 of a variable's read: the variable's storage */
+  CT_BIND_CONSTANT, /* output 0 of a constant on a host-addressable device: its own memory */
+  CT_BIND_VIEW,     /* output 0 of an op that aliases input 0 (Reshape, Identity): a view */
+  CT_BIND_INPUT0,   /* output 0 of an in-place op: input 0's buffer, which dies with the step */
+  CT_BIND_FRESH     /* a fresh buffer from the output's device */
+} ct_output_binding;
+/* Output o's binding. input0_dies: the step's input 0 is a buffer of its
+ * device's that no other value views and no other step still reads;
+ * input0_fits: it has output o's dtype and shape (as this run infers
+ * them). */
+ct_output_binding ct_plan_output_binding(const ct_plan *plan, const ct_plan_step *step, int o,
+                                         int input0_dies, int input0_fits);
 /* Grows a zero-filled array of items of `item` bytes to hold `need` of
  * them (capacity *cap, doubling). Returns 0, or 1 when out of memory. */
 int ct_plan_grow(void **array, int *cap, int need, size_t item);

@@ -86,7 +86,8 @@ static ct_output_binding binding_of(const walk *w, const ct_plan_step *step, int
   if (step->n_inputs > 0) {
     const int in_slot = step->input_slots[0], b = w->buffer_of[in_slot], out = step->first_slot + o;
     dies = b >= 0 && w->buffers[b].owned && w->buffers[b].refs == 1 && w->remaining[in_slot] == 1;
-    fits = w->dtypes[in_slot] == w->dtypes[out] && ct_shape_equal(&w->shapes[in_slot], &w->shapes[out]);
+    fits = w->dtypes[in_slot] == w->dtypes[out] &&
+           ct_shape_equal(&w->shapes[in_slot], &w->shapes[out]);
   }
   return ct_plan_output_binding(w->plan, step, o, dies, fits);
 }
@@ -191,10 +192,9 @@ static int walk_step(walk *w, const ct_plan_step *step, ct_status *status) {
   count_costs(w, step, in_shapes, out_shapes, step_shapes(w, step, in_shapes, out_shapes));
   if (step->node) {
     size_t blocks[4] = {0}, scratch = 0;
-    const int n_blocks =
-        ct_kernel_scratch_estimate(step->node->op->name, p->devices[step->device],
-                                   &step->node->attrs, in_shapes, step->n_inputs, out_shapes,
-                                   blocks);
+    const int n_blocks = ct_kernel_scratch_estimate(step->node->op->name, p->devices[step->device],
+                                                    &step->node->attrs, in_shapes, step->n_inputs,
+                                                    out_shapes, blocks);
     for (int k = 0; k < n_blocks; ++k) scratch += ct_allocator_chunk_bytes(blocks[k]);
     if (scratch) note_peak(w, step->device, scratch);
   }

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "exec/executor.h"
 #include "exec/run_step.h"
 #include "exec/staging.h"
@@ -28,9 +28,9 @@ typedef struct run_state {
   pthread_cond_t done; /* signalled by the last step, and by each send that becomes ready */
   int *ready_sends;    /* sends whose inputs are ready, for the run's thread (under mutex) */
   int n_ready_sends;
-  int *spare_sends;    /* the list the run's thread took last, to be refilled */
+  int *spare_sends;          /* the list the run's thread took last, to be refilled */
   double *transfer_start_us; /* per transfer: when it started (traced runs) */
-  ct_status status; /* the first failure */
+  ct_status status;          /* the first failure */
   ct_run_metadata *metadata;
   struct timespec start;
 } run_state;
@@ -157,7 +157,8 @@ static void transfer_finished(run_state *run, int t) {
   const int index = p->transfer_steps[t];
   const ct_plan_step *step = &p->steps[index];
   if (run->metadata && !atomic_load(&run->failed))
-    ct_run_record_event(p, run->metadata, step, run->transfer_start_us[t], micros_since(&run->start));
+    ct_run_record_event(p, run->metadata, step, run->transfer_start_us[t],
+                        micros_since(&run->start));
   for (int j = 0; j < step->n_inputs; ++j) ct_run_slot_consumed(p, step->input_slots[j]);
   step_finished(run, index);
 }
@@ -386,8 +387,8 @@ static void add_device_timings(ct_plan *p, ct_run_metadata *metadata) {
     void *origin = p->device_marks[step->device];
     double base = p->device_mark_us[step->device];
     ct_run_record_event(p, metadata, step,
-                 base + ct_device_mark_elapsed_us(device, origin, step->mark_begin),
-                 base + ct_device_mark_elapsed_us(device, origin, step->mark_end));
+                        base + ct_device_mark_elapsed_us(device, origin, step->mark_begin),
+                        base + ct_device_mark_elapsed_us(device, origin, step->mark_end));
   }
 }
 

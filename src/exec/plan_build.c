@@ -59,12 +59,12 @@ static int out_of_memory(ct_status *status) {
 typedef struct plan_builder {
   const ct_session *session;
   ct_plan *plan;
-  unsigned char *needed; /* per node: the run needs it */
-  unsigned char *fed;    /* per node: a feed gives its value */
+  unsigned char *needed;    /* per node: the run needs it */
+  unsigned char *fed;       /* per node: a feed gives its value */
   unsigned char *runs_here; /* per node: needed, not fed, and run by this process */
-  int *slot_base;        /* per node: the slot of its output 0 */
-  int *step_of;          /* per node: its step, or -1 */
-  int *producer_of;      /* per slot: the step that writes it, or -1 */
+  int *slot_base;           /* per node: the slot of its output 0 */
+  int *step_of;             /* per node: its step, or -1 */
+  int *producer_of;         /* per slot: the step that writes it, or -1 */
 } plan_builder;
 
 /* Pass 1: what the fetches and targets need. Fed nodes always get their
@@ -243,7 +243,8 @@ static ct_plan *plan_build(const ct_session *s, const ct_feed *feeds, int n_feed
   }
   failed = failed || (link_steps(&b) && out_of_memory(status)) ||
            ct_plan_mark_copies_to_host(p, b.producer_of, status) || prepare_runs(&b, status);
-  free(b.needed), free(b.fed), free(b.runs_here), free(b.slot_base), free(b.step_of), free(b.producer_of);
+  free(b.needed), free(b.fed), free(b.runs_here), free(b.slot_base), free(b.step_of),
+      free(b.producer_of);
   if (failed) {
     ct_plan_free(p);
     return NULL;

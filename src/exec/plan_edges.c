@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "core/hash.h"
 #include "exec/plan.h"
 #include "exec/transfer.h"
@@ -99,7 +99,8 @@ static int find_ranks(const ct_plan *p, const ct_session *s, const unsigned char
       const ct_node *n = g->nodes[id];
       for (int j = 0; j < n->n_inputs + n->n_control; ++j) {
         const ct_node *in = j < n->n_inputs ? n->inputs[j].node : n->control[j - n->n_inputs];
-        if (!fed[in->id] && s->node_home[in->id] < 0) changed |= add_ranks(r, in->id, ranks_of(r, id));
+        if (!fed[in->id] && s->node_home[in->id] < 0)
+          changed |= add_ranks(r, in->id, ranks_of(r, id));
       }
     }
   }
@@ -137,7 +138,8 @@ static int collect_edges(const ct_plan *p, const ct_session *s, const unsigned c
   qsort(list->items, (size_t)list->n, sizeof *list->items, edge_order);
   int kept = 1;
   for (int i = 1; i < list->n; ++i)
-    if (edge_order(&list->items[i], &list->items[kept - 1]) != 0) list->items[kept++] = list->items[i];
+    if (edge_order(&list->items[i], &list->items[kept - 1]) != 0)
+      list->items[kept++] = list->items[i];
   list->n = kept;
   return 0;
 }
@@ -224,8 +226,8 @@ static int add_send(ct_plan *p, const ct_session *s, const edge *e, int k, const
 /* The receive step of edge k: the value into the slot pass 2 gave the
  * remote producer's output on the receiving device, or the producer's end,
  * which this process's steps with that control input wait for. */
-static int add_receive(ct_plan *p, const ct_session *s, const edge *e, int k,
-                       const int *slot_base, int *step_of) {
+static int add_receive(ct_plan *p, const ct_session *s, const edge *e, int k, const int *slot_base,
+                       int *step_of) {
   const ct_node *producer = s->graph->nodes[e->producer];
   ct_plan_step *step = ct_plan_add_step(p);
   if (step == NULL) return 1;
@@ -253,8 +255,8 @@ int ct_plan_find_edges(ct_plan *p, const ct_session *s, const unsigned char *nee
   if (s->n_remote == 0) return 0;
   rank_sets ranks = {NULL, 0};
   edge_list list = {NULL, 0, 0};
-  int failed = find_ranks(p, s, needed, fed, &ranks) ||
-               collect_edges(p, s, needed, fed, &ranks, &list);
+  int failed =
+      find_ranks(p, s, needed, fed, &ranks) || collect_edges(p, s, needed, fed, &ranks, &list);
   if (failed) ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory planning a run");
   for (int id = 0; !failed && id < g->n_nodes; ++id)
     runs_here[id] = runs_here[id] && has_rank(&ranks, id, ct_cluster_rank());
@@ -299,4 +301,3 @@ int ct_plan_add_transfers(ct_plan *p, const ct_session *s, const int *slot_base,
   if (failed) ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory planning a run");
   return failed;
 }
-

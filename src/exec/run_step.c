@@ -121,7 +121,7 @@ static const char *step_name(const ct_plan_step *step) {
   return step->node ? step->node->name : step->copy_name;
 }
 static const char *step_op(const ct_plan_step *step) {
-  return step->node                               ? step->node->op->name
+  return step->node                           ? step->node->op->name
          : step->transfer == CT_TRANSFER_SEND ? "_Send"
          : step->transfer == CT_TRANSFER_RECV ? "_Recv"
                                               : "_Copy";
@@ -196,8 +196,7 @@ static int run_kernel(ct_session *s, ct_plan *p, ct_plan_step *step, ct_tensor *
                        output_marks};
   step->kernel(&ctx);
   for (int k = 0; k < ctx.n_scratch; ++k) ct_allocator_free(device->allocator, ctx.scratch[k]);
-  if (status->code != CT_OK ||
-      ct_device_step_done(device, step_name(step), step_op(step), status))
+  if (status->code != CT_OK || ct_device_step_done(device, step_name(step), step_op(step), status))
     return 1;
   if (check_numerics(s, p, step, status)) return 1;
   /* the next run's inputs copied in beside this run's kernels (staging.h) */
@@ -236,7 +235,8 @@ int ct_run_step(ct_session *s, ct_plan *p, ct_plan_step *step, ct_status *status
     if (p->slot_consumers[slot] > 0) continue;
     /* unread: its buffer goes back now, so its device's later work (the
      * buffer's next owner) must come after the writes still pending */
-    if (ct_device_wait_mark(ct_run_slot_device(s, p, slot), p->slot_side_mark[slot], status)) return 1;
+    if (ct_device_wait_mark(ct_run_slot_device(s, p, slot), p->slot_side_mark[slot], status))
+      return 1;
     atomic_store(&p->remaining[slot], 1);
     ct_run_slot_consumed(p, slot);
   }
@@ -258,7 +258,8 @@ void ct_run_record_event(ct_plan *p, ct_run_metadata *metadata, const ct_plan_st
           &p->values[output < 0 ? step->input_slots[j] : step->first_slot + output];
       ct_shape_str(&t->shape, one, sizeof one);
       /* a send's bytes are those it sends */
-      if (output >= 0 || step->transfer == CT_TRANSFER_SEND) bytes += (long long)ct_tensor_nbytes(t);
+      if (output >= 0 || step->transfer == CT_TRANSFER_SEND)
+        bytes += (long long)ct_tensor_nbytes(t);
     }
     used += (size_t)snprintf(shapes + used, sizeof shapes - used, "%s%s", j ? " " : "", one);
   }
@@ -293,4 +294,3 @@ void ct_run_release_all(ct_plan *p) {
     atomic_store(&p->remaining[slot], 0);
   }
 }
-

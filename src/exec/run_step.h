@@ -12,8 +12,7 @@
 int ct_run_step(ct_session *session, ct_plan *plan, ct_plan_step *step, ct_status *status);
 /* Gives the step its outputs' memory (the plan's rule; a receive's, once
  * its header set their shapes). Returns 0 or fills status. */
-int ct_run_bind_outputs(ct_session *session, ct_plan *plan, ct_plan_step *step,
-                        ct_status *status);
+int ct_run_bind_outputs(ct_session *session, ct_plan *plan, ct_plan_step *step, ct_status *status);
 /* Where a value lives: a device, or NULL for host memory (a feed). */
 ct_device *ct_run_slot_device(const ct_session *session, const ct_plan *plan, int slot);
 /* Drops one consumer of a slot; the last one returns its buffer. */

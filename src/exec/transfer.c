@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 
 enum { MESSAGE_CHARS = 640 };
 
@@ -48,7 +48,8 @@ int ct_plan_transfers_begin(ct_plan *p, ct_status *status) {
     state->phase = HEADER;
     if (step->transfer == CT_TRANSFER_RECV &&
         ct_cluster_edge_irecv(&state->header, sizeof state->header, step->peer,
-                              ct_transfer_tag(step->edge, p->runs, 0), &state->header_request, status)) {
+                              ct_transfer_tag(step->edge, p->runs, 0), &state->header_request,
+                              status)) {
       while (t-- > 0) ct_cluster_cancel(&p->transfer_state[t].header_request);
       return 1;
     }
@@ -127,8 +128,8 @@ ct_transfer_event ct_plan_transfer_poll(ct_plan *p, int t, ct_status *status) {
         state->phase = FINISHED;
         state->header.message[MESSAGE_CHARS - 1] = '\0';
         ct_status_set(status, peer_code(state->header.code),
-                      "%s: the run failed on rank %d (%s/task:%d): %s", step->copy_name,
-                      step->peer, ct_cluster_job_of(step->peer), ct_cluster_task_of(step->peer),
+                      "%s: the run failed on rank %d (%s/task:%d): %s", step->copy_name, step->peer,
+                      ct_cluster_job_of(step->peer), ct_cluster_task_of(step->peer),
                       state->header.message);
         return CT_TRANSFER_PEER_FAILED;
       }

@@ -1,13 +1,13 @@
 /* Runs a plan (plan.h). A run queues the steps that wait for nothing on
- * their devices' workers; each worker runs a step (the op's shape rule on
- * the real input shapes, outputs from its device's allocator or a view of
- * input 0 or the variable's storage, the kernel, the release of dead
- * inputs) and queues every consumer whose last input this was. Devices
- * thus run concurrently, each node as soon as its inputs are ready. */
+ * their devices' workers; each worker runs a step (run_step.h: the op's
+ * shape rule on the real input shapes, its outputs bound, the kernel, the
+ * release of dead inputs) and queues every consumer whose last input this
+ * was. Devices thus run concurrently, each node as soon as its inputs are
+ * ready. The run's own thread serves the sends and receives of edges
+ * between tasks (transfer.h) and waits for the run's end. */
 #include <math.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,7 +17,6 @@
 #include "exec/run_step.h"
 #include "exec/staging.h"
 #include "exec/transfer.h"
-#include "graph/op_def.h"
 
 typedef struct run_state {
   ct_session *session;

@@ -23,6 +23,8 @@ typedef struct ct_heartbeat {
   char what[32];       /* its ct_cluster_progress name */
 } ct_heartbeat;
 
+/* The job as this process sees it: set by ct_cluster_init (mpi_job.c),
+ * the communicators freed by ct_cluster_finalize (cluster_mpi.c). */
 typedef struct ct_mpi_job {
   int initialized, mpi, thread_multiple;
   int rank, size, local_rank, local_size;
@@ -33,7 +35,7 @@ typedef struct ct_mpi_job {
   ct_heartbeat next;    /* the progress reported for the next collective */
   double entered_at;    /* when this rank entered its last collective */
 } ct_mpi_job;
-extern ct_mpi_job ct_mpi;
+extern ct_mpi_job ct_mpi; /* this process's, in mpi_job.c */
 
 /* 0 for MPI_SUCCESS; else fills status with MPI's words for err, returns 1. */
 int ct_mpi_failed(int err, const char *call, ct_status *status);

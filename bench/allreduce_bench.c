@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "ctower/ctower.h"
 #ifdef CTOWER_HAVE_MPI
 #include <mpi.h>

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "ctower/ctower.h"
 
 static double now_us(void) {

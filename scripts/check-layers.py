@@ -9,14 +9,24 @@ own layer and of lower layers, never of a higher one; within a layer, two
 sibling subfolders (kernels/cpu and kernels/cuda) may not include each
 other. The layers, lowest first, are those of docs/architecture.md.
 
+Within a folder, the .c files may not use one another's functions and
+variables in a circle: the graph of "file A uses a symbol that file B
+defines" between the files of one top-level folder must be acyclic, so
+that each file can be read, tested and moved with the files below it
+alone. The graph comes from the sources (external definitions at file
+scope, and the identifiers each file uses), so the check needs no build.
+
 Usage: check-layers.py [ROOT]   (ROOT: the repository, default: this
 script's parent folder). Prints each forbidden include as
-"FILE:LINE: FOLDER (layer) includes HEADER (layer)" and exits 1 when there
-is any, else prints a summary and exits 0.
+"FILE:LINE: FOLDER (layer) includes HEADER (layer)" and each circle as
+"FILE:LINE: circle in FOLDER: A -> B (symbol) -> ... -> A" and exits 1
+when there is any, else prints a summary and exits 0.
 """
 import os
 import re
 import sys
+
+from symbol_graph import file_circles
 
 LAYERS = [
     ["core"],
@@ -119,14 +129,18 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))
     problems, edges, n_files = check(root)
+    circles, n_graph_files = file_circles(root)
+    problems += circles
     for p in problems:
         print(p)
     if problems:
-        print(f"{len(problems)} forbidden include(s): a folder may include only its own layer "
-              "and lower ones (scripts/check-layers.py, docs/architecture.md)")
+        print(f"{len(problems)} problem(s): a folder may include only its own layer and lower "
+              "ones, and no files of a folder may use one another in a circle "
+              "(scripts/check-layers.py, docs/architecture.md)")
         return 1
     between = sorted(f"{a}->{b}" for a, b in edges if a != b)
-    print(f"layers hold: {n_files} files, {len(between)} edges between folders, all downwards")
+    print(f"layers hold: {n_files} files, {len(between)} edges between folders, all downwards; "
+          f"no circle between the {n_graph_files} .c files within a folder")
     return 0
 
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "cli/command_stack.h"
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "config/suggest.h"
 #include "ctower/config.h"
 #include "ctower/trainer.h"

@@ -1,11 +1,11 @@
-/* cluster.h without MPI (CTOWER_MPI=off, or no MPI found): the process is
- * the whole job. Started by a launcher as one of several ranks, it refuses
- * to start, since it could not talk to the others. */
+/* communication.h without MPI (CTOWER_MPI=off, or no MPI found): the process
+ * is the whole job. Started by a launcher as one of several ranks, it
+ * refuses to start, since it could not talk to the others. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "cluster/launcher.h"
 
 int ct_cluster_init(int *argc, char ***argv, ct_status *status) {

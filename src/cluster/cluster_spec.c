@@ -1,10 +1,11 @@
-/* The cluster spec (cluster.h): which job and task each rank is. Shared by
- * both builds of cluster.h; a process on its own is /job:worker/task:0 (its
- * devices keep the name /job:localhost/...: see config_options.c). */
+/* The cluster spec (ctower/cluster.h): which job and task each rank is.
+ * Shared by both builds of communication.h; a process on its own is
+ * /job:worker/task:0 (its devices keep the name /job:localhost/...: see
+ * config_options.c). */
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 
 static struct {
   int ps, workers; /* workers 0: no spec, every rank a worker */

@@ -1,7 +1,7 @@
 /* What the environment says about the job this process was started in,
  * read from the variables launchers set (Open MPI's mpirun, MPICH's and
  * Intel's hydra, PMIx, Slurm's srun), and what a process on its own does.
- * Shared by both builds of cluster.h. */
+ * Shared by both builds of communication.h. */
 #ifndef CTOWER_CLUSTER_LAUNCHER_H
 #define CTOWER_CLUSTER_LAUNCHER_H
 

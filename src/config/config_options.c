@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "ctower/config.h"
 
 static void optimizer_options(const ct_config *c, ct_optimizer_config *o) {

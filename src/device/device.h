@@ -147,7 +147,7 @@ ct_device *ct_device_new_common(const ct_device_ops *ops, const ct_session_optio
                                 int index, ct_status *status);
 /* The device of rank `rank` (/job:JOB/task:TASK) that mirrors `local`: its
  * type and index, for the placer to choose and a plan to send values to
- * (exec/transfer.c); nothing runs on it here: no allocator, no worker.
+ * (exec/plan_edges.c); nothing runs on it here: no allocator, no worker.
  * Freed by ct_device_free. NULL and status when out of memory. */
 ct_device *ct_device_new_remote(const ct_device *local, int rank, const char *job, int task,
                                 ct_status *status);

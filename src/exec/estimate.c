@@ -1,5 +1,6 @@
-/* Predicting a run (estimate.h): the executor's buffer rules (executor.c's
- * bind_outputs, can_take_input0 and run_step) applied to shapes alone.
+/* Predicting a run (estimate.h): the executor's buffer rules (the plan's
+ * ct_plan_output_binding, and run_step.c's release of dead inputs)
+ * applied to shapes alone.
  * Devices run concurrently in a real run; the walk takes one step from each
  * worker's queue in turn (device by device, compute then communication),
  * each queue first in, first out as the workers' are, which is the
@@ -77,38 +78,43 @@ static size_t slot_nbytes(const walk *w, int slot) {
   return n > 0 ? (size_t)n * ct_dtype_size(w->dtypes[slot]) : 0;
 }
 
-/* executor.c's can_take_input0, on the walk's buffers. */
-static int can_take_input0(const walk *w, const ct_plan_step *step, int out_slot) {
-  const ct_node *n = step->node;
-  if (n == NULL || !(n->op->flags & CT_OP_INPLACE) || step->n_inputs == 0) return 0;
-  const int in_slot = step->input_slots[0], b = w->buffer_of[in_slot];
-  if (b < 0 || !w->buffers[b].owned || w->buffers[b].refs != 1 || w->remaining[in_slot] != 1)
-    return 0;
-  for (int j = 1; j < step->n_inputs; ++j)
-    if (step->input_slots[j] == in_slot) return 0;
-  return w->dtypes[in_slot] == w->dtypes[out_slot] &&
-         ct_shape_equal(&w->shapes[in_slot], &w->shapes[out_slot]);
+/* Output o's binding by the executor's rule (ct_plan_output_binding), from
+ * the walk's buffers. */
+static ct_output_binding binding_of(const walk *w, const ct_plan_step *step, int o) {
+  int dies = 0, fits = 0;
+  if (step->n_inputs > 0) {
+    const int in_slot = step->input_slots[0], b = w->buffer_of[in_slot], out = step->first_slot + o;
+    dies = b >= 0 && w->buffers[b].owned && w->buffers[b].refs == 1 && w->remaining[in_slot] == 1;
+    fits = w->dtypes[in_slot] == w->dtypes[out] &&
+           ct_shape_equal(&w->shapes[in_slot], &w->shapes[out]);
+  }
+  return ct_plan_output_binding(w->plan, step, o, dies, fits);
 }
 
-/* executor.c's bind_outputs. */
+/* run_step.c's ct_run_bind_outputs, on the walk's buffers. */
 static void bind_outputs(walk *w, const ct_plan_step *step) {
   const ct_plan *p = w->plan;
-  const ct_node *n = step->node;
   for (int o = 0; o < step->n_outputs; ++o) {
     const int slot = step->first_slot + o, device = p->slot_device[slot];
-    const int host = p->devices[device]->ops->host_addressable;
+    const int in_slot = step->n_inputs ? step->input_slots[0] : -1;
     w->remaining[slot] = p->slot_consumers[slot];
-    int b;
-    if (n && o == 0 && (n->variable >= 0 || (n->constant && host))) {
-      b = new_buffer(w, device, 0, 0);
-    } else if (n && o == 0 && (n->op->flags & CT_OP_ALIAS_INPUT0)) {
-      b = w->buffer_of[step->input_slots[0]];
-      if (b >= 0) w->buffers[b].refs++;
-    } else if (o == 0 && can_take_input0(w, step, slot)) {
-      b = w->buffer_of[step->input_slots[0]];
-      w->buffer_of[step->input_slots[0]] = -1;
-    } else {
-      b = new_buffer(w, device, slot_nbytes(w, slot), 1);
+    int b = -1;
+    switch (binding_of(w, step, o)) {
+      case CT_BIND_VARIABLE:
+      case CT_BIND_CONSTANT:
+        b = new_buffer(w, device, 0, 0);
+        break;
+      case CT_BIND_VIEW:
+        b = w->buffer_of[in_slot];
+        if (b >= 0) w->buffers[b].refs++;
+        break;
+      case CT_BIND_INPUT0:
+        b = w->buffer_of[in_slot];
+        w->buffer_of[in_slot] = -1;
+        break;
+      case CT_BIND_FRESH:
+        b = new_buffer(w, device, slot_nbytes(w, slot), 1);
+        break;
     }
     w->buffer_of[slot] = b;
   }
@@ -174,7 +180,7 @@ static void count_costs(walk *w, const ct_plan_step *step, const ct_shape *in_sh
   }
 }
 
-/* executor.c's run_step, on shapes: outputs, the kernel's scratch at its
+/* run_step.c's ct_run_step, on shapes: outputs, the kernel's scratch at its
  * height, then the inputs' release and that of unread outputs. */
 static int walk_step(walk *w, const ct_plan_step *step, ct_status *status) {
   const ct_plan *p = w->plan;
@@ -185,10 +191,9 @@ static int walk_step(walk *w, const ct_plan_step *step, ct_status *status) {
   count_costs(w, step, in_shapes, out_shapes, step_shapes(w, step, in_shapes, out_shapes));
   if (step->node) {
     size_t blocks[4] = {0}, scratch = 0;
-    const int n_blocks =
-        ct_kernel_scratch_estimate(step->node->op->name, p->devices[step->device],
-                                   &step->node->attrs, in_shapes, step->n_inputs, out_shapes,
-                                   blocks);
+    const int n_blocks = ct_kernel_scratch_estimate(step->node->op->name, p->devices[step->device],
+                                                    &step->node->attrs, in_shapes, step->n_inputs,
+                                                    out_shapes, blocks);
     for (int k = 0; k < n_blocks; ++k) scratch += ct_allocator_chunk_bytes(blocks[k]);
     if (scratch) note_peak(w, step->device, scratch);
   }

@@ -1,10 +1,11 @@
 /* A run predicted without running it: the plan the executor would run
- * (plan.c), walked in the executor's order with the shapes the feeds give,
- * allocating each step's outputs by the executor's rules (variables and
- * host constants in place, views of input 0, in-place takeover of a dying
- * input 0, fresh buffers rounded as the allocator rounds them, kernel
- * scratch), freeing a buffer after its last consumer; plus each step's
- * FLOPs and bytes. `ctower plan` prints it. */
+ * (plan_build.c), walked in the executor's order with the shapes the feeds
+ * give, binding each step's outputs by the executor's own rule
+ * (ct_plan_output_binding: variables and host constants in place, views of
+ * input 0, in-place takeover of a dying input 0, otherwise fresh buffers
+ * rounded as the allocator rounds them), with kernel scratch, freeing a
+ * buffer after its last consumer; plus each step's FLOPs and bytes.
+ * `ctower plan` prints it. */
 #ifndef CTOWER_EXEC_ESTIMATE_H
 #define CTOWER_EXEC_ESTIMATE_H
 

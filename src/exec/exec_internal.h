@@ -1,6 +1,6 @@
 /* Session internals shared by session.c (lifecycle, devices, placement,
- * variables, runs), plan.c and partition.c (plans), executor.c (running a
- * plan) and run_metadata.c. */
+ * variables, runs), the plan's files (plan.h), the executor's (executor.c,
+ * run_step.c, staging.c, transfer.c), the estimate and run_metadata.c. */
 #ifndef CTOWER_EXEC_INTERNAL_H
 #define CTOWER_EXEC_INTERNAL_H
 
@@ -30,7 +30,7 @@ struct ct_session {
   int *device_of;           /* per graph node: device index, -1 until placed */
   unsigned char *placement_reason; /* per graph node: its ct_placement_reason */
   int *node_home;           /* per graph node: the rank its device scope pins it to, or -1:
-                               it runs in every process that needs it (transfer.c) */
+                               it runs in every process that needs it (plan_edges.c) */
   int n_placed;             /* nodes 0 .. n_placed-1 are placed */
   ct_tensor **variables;    /* per graph variable, NULL until first used */
   ct_device **variable_device; /* whose allocator holds each variable */

@@ -1,21 +1,22 @@
 /* Runs a plan (plan.h). A run queues the steps that wait for nothing on
- * their devices' workers; each worker runs a step (the op's shape rule on
- * the real input shapes, outputs from its device's allocator or a view of
- * input 0 or the variable's storage, the kernel, the release of dead
- * inputs) and queues every consumer whose last input this was. Devices
- * thus run concurrently, each node as soon as its inputs are ready. */
+ * their devices' workers; each worker runs a step (run_step.h: the op's
+ * shape rule on the real input shapes, its outputs bound, the kernel, the
+ * release of dead inputs) and queues every consumer whose last input this
+ * was. Devices thus run concurrently, each node as soon as its inputs are
+ * ready. The run's own thread serves the sends and receives of edges
+ * between tasks (transfer.h) and waits for the run's end. */
 #include <math.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "exec/executor.h"
+#include "exec/run_step.h"
 #include "exec/staging.h"
-#include "graph/op_def.h"
+#include "exec/transfer.h"
 
 typedef struct run_state {
   ct_session *session;
@@ -26,9 +27,9 @@ typedef struct run_state {
   pthread_cond_t done; /* signalled by the last step, and by each send that becomes ready */
   int *ready_sends;    /* sends whose inputs are ready, for the run's thread (under mutex) */
   int n_ready_sends;
-  int *spare_sends;    /* the list the run's thread took last, to be refilled */
+  int *spare_sends;          /* the list the run's thread took last, to be refilled */
   double *transfer_start_us; /* per transfer: when it started (traced runs) */
-  ct_status status; /* the first failure */
+  ct_status status;          /* the first failure */
   ct_run_metadata *metadata;
   struct timespec start;
 } run_state;
@@ -39,265 +40,8 @@ static double micros_since(const struct timespec *start) {
   return (double)(now.tv_sec - start->tv_sec) * 1e6 + (double)(now.tv_nsec - start->tv_nsec) * 1e-3;
 }
 
-static void buffer_release(ct_buffer *b) {
-  if (b == NULL || atomic_fetch_sub((atomic_int *)&b->refs, 1) > 1) return;
-  if (b->owned) ct_allocator_free(b->device->allocator, b->data);
-  b->data = NULL;
-}
-
-/* Drops one consumer of a slot; the last one returns its buffer. */
-static void slot_consumed(ct_plan *p, int slot) {
-  if (atomic_fetch_sub(&p->remaining[slot], 1) == 1) {
-    buffer_release(p->value_buffers[slot]);
-    p->value_buffers[slot] = NULL;
-  }
-}
-
-/* Whether output 0 can take over input 0's buffer: an in-place op, input 0
- * dies with this step (no other consumer left, no other view of it, not
- * read twice here), owned by the device, of the output's shape and dtype. */
-static int can_take_input0(const ct_plan *p, const ct_plan_step *step, const ct_tensor *out) {
-  const ct_node *n = step->node;
-  if (n == NULL || !(n->op->flags & CT_OP_INPLACE) || step->n_inputs == 0) return 0;
-  int in_slot = step->input_slots[0];
-  const ct_buffer *b = p->value_buffers[in_slot];
-  if (b == NULL || !b->owned || atomic_load((atomic_int *)&b->refs) != 1 ||
-      atomic_load(&p->remaining[in_slot]) != 1)
-    return 0;
-  for (int j = 1; j < step->n_inputs; ++j)
-    if (step->input_slots[j] == in_slot) return 0;
-  const ct_tensor *in = &p->values[in_slot];
-  return in->dtype == out->dtype && ct_shape_equal(&in->shape, &out->shape);
-}
-
-/* Gives a step its outputs: storage of a variable or constant, a view of
- * input 0, input 0's own buffer (in place), or fresh buffers from its
- * device. */
-static int bind_outputs(ct_session *s, ct_plan *p, ct_plan_step *step, ct_status *status) {
-  ct_node *n = step->node;
-  void *staged;
-  for (int o = 0; o < step->n_outputs; ++o) {
-    int slot = step->first_slot + o;
-    ct_device *device = s->devices[p->slot_device[slot]];
-    ct_tensor *value = &p->values[slot];
-    atomic_store(&p->remaining[slot], p->slot_consumers[slot]);
-    ct_buffer *b = &p->buffers[slot];
-    memset(b, 0, sizeof *b);
-    b->device = device;
-    b->refs = 1;
-    if (n && n->variable >= 0 && o == 0) {
-      value->data = s->variables[n->variable]->data;
-    } else if (n && n->constant && o == 0 && device->ops->host_addressable) {
-      value->data = n->constant->data;
-    } else if (n && (n->op->flags & CT_OP_ALIAS_INPUT0) && o == 0) {
-      int in_slot = step->input_slots[0];
-      value->data = p->values[in_slot].data;
-      b = p->value_buffers[in_slot];
-      if (b) atomic_fetch_add((atomic_int *)&b->refs, 1);
-    } else if (o == 0 && can_take_input0(p, step, value)) {
-      int in_slot = step->input_slots[0];
-      b = p->value_buffers[in_slot];
-      value->data = b->data;
-      p->value_buffers[in_slot] = NULL; /* the output owns it now */
-    } else if (n == NULL && step->transfer == CT_TRANSFER_NONE &&
-               (staged = ct_staging_take(s, p, step, &p->values[step->input_slots[0]]))) {
-      b->data = staged; /* a copy that the last run made ahead */
-      b->owned = 1;
-      value->data = b->data;
-    } else {
-      size_t nbytes = (size_t)ct_shape_elements(&value->shape) * ct_dtype_size(value->dtype);
-      b->data = ct_allocator_alloc(device->allocator, nbytes, status);
-      if (b->data == NULL) return 1;
-      b->owned = 1;
-      value->data = b->data;
-      if (n && n->constant && o == 0 && /* a constant on a GPU: uploaded each run */
-          ct_device_copy(device, b->data, NULL, n->constant->data, nbytes, NULL, status)) {
-        p->value_buffers[slot] = b;
-        return 1;
-      }
-    }
-    p->value_buffers[slot] = b;
-  }
-  return 0;
-}
-
-/* Where a value lives: a device, or NULL for host memory (a feed). */
-static ct_device *device_of_slot(const ct_session *s, const ct_plan *p, int slot) {
-  return p->slot_device[slot] >= 0 ? s->devices[p->slot_device[slot]] : NULL;
-}
-
-/* Inputs finished on another stream than their device's compute stream:
- * that device's work from now on (this step's, and the buffer's next
- * owner's once it is released) waits for them. */
-static int wait_for_side_marks(ct_session *s, ct_plan *p, const ct_plan_step *step,
-                               ct_status *status) {
-  for (int j = 0; j < step->n_inputs; ++j) {
-    const int slot = step->input_slots[j];
-    if (p->slot_side_mark[slot] &&
-        ct_device_wait_mark(device_of_slot(s, p, slot), p->slot_side_mark[slot], status))
-      return 1;
-  }
-  return 0;
-}
-
-/* A step's name and op in the timeline. */
-static const char *step_name(const ct_plan_step *step) {
-  return step->node ? step->node->name : step->copy_name;
-}
-static const char *step_op(const ct_plan_step *step) {
-  return step->node                               ? step->node->op->name
-         : step->transfer == CT_TRANSFER_SEND ? "_Send"
-         : step->transfer == CT_TRANSFER_RECV ? "_Recv"
-                                              : "_Copy";
-}
-
-/* session.check_numerics: the first NaN or Inf among the step's f32
- * outputs (in host memory) fails the run naming the op and its device. */
-static int check_numerics(const ct_session *s, const ct_plan *p, const ct_plan_step *step,
-                          ct_status *status) {
-  if (!s->options.check_numerics || !s->devices[step->device]->ops->host_addressable) return 0;
-  for (int o = 0; o < step->n_outputs; ++o) {
-    const ct_tensor *t = &p->values[step->first_slot + o];
-    if (t->dtype != CT_F32 || t->data == NULL) continue;
-    const float *x = t->data;
-    const int64_t n = ct_shape_elements(&t->shape);
-    for (int64_t i = 0; i < n; ++i) {
-      if (isfinite(x[i])) continue;
-      ct_status_set(status, CT_FAILED_PRECONDITION,
-                    "check_numerics: %s (%s) on %s wrote %s to output %d, element %lld, at step "
-                    "%llu; look at its inputs, or lower the learning rate",
-                    step_name(step), step_op(step), s->devices[step->device]->name,
-                    isnan(x[i]) ? "NaN" : "Inf", o, (long long)i, (unsigned long long)s->step + 1);
-      return 1;
-    }
-  }
-  return 0;
-}
-
-static int run_step(ct_session *s, ct_plan *p, ct_plan_step *step, ct_status *status) {
-  ct_node *n = step->node;
-  if (step->n_outputs == 0) return 0; /* NoOp */
-  ct_tensor inputs[64];
-  ct_shape in_shapes[64];
-  ct_dtype in_dtypes[64];
-  for (int j = 0; j < step->n_inputs; ++j) {
-    inputs[j] = p->values[step->input_slots[j]];
-    in_shapes[j] = inputs[j].shape;
-    in_dtypes[j] = inputs[j].dtype;
-  }
-  ct_shape out_shapes[64];
-  ct_dtype out_dtypes[64];
-  if (ct_plan_step_infer(step, in_shapes, in_dtypes, out_shapes, out_dtypes, status)) return 1;
-  for (int o = 0; o < step->n_outputs; ++o) {
-    ct_tensor *value = &p->values[step->first_slot + o];
-    value->shape = out_shapes[o];
-    value->dtype = out_dtypes[o];
-    value->owns_data = 0;
-  }
-  if (bind_outputs(s, p, step, status)) return 1;
-  ct_device *device = s->devices[step->device];
-  if (wait_for_side_marks(s, p, step, status)) return 1;
-  if (n == NULL) {
-    const int source = step->input_slots[0];
-    /* into host memory, the copy waits for the value's own mark */
-    void *ready = p->slot_side_mark[source] ? p->slot_side_mark[source] : p->slot_ready[source];
-    void *staged = ct_staging_taken(s, p, step); /* copied ahead: its readers wait for that */
-    step->unstaged = staged != NULL;
-    if ((staged ? ct_device_wait_mark(device, staged, status)
-                : ct_device_copy(device, p->values[step->first_slot].data,
-                                 device_of_slot(s, p, source), inputs[0].data,
-                                 ct_tensor_nbytes(&inputs[0]), ready, status)) ||
-        ct_device_step_done(device, step_name(step), step_op(step), status))
-      return 1;
-  } else {
-    /* only a multi-device op reads its inputs off its own device */
-    ct_device *input_devices[64];
-    const int multi = (n->op->flags & CT_OP_MULTI_DEVICE) != 0;
-    for (int j = 0; multi && j < step->n_inputs; ++j)
-      input_devices[j] = device_of_slot(s, p, step->input_slots[j]);
-    void *output_marks[64] = {NULL};
-    ct_kernel_ctx ctx = {n,
-                         &n->attrs,
-                         step->n_inputs,
-                         inputs,
-                         step->n_outputs,
-                         &p->values[step->first_slot],
-                         device,
-                         device->threads,
-                         s->step,
-                         &step->state,
-                         status,
-                         {NULL},
-                         0,
-                         multi ? input_devices : NULL,
-                         output_marks};
-    step->kernel(&ctx);
-    for (int k = 0; k < ctx.n_scratch; ++k) ct_allocator_free(device->allocator, ctx.scratch[k]);
-    if (status->code != CT_OK ||
-        ct_device_step_done(device, step_name(step), step_op(step), status))
-      return 1;
-    if (check_numerics(s, p, step, status)) return 1;
-    /* the next run's inputs copied in beside this run's kernels (staging.h) */
-    if (ct_staging_issue(s, p, step->device, status)) return 1;
-    for (int o = 0; o < step->n_outputs; ++o)
-      p->slot_side_mark[step->first_slot + o] = output_marks[o];
-  }
-  for (int j = 0; j < step->n_inputs; ++j) slot_consumed(p, step->input_slots[j]);
-  for (int o = 0; o < step->n_outputs; ++o) {
-    const int slot = step->first_slot + o;
-    if (p->slot_consumers[slot] > 0) continue;
-    /* unread: its buffer goes back now, so its device's later work (the
-     * buffer's next owner) must come after the writes still pending */
-    if (ct_device_wait_mark(device_of_slot(s, p, slot), p->slot_side_mark[slot], status)) return 1;
-    atomic_store(&p->remaining[slot], 1);
-    slot_consumed(p, slot);
-  }
-  return 0;
-}
-
 static void execute_step(void *context, int index);
 static void step_finished(run_state *run, int index);
-
-/* The step's event in the run's timeline: what it ran, where, when, and
- * the shapes it read and wrote. */
-static void record_event(ct_plan *p, ct_run_metadata *metadata, const ct_plan_step *step,
-                         double start_us, double end_us) {
-  char shapes[512];
-  size_t used = 0;
-  long long bytes = 0;
-  for (int j = 0; j < step->n_inputs + 1 + step->n_outputs && used < sizeof shapes; ++j) {
-    char one[96] = "->";
-    const int output = j - step->n_inputs - 1;
-    if (j != step->n_inputs) {
-      const ct_tensor *t =
-          &p->values[output < 0 ? step->input_slots[j] : step->first_slot + output];
-      ct_shape_str(&t->shape, one, sizeof one);
-      /* a send's bytes are those it sends */
-      if (output >= 0 || step->transfer == CT_TRANSFER_SEND) bytes += (long long)ct_tensor_nbytes(t);
-    }
-    used += (size_t)snprintf(shapes + used, sizeof shapes - used, "%s%s", j ? " " : "", one);
-  }
-  const ct_node *n = step->node;
-  /* a copy that took a staged value: "_Unstage/<source>", not "_Copy/..." */
-  char unstaged[160];
-  if (step->unstaged)
-    snprintf(unstaged, sizeof unstaged, "_Unstage/%s", step->copy_name + strlen("_Copy/"));
-  const int bucket = n ? n->all_reduce_bucket : -1;
-  const int collective =
-      n && ((n->op->flags & (CT_OP_MULTI_DEVICE | CT_OP_WAITS_FOR_PEERS)) || bucket >= 0);
-  const ct_timeline_event event = {step->unstaged ? unstaged : step_name(step),
-                                   step->unstaged ? "_Unstage" : step_op(step),
-                                   step->device,
-                                   step->node == NULL ? CT_TIMELINE_COPY
-                                   : collective       ? CT_TIMELINE_COLLECTIVE
-                                                      : CT_TIMELINE_COMPUTE,
-                                   start_us,
-                                   end_us,
-                                   bytes,
-                                   bucket,
-                                   shapes};
-  ct_run_metadata_add(metadata, &event);
-}
 
 static void record_failure(run_state *run, const ct_status *status) {
   pthread_mutex_lock(&run->mutex);
@@ -370,20 +114,20 @@ static void execute_step(void *context, int index) {
     if (queued && !step->mark_begin) step->mark_begin = ct_device_mark_new(device);
     if (queued && !step->mark_end) step->mark_end = ct_device_mark_new(device);
     int failed = (queued && ct_device_mark_record(device, step->mark_begin, &status)) ||
-                 run_step(run->session, p, step, &status) ||
+                 ct_run_step(run->session, p, step, &status) ||
                  (queued && ct_device_mark_record(device, step->mark_end, &status));
     /* a copy into host memory waits for these marks: a missing one would
      * let it read a value not written yet, so failing to record fails */
     for (int o = 0; !failed && o < step->n_outputs; ++o) {
       const int slot = step->first_slot + o;
-      failed = ct_device_mark_record(device_of_slot(run->session, p, slot), p->slot_ready[slot],
+      failed = ct_device_mark_record(ct_run_slot_device(run->session, p, slot), p->slot_ready[slot],
                                      &status);
     }
     step->timed = queued && !failed && step->mark_begin && step->mark_end;
     if (failed) {
       record_failure(run, &status);
     } else if (run->metadata && !step->timed) {
-      record_event(p, run->metadata, step, start, micros_since(&run->start));
+      ct_run_record_event(p, run->metadata, step, start, micros_since(&run->start));
     }
   }
   step_finished(run, index);
@@ -403,7 +147,7 @@ static void step_finished(run_state *run, int index) {
   }
 }
 
-/* ---- edges between tasks (transfer.c) ------------------------------------------ */
+/* ---- edges between tasks (transfer.h) ------------------------------------------ */
 
 /* A send or receive is done: the send's input is consumed, and the step
  * finishes as a device's step does. */
@@ -412,8 +156,9 @@ static void transfer_finished(run_state *run, int t) {
   const int index = p->transfer_steps[t];
   const ct_plan_step *step = &p->steps[index];
   if (run->metadata && !atomic_load(&run->failed))
-    record_event(p, run->metadata, step, run->transfer_start_us[t], micros_since(&run->start));
-  for (int j = 0; j < step->n_inputs; ++j) slot_consumed(p, step->input_slots[j]);
+    ct_run_record_event(p, run->metadata, step, run->transfer_start_us[t],
+                        micros_since(&run->start));
+  for (int j = 0; j < step->n_inputs; ++j) ct_run_slot_consumed(p, step->input_slots[j]);
   step_finished(run, index);
 }
 
@@ -454,7 +199,7 @@ static int advance_transfer(run_state *run, int t, unsigned char *active) {
       return 0;
     case CT_TRANSFER_SHAPED: {
       /* no buffer (memory ran out): the bytes are still taken, and dropped */
-      const int discard = bind_outputs(run->session, p, step, &status);
+      const int discard = ct_run_bind_outputs(run->session, p, step, &status);
       if (discard) record_failure(run, &status);
       ct_status_clear(&status);
       if (ct_plan_transfer_receive(p, t, discard, &status) == 0) return 1;
@@ -554,16 +299,6 @@ static void wait_for_run_end(run_state *run, int watch) {
   pthread_mutex_unlock(&run->mutex);
 }
 
-/* Returns every buffer a failed or finished run still holds: each slot that
- * still has a buffer holds one reference to it. */
-static void release_all(ct_plan *p) {
-  for (int slot = 0; slot < p->n_slots; ++slot) {
-    buffer_release(p->value_buffers[slot]);
-    p->value_buffers[slot] = NULL;
-    atomic_store(&p->remaining[slot], 0);
-  }
-}
-
 static int run_plan(ct_session *s, ct_plan *p, const ct_feed *feeds, const ct_feed *next_feeds,
                     ct_run_metadata *metadata, ct_status *status) {
   s->runs++;
@@ -650,9 +385,9 @@ static void add_device_timings(ct_plan *p, ct_run_metadata *metadata) {
     ct_device *device = p->devices[step->device];
     void *origin = p->device_marks[step->device];
     double base = p->device_mark_us[step->device];
-    record_event(p, metadata, step,
-                 base + ct_device_mark_elapsed_us(device, origin, step->mark_begin),
-                 base + ct_device_mark_elapsed_us(device, origin, step->mark_end));
+    ct_run_record_event(p, metadata, step,
+                        base + ct_device_mark_elapsed_us(device, origin, step->mark_begin),
+                        base + ct_device_mark_elapsed_us(device, origin, step->mark_end));
   }
 }
 
@@ -662,7 +397,7 @@ static int fetch_result(ct_session *s, ct_plan *p, int slot, ct_tensor **result,
   const ct_tensor *value = &p->values[slot];
   *result = ct_tensor_new(value->dtype, &value->shape, status);
   if (*result == NULL) return 1;
-  return ct_device_copy(NULL, (*result)->data, device_of_slot(s, p, slot), value->data,
+  return ct_device_copy(NULL, (*result)->data, ct_run_slot_device(s, p, slot), value->data,
                         ct_tensor_nbytes(value), p->slot_side_mark[slot], status);
 }
 
@@ -680,6 +415,6 @@ int ct_executor_run(ct_session *s, ct_plan *p, const ct_feed *feeds, const ct_fe
   if (metadata) ct_staging_add_timings(p, metadata);
   /* a failed run's copies ahead may not have been made */
   if (failed) ct_plan_drop_staged(p);
-  release_all(p);
+  ct_run_release_all(p);
   return failed;
 }

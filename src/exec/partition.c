@@ -1,4 +1,4 @@
-/* Pass 3 and pass 5 of building a plan (plan.c): where values cross
+/* Pass 3 and pass 5 of building a plan (plan_build.c): where values cross
  * devices. A step reads a value in place when it lives on its own device,
  * or when both are host memory and nothing changes the value meanwhile;
  * otherwise the plan gets a copy step on the reading device, one per value
@@ -18,24 +18,6 @@ static int is_variable_storage(const ct_node *n, int index) {
   while (index == 0 && n->variable < 0 && (n->op->flags & CT_OP_ALIAS_INPUT0) && n->n_inputs > 0)
     n = n->inputs[0].node;
   return index == 0 && n->variable >= 0;
-}
-
-int ct_plan_add_copy(ct_plan *p, int slot, int device, const char *source_name) {
-  ct_plan_step *copy = ct_plan_add_step(p);
-  int out = copy ? ct_plan_add_slots(p, 1, device) : -1;
-  if (out < 0) return -1;
-  copy->device = device;
-  copy->n_inputs = 1;
-  copy->input_slots = malloc(sizeof *copy->input_slots);
-  size_t len = strlen(source_name) + 8;
-  copy->copy_name = malloc(len);
-  if (copy->input_slots == NULL || copy->copy_name == NULL) return -1;
-  snprintf(copy->copy_name, len, "_Copy/%s", source_name);
-  copy->input_slots[0] = slot;
-  copy->first_slot = out;
-  copy->n_outputs = 1;
-  p->slot_consumers[slot]++;
-  return out;
 }
 
 /* Pass 3: the slot a step on `device` reads for `slot`: the slot itself, or

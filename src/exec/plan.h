@@ -1,6 +1,7 @@
 /* Plans: what a run of a session does, made once per distinct (feeds,
  * fetches, targets) and cached in the session. plan.c builds one in
- * numbered passes, partition.c is its pass 3 (copies between devices), and
+ * numbered passes (plan_build.c; partition.c and plan_edges.c are its
+ * passes between devices and between tasks), plan.c holds its data, and
  * executor.c runs it. */
 #ifndef CTOWER_EXEC_PLAN_H
 #define CTOWER_EXEC_PLAN_H
@@ -11,7 +12,7 @@
 #include "kernels/kernel.h"
 
 /* What a step without a node does: a copy between devices, or one end of
- * an edge between tasks (transfer.c). */
+ * an edge between tasks (plan_edges.c, transfer.h). */
 typedef enum ct_transfer_kind { CT_TRANSFER_NONE, CT_TRANSFER_SEND, CT_TRANSFER_RECV } ct_transfer_kind;
 
 /* One step: a node's kernel on its device, a copy between devices, or a
@@ -90,7 +91,7 @@ struct ct_plan {
   atomic_int *remaining; /* per slot: consumers still to run */
   atomic_int *pending;   /* per step: producers still to run */
   ct_device_task *root_tasks; /* room for a device worker's steps that wait for nothing */
-  /* edges between tasks (transfer.c): how many the job's plan has, this
+  /* edges between tasks (plan_edges.c, transfer.c): how many the job's plan has, this
    * process's sends and receives (their steps), their state in a run, and
    * the runs so far (a message's tag names its run, modulo 4) */
   struct ct_plan_edge *edges; /* the job's, sorted */
@@ -128,6 +129,21 @@ int ct_plan_step_infer(const ct_plan_step *step, const ct_shape *in_shapes,
                        const ct_dtype *in_dtypes, ct_shape *out_shapes, ct_dtype *out_dtypes,
                        ct_status *status);
 
+/* How a run gives a step's output its memory: the executor's rule
+ * (run_step.c), which the estimate (estimate.c) predicts with. */
+typedef enum ct_output_binding {
+  CT_BIND_VARIABLE, /* output 0 of a variable's read: the variable's storage */
+  CT_BIND_CONSTANT, /* output 0 of a constant on a host-addressable device: its own memory */
+  CT_BIND_VIEW,     /* output 0 of an op that aliases input 0 (Reshape, Identity): a view */
+  CT_BIND_INPUT0,   /* output 0 of an in-place op: input 0's buffer, which dies with the step */
+  CT_BIND_FRESH     /* a fresh buffer from the output's device */
+} ct_output_binding;
+/* Output o's binding. input0_dies: the step's input 0 is a buffer of its
+ * device's that no other value views and no other step still reads;
+ * input0_fits: it has output o's dtype and shape (as this run infers
+ * them). */
+ct_output_binding ct_plan_output_binding(const ct_plan *plan, const ct_plan_step *step, int o,
+                                         int input0_dies, int input0_fits);
 /* Grows a zero-filled array of items of `item` bytes to hold `need` of
  * them (capacity *cap, doubling). Returns 0, or 1 when out of memory. */
 int ct_plan_grow(void **array, int *cap, int need, size_t item);
@@ -154,7 +170,7 @@ int ct_plan_partition(ct_plan *plan, const int *slot_base, ct_status *status);
  * 0 or fills status. */
 int ct_plan_mark_copies_to_host(ct_plan *plan, const int *producer_of, ct_status *status);
 
-/* ---- edges between tasks (transfer.c) ---------------------------------------
+/* ---- edges between tasks (plan_edges.c) ---------------------------------------
  * Under mpirun a node whose device scope names a task (pinned) runs in that
  * task's process; any other runs in every process that needs it. This
  * process's plan gets a send step for each value (or control edge) that
@@ -182,29 +198,5 @@ int ct_plan_find_edges(ct_plan *plan, const ct_session *session, const unsigned 
  * receives, that receive). Returns 0 or fills status. */
 int ct_plan_add_transfers(ct_plan *plan, const ct_session *session, const int *slot_base,
                           int *step_of, ct_status *status);
-
-/* A run's sends and receives, driven by the executor's thread: */
-/* Readies them for a run and posts every receive's first message (the
- * value's dtype and shape, or the sender's failure). Returns 0 or fills
- * status. */
-int ct_plan_transfers_begin(ct_plan *plan, ct_status *status);
-/* Starts transfer t, a send: its input's value, or, when `failure` is not
- * NULL, that failure (the peer's run then fails naming it, instead of
- * waiting for a value that will not come). Returns 0 or fills status. */
-int ct_plan_transfer_send(ct_plan *plan, int t, const ct_status *failure, ct_status *status);
-typedef enum ct_transfer_event {
-  CT_TRANSFER_PENDING,     /* nothing new */
-  CT_TRANSFER_SHAPED,      /* a receive's header came: its value's dtype and shape are set;
-                              bind its buffer, then ct_plan_transfer_receive */
-  CT_TRANSFER_DONE,        /* the step is done */
-  CT_TRANSFER_PEER_FAILED, /* the sender's run failed: status says how */
-  CT_TRANSFER_ERROR        /* MPI failed: status says how */
-} ct_transfer_event;
-/* Advances transfer t without waiting. */
-ct_transfer_event ct_plan_transfer_poll(ct_plan *plan, int t, ct_status *status);
-/* Receives transfer t's value into its bound buffer; with `discard`, into a
- * scratch buffer that is dropped (its buffer could not be bound, and the
- * message must still be taken). Returns 0 or fills status. */
-int ct_plan_transfer_receive(ct_plan *plan, int t, int discard, ct_status *status);
 
 #endif

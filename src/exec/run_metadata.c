@@ -1,9 +1,8 @@
-/* Run metadata: the per-node timeline of a run, and its Chrome trace. */
+/* Run metadata: the per-node timeline of a run (its Chrome trace: trace_events.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/exec_internal.h"
-#include "exec/trace_events.h"
 
 ct_run_metadata *ct_run_metadata_new(void) {
   ct_run_metadata *m = calloc(1, sizeof *m);
@@ -61,14 +60,4 @@ int ct_run_metadata_event_count(const ct_run_metadata *m) { return m->n_events; 
 
 ct_timeline_event ct_run_metadata_event(const ct_run_metadata *m, int index) {
   return m->events[index];
-}
-
-int ct_run_metadata_write_chrome_trace(const ct_run_metadata *m, const ct_session *s,
-                                       const char *path, ct_status *status) {
-  ct_text events = {NULL, 0, 0, 0};
-  ct_trace_name_tracks(&events, 0, "ctower", s);
-  ct_trace_run_events(&events, 0, m, 0, 0);
-  const int failed = ct_trace_write(path, &events, status);
-  ct_text_free(&events);
-  return failed;
 }

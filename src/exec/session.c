@@ -1,10 +1,10 @@
 /* Sessions: their devices, placement, variable storage, and runs: a run
- * checks its request, places new nodes, takes its plan (plan.c) and hands
+ * checks its request, places new nodes, takes its plan (plan_build.c) and hands
  * it to the executor (executor.c). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "exec/executor.h"
 #include "exec/placer.h"
 
@@ -46,7 +46,7 @@ int ct_session_place_new_nodes(ct_session *s, ct_status *status) {
 /* Under mpirun, the devices of every other task, named as this process
  * names its own (the ranks of a job start with the same options), so that
  * a device scope may name a device of any task; a plan carries the values
- * between tasks (transfer.c). None for a session whose options name
+ * between tasks (plan_edges.c, transfer.c). None for a session whose options name
  * another task than this rank's. */
 static int add_remote_devices(ct_session *s, ct_status *status) {
   const int size = ct_cluster_size(), rank = ct_cluster_rank(), local = s->n_devices;

@@ -92,3 +92,14 @@ int ct_trace_write(const char *path, const ct_text *events, ct_status *status) {
   }
   return ct_file_writer_commit(&w, status);
 }
+
+/* A single run's trace: ct_run_metadata_write_chrome_trace (session.h). */
+int ct_run_metadata_write_chrome_trace(const ct_run_metadata *m, const ct_session *s,
+                                       const char *path, ct_status *status) {
+  ct_text events = {NULL, 0, 0, 0};
+  ct_trace_name_tracks(&events, 0, "ctower", s);
+  ct_trace_run_events(&events, 0, m, 0, 0);
+  const int failed = ct_trace_write(path, &events, status);
+  ct_text_free(&events);
+  return failed;
+}

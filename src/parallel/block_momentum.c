@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "core/clock.h"
 #include "graph/graph_internal.h"
 #include "parallel/parallel_internal.h"

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "graph/graph_internal.h"
 #include "graph/op_def.h"
 #include "ops/op_list.h"

@@ -4,7 +4,7 @@
 #ifndef CTOWER_PARALLEL_PS_TASKS_H
 #define CTOWER_PARALLEL_PS_TASKS_H
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "parallel/parallel_internal.h"
 
 enum { CT_PS_TAG_GRADIENTS = 1001, CT_PS_TAG_VARIABLES = 1002 };

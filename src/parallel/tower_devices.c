@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "ctower/device_name.h"
 #include "parallel/parallel_internal.h"
 

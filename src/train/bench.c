@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "core/median.h"
 #include "train/trainer_internal.h"
 

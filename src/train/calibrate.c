@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "core/median.h"
 #include "train/cost_model.h"
 #include "train/trainer_internal.h"

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "train/trainer_internal.h"
 
 enum { EVAL_BATCH = 500 };

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "exec/trace_events.h"
 #include "train/cost_model.h"
 #include "train/trainer_internal.h"

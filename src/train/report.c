@@ -3,7 +3,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "train/trainer_internal.h"
 
 const char *ct_trainer_tower_summary(const ct_tower_options *t, char *buf, size_t size) {

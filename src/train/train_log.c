@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 
 enum { MAX_SCALARS = 6 + CT_MAX_DEVICES, TAG_SIZE = 96 };
 static const double k_flush_every_s = 30;

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "ctower/checkpoint.h"
 #include "train/train_log.h"
 #include "train/trainer_internal.h"

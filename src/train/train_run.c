@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "core/hash.h"
 #include "train/trainer_internal.h"
 

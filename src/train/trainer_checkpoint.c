@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "ctower/checkpoint.h"
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "core/json.h"
 #include "train/trainer_internal.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "test_support.h"
 
 enum { CPUS = 2 };

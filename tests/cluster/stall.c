@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "ctower/ctower.h"
 
 /* A session whose runs fetch a value computed on task 1. */

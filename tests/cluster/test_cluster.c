@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "cluster/launcher.h"
 #include "test_support.h"
 

@@ -1,9 +1,11 @@
-/* Sessions: feeds and fetches, errors, buffer reuse across steps,
+/* Sessions: feeds and fetches, errors, buffer reuse across steps, how a
+ * step's outputs get their memory (as the estimate predicts it),
  * deterministic initialization, a run's end waited for. */
 #include <math.h>
 #include <string.h>
 
 #include "device/device.h"
+#include "exec/estimate.h"
 #include "exec/exec_internal.h"
 #include "test_support.h"
 #include "train/training_graph.h"
@@ -94,6 +96,41 @@ static void test_buffers_are_reused_between_steps(void **state) {
   ct_tensor_free(labels);
   ct_session_free(s);
   ct_training_graph_free(&tg);
+}
+
+/* One buffer serves a chain: relu(x) gets a fresh one, a Reshape views it,
+ * and relu of that view takes it over in place (the view was its last
+ * reader). The run's measured peak is that one buffer, and the estimate,
+ * which follows the executor's binding rule, predicts exactly that. */
+static void test_views_and_in_place_outputs_share_one_buffer(void **state) {
+  (void)state;
+  enum { N = 1024 };
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)N));
+  ct_output viewed = ct_reshape(g, ct_relu(g, x), ct_shape_of(2, (int64_t)32, (int64_t)32));
+  ct_output y = ct_relu(g, viewed);
+  ct_status st = CT_STATUS_INIT;
+  ct_session *s = ct_session_new(g, NULL, &st);
+  float data[N];
+  for (int i = 0; i < N; ++i) data[i] = (float)(i % 7) - 3.0f;
+  ct_tensor value = {CT_F32, ct_shape_of(1, (int64_t)N), data, 0};
+  ct_feed feed = {x, &value};
+  ct_run_estimate e;
+  assert_int_equal(ct_session_estimate_run(s, &feed, 1, &y, 1, NULL, 0, &e, &st), 0);
+  ct_tensor *out = NULL;
+  assert_int_equal(ct_session_run(s, &feed, 1, &y, 1, NULL, 0, &out, &st), 0);
+  ct_memory_stats m;
+  assert_int_equal(ct_session_memory_stats(s, 0, &m), 0);
+  const size_t one_buffer = ct_allocator_chunk_bytes(N * sizeof(float));
+  print_message("one buffer %zu bytes: measured peak %zu, predicted %zu\n", one_buffer,
+                m.peak_bytes_in_use, e.devices[0].peak_bytes);
+  assert_int_equal(m.peak_bytes_in_use, one_buffer);
+  assert_int_equal(e.devices[0].peak_bytes, one_buffer);
+  for (int i = 0; i < N; ++i) assert_float_equal(ct_tensor_f32(out)[i], data[i] > 0 ? data[i] : 0, 0);
+  ct_tensor_free(out);
+  ct_run_estimate_free(&e);
+  ct_session_free(s);
+  ct_graph_free(g);
 }
 
 static void test_initialization_depends_on_seed_and_name_only(void **state) {
@@ -291,6 +328,7 @@ int main(void) {
       cmocka_unit_test(test_buffers_are_reused_between_steps),
       cmocka_unit_test(test_initialization_depends_on_seed_and_name_only),
       cmocka_unit_test(test_memory_limit_gives_resource_exhausted),
+      cmocka_unit_test(test_views_and_in_place_outputs_share_one_buffer),
       cmocka_unit_test(test_run_longer_than_the_last),
       cmocka_unit_test(test_initializer_seeds_and_reinitializing),
       cmocka_unit_test(test_initializer_means),

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_libraries.h"
-#include "device/gpu_plan.h"
+#include "device/gpu_layout.h"
 
 /* Whether the CUDA driver's library is on this machine. */
 static int driver_installed(void) {
@@ -91,7 +91,7 @@ static void gpu_region_free(void *ptr, size_t bytes, void *context) {
 /* GPU workers run on their device: CUDA's current device is per thread. */
 static void gpu_thread_init(ct_device *d) { cudaSetDevice(ct_gpu_of(d)->ordinal); }
 
-/* ---- enumeration (the rules are in device/gpu_plan.c) ---------------------- */
+/* ---- enumeration (the rules are in device/gpu_layout.c) -------------------- */
 
 static int gpu_setup(ct_device *d, int ordinal, ct_precision precision, ct_status *status) {
   ct_gpu *gpu = calloc(1, sizeof *gpu);
@@ -210,27 +210,27 @@ static int device_limit(const ct_session_options *o, const char *name, int ordin
 }
 
 static int gpu_count_devices(const ct_session_options *o) {
-  /* A list the plan refuses, or a failing driver, counts no GPU here;
+  /* A list the layout refuses, or a failing driver, counts no GPU here;
    * creating the session reports it. */
-  ct_gpu_plan plan;
+  ct_gpu_layout layout;
   ct_status ignored = CT_STATUS_INIT;
   /* device_count GPU 0 hides the GPUs without waking the CUDA runtime */
   int available = 0;
   if (o->device_count_gpu != 0 && cuda_device_count(&available, &ignored)) return 0;
-  if (ct_gpu_plan_make(o, available, &plan, &ignored)) return 0;
-  return ct_gpu_plan_devices(&plan);
+  if (ct_gpu_layout_make(o, available, &layout, &ignored)) return 0;
+  return ct_gpu_layout_devices(&layout);
 }
 
 static int gpu_create_devices(const ct_session_options *o, ct_device **devices, int *n,
                               ct_status *status) {
-  ct_gpu_plan plan;
+  ct_gpu_layout layout;
   /* device_count GPU 0 hides the GPUs without waking the CUDA runtime */
   int available = 0;
   if (o->device_count_gpu != 0 && cuda_device_count(&available, status)) return 1;
-  if (ct_gpu_plan_make(o, available, &plan, status)) return 1;
+  if (ct_gpu_layout_make(o, available, &layout, status)) return 1;
   int index = 0;
-  for (int p = 0; p < plan.n_physical; ++p) {
-    for (int v = 0; v < plan.per_physical; ++v, ++index) {
+  for (int p = 0; p < layout.n_physical; ++p) {
+    for (int v = 0; v < layout.per_physical; ++v, ++index) {
       if (*n >= CT_MAX_DEVICES) {
         ct_status_set(status, CT_INVALID_ARGUMENT, "more than %d devices asked for",
                       CT_MAX_DEVICES);
@@ -240,8 +240,8 @@ static int gpu_create_devices(const ct_session_options *o, ct_device **devices, 
       if (d == NULL) return 1;
       devices[(*n)++] = d;
       size_t limit = 0;
-      if (gpu_setup(d, plan.ordinals[p], o->precision, status) ||
-          device_limit(o, d->name, plan.ordinals[p], v, &limit, status))
+      if (gpu_setup(d, layout.ordinals[p], o->precision, status) ||
+          device_limit(o, d->name, layout.ordinals[p], v, &limit, status))
         return 1;
       if (ct_device_make_allocator(d, limit, o->gpu_options.allow_growth, d->impl, status) ||
           ct_device_start(d, gpu_thread_init, status))

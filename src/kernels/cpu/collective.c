@@ -5,7 +5,7 @@
  * zeros elsewhere); CollectiveBroadcast: the root's values, in place. */
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 void ct_cpu_all_reduce(ct_kernel_ctx *ctx) {

@@ -9,7 +9,7 @@
  * stripe, so every rank holds the same bits. */
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "ctower/ops.h"
 #include "kernels/compress_math.h"
 #include "kernels/cpu/cpu_kernels.h"

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/cluster.h"
+#include "cluster/communication.h"
 #include "device/cuda/cuda_libraries.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch_basic.h"

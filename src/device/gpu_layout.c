@@ -1,11 +1,11 @@
-/* The GPUs of a session and their memory limits (gpu_plan.h). */
-#include "device/gpu_plan.h"
+/* The GPUs of a session and their memory limits (gpu_layout.h). */
+#include "device/gpu_layout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Reads gpu_options.visible_device_list into plan->ordinals. */
-static int parse_visible_list(const char *list, int available, ct_gpu_plan *plan,
+/* Reads gpu_options.visible_device_list into layout->ordinals. */
+static int parse_visible_list(const char *list, int available, ct_gpu_layout *layout,
                               ct_status *status) {
   const char *p = list;
   for (;;) {
@@ -25,35 +25,38 @@ static int parse_visible_list(const char *list, int available, ct_gpu_plan *plan
                     list, id, available, available == 1 ? "" : "s", available - 1);
       return 1;
     }
-    for (int i = 0; i < plan->n_physical; ++i)
-      if (plan->ordinals[i] == id) {
+    for (int i = 0; i < layout->n_physical; ++i)
+      if (layout->ordinals[i] == id) {
         ct_status_set(status, CT_INVALID_ARGUMENT,
                       "gpu_options.visible_device_list '%s' names GPU %ld twice", list, id);
         return 1;
       }
-    plan->ordinals[plan->n_physical++] = (int)id;
+    layout->ordinals[layout->n_physical++] = (int)id;
     if (*end == '\0') return 0;
     p = end + 1;
   }
 }
 
-int ct_gpu_plan_make(const ct_session_options *o, int available, ct_gpu_plan *plan,
-                     ct_status *status) {
-  plan->n_physical = 0;
-  plan->per_physical = o->gpu_options.n_virtual_devices > 0 ? o->gpu_options.n_virtual_devices : 1;
+int ct_gpu_layout_make(const ct_session_options *o, int available, ct_gpu_layout *layout,
+                       ct_status *status) {
+  layout->n_physical = 0;
+  layout->per_physical =
+      o->gpu_options.n_virtual_devices > 0 ? o->gpu_options.n_virtual_devices : 1;
   if (available > CT_MAX_DEVICES) available = CT_MAX_DEVICES;
   if (o->device_count_gpu == 0 || available <= 0) return 0;
   if (o->gpu_options.visible_device_list[0] != '\0') {
-    if (parse_visible_list(o->gpu_options.visible_device_list, available, plan, status)) return 1;
+    if (parse_visible_list(o->gpu_options.visible_device_list, available, layout, status)) return 1;
   } else {
-    for (int i = 0; i < available; ++i) plan->ordinals[plan->n_physical++] = i;
+    for (int i = 0; i < available; ++i) layout->ordinals[layout->n_physical++] = i;
   }
-  if (o->device_count_gpu > 0 && o->device_count_gpu < plan->n_physical)
-    plan->n_physical = o->device_count_gpu;
+  if (o->device_count_gpu > 0 && o->device_count_gpu < layout->n_physical)
+    layout->n_physical = o->device_count_gpu;
   return 0;
 }
 
-int ct_gpu_plan_devices(const ct_gpu_plan *plan) { return plan->n_physical * plan->per_physical; }
+int ct_gpu_layout_devices(const ct_gpu_layout *layout) {
+  return layout->n_physical * layout->per_physical;
+}
 
 int ct_gpu_memory_limit(const ct_session_options *o, const char *name, int ordinal,
                         int virtual_index, size_t free_bytes, size_t total_bytes, size_t *limit,

@@ -1,11 +1,11 @@
-/* The job's processes, inside ctower: what include/ctower/cluster.h gives
- * (joining, ranks, the cluster spec, the stall inspector) and the
- * collectives and messages between the ranks. Collectives must be called by
- * every rank in the same order; they are safe to call from any one thread
- * at a time (MPI_THREAD_MULTIPLE is asked for, so the stall inspector's
- * thread may talk meanwhile). */
-#ifndef CTOWER_CLUSTER_H
-#define CTOWER_CLUSTER_H
+/* Communication between the job's processes (ranks), inside ctower: what
+ * include/ctower/cluster.h gives (joining, ranks, the cluster spec, the
+ * stall inspector) and the collectives and messages between the ranks.
+ * Collectives must be called by every rank in the same order; they are safe
+ * to call from any one thread at a time (MPI_THREAD_MULTIPLE is asked for,
+ * so the stall inspector's thread may talk meanwhile). */
+#ifndef CTOWER_CLUSTER_COMMUNICATION_H
+#define CTOWER_CLUSTER_COMMUNICATION_H
 
 #include <stddef.h>
 #include <stdint.h>

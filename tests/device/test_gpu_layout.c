@@ -5,7 +5,7 @@
  * same functions run on real GPUs in the CUDA device (tests/gpu runs them). */
 #include <string.h>
 
-#include "device/gpu_plan.h"
+#include "device/gpu_layout.h"
 #include "test_support.h"
 
 static const size_t MiB = (size_t)1 << 20;
@@ -18,19 +18,19 @@ static ct_session_options options_with_list(const char *visible_device_list) {
   return o;
 }
 
-static ct_gpu_plan plan_ok(const ct_session_options *o, int available) {
-  ct_gpu_plan plan;
+static ct_gpu_layout layout_ok(const ct_session_options *o, int available) {
+  ct_gpu_layout layout;
   ct_status st = CT_STATUS_INIT;
-  assert_int_equal(ct_gpu_plan_make(o, available, &plan, &st), 0);
+  assert_int_equal(ct_gpu_layout_make(o, available, &layout, &st), 0);
   assert_status_ok(&st);
-  return plan;
+  return layout;
 }
 
 static void expect_invalid_list(const char *list, int available, const char *fragment) {
   ct_session_options o = options_with_list(list);
-  ct_gpu_plan plan;
+  ct_gpu_layout layout;
   ct_status st = CT_STATUS_INIT;
-  assert_int_equal(ct_gpu_plan_make(&o, available, &plan, &st), 1);
+  assert_int_equal(ct_gpu_layout_make(&o, available, &layout, &st), 1);
   assert_int_equal(st.code, CT_INVALID_ARGUMENT);
   if (strstr(st.message, fragment) == NULL || strstr(st.message, list) == NULL)
     fail_msg("'%s' on %d GPUs: \"%s\" should quote the list and say \"%s\"", list, available,
@@ -40,28 +40,28 @@ static void expect_invalid_list(const char *list, int available, const char *fra
 static void test_all_gpus_in_order_by_default(void **state) {
   (void)state;
   ct_session_options o = options_with_list("");
-  ct_gpu_plan plan = plan_ok(&o, 4);
-  assert_int_equal(plan.n_physical, 4);
-  assert_int_equal(plan.per_physical, 1);
-  for (int i = 0; i < 4; ++i) assert_int_equal(plan.ordinals[i], i);
-  assert_int_equal(ct_gpu_plan_devices(&plan), 4);
+  ct_gpu_layout layout = layout_ok(&o, 4);
+  assert_int_equal(layout.n_physical, 4);
+  assert_int_equal(layout.per_physical, 1);
+  for (int i = 0; i < 4; ++i) assert_int_equal(layout.ordinals[i], i);
+  assert_int_equal(ct_gpu_layout_devices(&layout), 4);
 }
 
 static void test_visible_device_list_picks_and_orders(void **state) {
   (void)state;
   ct_session_options o = options_with_list("1,0");
-  ct_gpu_plan plan = plan_ok(&o, 2); /* physical 1 is /gpu:0 */
-  assert_int_equal(plan.n_physical, 2);
-  assert_int_equal(plan.ordinals[0], 1);
-  assert_int_equal(plan.ordinals[1], 0);
+  ct_gpu_layout layout = layout_ok(&o, 2); /* physical 1 is /gpu:0 */
+  assert_int_equal(layout.n_physical, 2);
+  assert_int_equal(layout.ordinals[0], 1);
+  assert_int_equal(layout.ordinals[1], 0);
   o = options_with_list("3");
-  plan = plan_ok(&o, 4);
-  assert_int_equal(plan.n_physical, 1);
-  assert_int_equal(plan.ordinals[0], 3);
+  layout = layout_ok(&o, 4);
+  assert_int_equal(layout.n_physical, 1);
+  assert_int_equal(layout.ordinals[0], 3);
   o = options_with_list("2,0,3");
-  plan = plan_ok(&o, 4);
-  assert_int_equal(plan.n_physical, 3);
-  assert_int_equal(plan.ordinals[2], 3);
+  layout = layout_ok(&o, 4);
+  assert_int_equal(layout.n_physical, 3);
+  assert_int_equal(layout.ordinals[2], 3);
 }
 
 static void test_bad_visible_device_lists(void **state) {
@@ -82,35 +82,35 @@ static void test_no_gpu_means_nothing_to_pick(void **state) {
   /* A configuration written for a GPU machine still runs without one: the
    * GPUs are absent, and soft placement moves their ops. */
   ct_session_options o = options_with_list("1,0");
-  ct_gpu_plan plan = plan_ok(&o, 0);
-  assert_int_equal(ct_gpu_plan_devices(&plan), 0);
+  ct_gpu_layout layout = layout_ok(&o, 0);
+  assert_int_equal(ct_gpu_layout_devices(&layout), 0);
 }
 
 static void test_device_count_caps_and_hides(void **state) {
   (void)state;
   ct_session_options o = options_with_list("");
   o.device_count_gpu = 0;
-  assert_int_equal(ct_gpu_plan_devices((ct_gpu_plan[]){plan_ok(&o, 4)}), 0);
+  assert_int_equal(ct_gpu_layout_devices((ct_gpu_layout[]){layout_ok(&o, 4)}), 0);
   o.device_count_gpu = 2;
-  ct_gpu_plan plan = plan_ok(&o, 4);
-  assert_int_equal(plan.n_physical, 2);
-  assert_int_equal(plan.ordinals[1], 1);
+  ct_gpu_layout layout = layout_ok(&o, 4);
+  assert_int_equal(layout.n_physical, 2);
+  assert_int_equal(layout.ordinals[1], 1);
   o = options_with_list("3,1,2");
   o.device_count_gpu = 1; /* the first of the list */
-  plan = plan_ok(&o, 4);
-  assert_int_equal(plan.n_physical, 1);
-  assert_int_equal(plan.ordinals[0], 3);
+  layout = layout_ok(&o, 4);
+  assert_int_equal(layout.n_physical, 1);
+  assert_int_equal(layout.ordinals[0], 3);
   o.device_count_gpu = 8; /* more than there are: all of them */
-  assert_int_equal(ct_gpu_plan_devices((ct_gpu_plan[]){plan_ok(&o, 4)}), 3);
+  assert_int_equal(ct_gpu_layout_devices((ct_gpu_layout[]){layout_ok(&o, 4)}), 3);
 }
 
 static void test_virtual_devices_split_each_gpu(void **state) {
   (void)state;
   ct_session_options o = options_with_list("1,0");
   o.gpu_options.n_virtual_devices = 3;
-  ct_gpu_plan plan = plan_ok(&o, 2);
-  assert_int_equal(plan.per_physical, 3);
-  assert_int_equal(ct_gpu_plan_devices(&plan), 6); /* /gpu:0..2 on physical 1, /gpu:3..5 on 0 */
+  ct_gpu_layout layout = layout_ok(&o, 2);
+  assert_int_equal(layout.per_physical, 3);
+  assert_int_equal(ct_gpu_layout_devices(&layout), 6); /* /gpu:0..2 on physical 1, /gpu:3..5 on 0 */
 }
 
 static size_t limit_ok(const ct_session_options *o, int virtual_index, size_t free_bytes,

@@ -3,32 +3,32 @@
  * These are pure functions of the options and of the runtime's figures, so
  * that the rules are tested on machines without a GPU; the CUDA device
  * (device/cuda/cuda_device.c) applies them to the real GPUs. */
-#ifndef CTOWER_GPU_PLAN_H
-#define CTOWER_GPU_PLAN_H
+#ifndef CTOWER_GPU_LAYOUT_H
+#define CTOWER_GPU_LAYOUT_H
 
 #include <stddef.h>
 
 #include "ctower/session_options.h"
 #include "ctower/status.h"
 
-typedef struct ct_gpu_plan {
+typedef struct ct_gpu_layout {
   int n_physical;               /* GPUs the session uses, in /gpu order */
   int ordinals[CT_MAX_DEVICES]; /* their CUDA ordinals (after CUDA_VISIBLE_DEVICES) */
   int per_physical;             /* logical devices on each: the virtual devices, or 1 */
-} ct_gpu_plan;
+} ct_gpu_layout;
 
-/* Plans the GPUs of a session on a machine whose CUDA runtime sees
+/* Lays out the GPUs of a session on a machine whose CUDA runtime sees
  * `available` devices: gpu_options.visible_device_list picks and orders them
  * ("1,0": ordinal 1 becomes /gpu:0), device_count GPU caps their number (0
  * hides them all), and gpu_options.virtual_devices splits each into logical
  * devices. A list naming a GPU that is not there, one GPU twice, or anything
  * but comma-separated ids is INVALID_ARGUMENT quoting the list; without any
- * GPU there is nothing to pick and the plan is empty. */
-int ct_gpu_plan_make(const ct_session_options *options, int available, ct_gpu_plan *plan,
-                     ct_status *status);
+ * GPU there is nothing to pick and the layout is empty. */
+int ct_gpu_layout_make(const ct_session_options *options, int available, ct_gpu_layout *layout,
+                       ct_status *status);
 
-/* The logical GPU devices of a plan. */
-int ct_gpu_plan_devices(const ct_gpu_plan *plan);
+/* The logical GPU devices of a layout. */
+int ct_gpu_layout_devices(const ct_gpu_layout *layout);
 
 /* The memory limit of the logical device `name`, the `virtual_index`-th on
  * CUDA device `ordinal`, which has free_bytes free of total_bytes. In order:

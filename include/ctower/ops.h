@@ -64,6 +64,11 @@ void ct_variable_set_initializer_mean(ct_graph *graph, ct_output variable, float
 
 /* Sources. */
 ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape shape);
+/* Gives a placeholder that no node reads yet another shape: for front ends
+ * whose placeholders may be made without a rank and take the one their
+ * first use needs. Returns 0, or sets the graph's error (INVALID_ARGUMENT:
+ * not a placeholder, or already read) and returns -1. */
+int ct_placeholder_set_shape(ct_graph *g, ct_output placeholder, ct_shape shape);
 /* A constant holding a copy of `value` (the graph keeps the copy). */
 ct_output ct_constant(ct_graph *g, const char *name, const ct_tensor *value);
 ct_output ct_scalar(ct_graph *g, float value);

@@ -198,8 +198,7 @@ def test_dropout_masks_change_from_run_to_run():
 
 
 def test_dropout_keep_prob_fed_as_in_the_deep_mnist_tutorial():
-    # keep_prob a placeholder: 0.5 while training, 1.0 to evaluate (the
-    # tutorial's has no shape; ctower's placeholders need their rank)
+    # keep_prob a placeholder: 0.5 while training, 1.0 to evaluate
     x = tf.ones([4000])
     keep_prob = tf.placeholder(tf.float32, shape=[])
     d = tf.nn.dropout(x, keep_prob)

@@ -3,7 +3,7 @@ HWIO filters)."""
 from ctower.compat.v1 import _framework as fw
 from ctower.compat.v1 import _ops
 from ctower.compat.v1 import _variables as vs
-from ctower.compat.v1._ops import _tensors
+from ctower.compat.v1._ops import _BROADCAST, _tensors
 
 
 def relu(features, name=None):
@@ -52,7 +52,7 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     filter = filters if filter is None else filter
     stride = _window(strides, "strides")
     sh, sw = (stride, stride) if isinstance(stride, int) else stride
-    graph, (x, f) = _tensors([input, filter])
+    graph, (x, f) = _tensors([input, filter], ranks=[4, 4])
     return graph._built(graph._c.conv2d(x._output(), f._output(), sh, sw, _padding(padding)),
                         name)
 
@@ -69,7 +69,7 @@ def _pool(is_max, value, ksize, strides, padding, data_format, name):
     s = s if isinstance(s, int) else (s[0] if s[0] == s[1] else None)
     if k is None or s is None:
         raise NotImplementedError("ctower's pooling windows and strides are square")
-    graph, (x,) = _tensors([value])
+    graph, (x,) = _tensors([value], ranks=[4])
     return graph._built(graph._c.pool(is_max, x._output(), k, s, _padding(padding)), name)
 
 
@@ -105,7 +105,7 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         else:
             rate = 1.0 - float(keep_prob)
     if isinstance(rate, fw.Tensor) or hasattr(rate, "_read"):
-        return _ops._binary(_ops._DROPOUT, x, rate, name)
+        return _ops._binary(_ops._DROPOUT, x, rate, name, ranks=[None, 0])
     graph, (t,) = _tensors([x])
     if rate == 0.0:
         return _ops.identity(t, name=name)
@@ -117,8 +117,8 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
     if _sentinel is not None:
         raise ValueError("Only call `sparse_softmax_cross_entropy_with_logits` with named "
                          "arguments (labels=..., logits=..., ...)")
-    graph, (labels_t,) = _tensors([labels])
     graph, (logits_t,) = _tensors([logits])
+    graph, (labels_t,) = _tensors([labels], ranks=[logits_t.shape.ndims - 1])
     if labels_t.dtype is fw.int64:
         labels_t = cast(labels_t, fw.int32)
     return graph._built(graph._c.binary(_ops._SPARSE_XENT, logits_t._output(),
@@ -130,7 +130,7 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
     if _sentinel is not None:
         raise ValueError("Only call `softmax_cross_entropy_with_logits` with named arguments "
                          "(labels=..., logits=..., ...)")
-    graph, (logits_t, labels_t) = _tensors([logits, labels])
+    graph, (logits_t, labels_t) = _tensors([logits, labels], ranks=_BROADCAST)
     return graph._built(graph._c.softmax_xent(logits_t._output(), labels_t._output()), name)
 
 

@@ -166,8 +166,14 @@ ct_output ct_conv2d(ct_graph *g, ct_output x, ct_output filter, int stride_h, in
  * own. The same values as the separate ops. */
 ct_output ct_conv2d_bias(ct_graph *g, ct_output x, ct_output filter, ct_output bias, int stride_h,
                          int stride_w, ct_padding padding, int relu);
+/* Pooling of x [N, H, W, C] over ksize x ksize windows at `stride` along H and W. */
 ct_output ct_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding);
 ct_output ct_avg_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding);
+/* The same over windows of kh rows and kw columns, at stride_h and stride_w. */
+ct_output ct_max_pool_hw(ct_graph *g, ct_output x, int kh, int kw, int stride_h, int stride_w,
+                         ct_padding padding);
+ct_output ct_avg_pool_hw(ct_graph *g, ct_output x, int kh, int kw, int stride_h, int stride_w,
+                         ct_padding padding);
 /* Local response normalization across channels, as tf.nn.lrn:
  * y = x / (bias + alpha * sum over [c - radius, c + radius] of x^2)^beta. */
 ct_output ct_lrn(ct_graph *g, ct_output x, int depth_radius, float bias, float alpha,

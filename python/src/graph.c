@@ -436,13 +436,15 @@ static PyObject *g_conv2d(ct_py_graph *g, PyObject *args) {
 
 static PyObject *g_pool(ct_py_graph *g, PyObject *args) {
   PyObject *ox;
-  int max, k, s, same;
+  int max, kh, kw, sh, sw, same;
   ct_output x;
-  if (!PyArg_ParseTuple(args, "pOiip", &max, &ox, &k, &s, &same) || ct_py_output(g, ox, &x))
+  if (!PyArg_ParseTuple(args, "pOiiiip", &max, &ox, &kh, &kw, &sh, &sw, &same) ||
+      ct_py_output(g, ox, &x))
     return NULL;
   write_lock(g);
   ct_padding padding = same ? CT_PADDING_SAME : CT_PADDING_VALID;
-  ct_output o = max ? ct_max_pool(g->graph, x, k, s, padding) : ct_avg_pool(g->graph, x, k, s, padding);
+  ct_output o = max ? ct_max_pool_hw(g->graph, x, kh, kw, sh, sw, padding)
+                    : ct_avg_pool_hw(g->graph, x, kh, kw, sh, sw, padding);
   unlock(g);
   return built(g, o);
 }

@@ -36,7 +36,9 @@ int ct_kernel_scratch_estimate(const char *op, const ct_device *device, const ct
     return ct_cpu_matmul_scratch(device, &in[0], &in[1], &attrs->matmul, bytes);
   /* windows that overlap (pool.c): the forward output again, and a byte of
    * workspace per output element */
-  if (strcmp(op, "MaxPoolGrad") == 0 && n_inputs >= 2 && attrs->pool.stride < attrs->pool.window) {
+  if (strcmp(op, "MaxPoolGrad") == 0 && n_inputs >= 2 &&
+      (attrs->pool.stride[0] < attrs->pool.window[0] ||
+       attrs->pool.stride[1] < attrs->pool.window[1])) {
     const ct_shape *dy = &in[n_inputs - 1];
     bytes[0] = f32_bytes(dy);
     bytes[1] = f32_bytes(dy) / sizeof(float);

@@ -101,9 +101,10 @@ static int infer_pool(ct_infer_ctx *ctx) {
   if (ct_require_rank(ctx, 0, 4) || ct_require_dtype(ctx, 0, CT_F32)) return 1;
   const ct_shape *x = &ctx->in_shapes[0];
   const ct_pool_attrs *a = &ctx->attrs->pool;
-  if (a->window < 1 || a->stride < 1) return ct_infer_fail(ctx, "window and stride must be >= 1");
-  ct_window h = ct_window_of(x->dims[1], a->window, a->stride, a->same_padding);
-  ct_window w = ct_window_of(x->dims[2], a->window, a->stride, a->same_padding);
+  if (a->window[0] < 1 || a->window[1] < 1 || a->stride[0] < 1 || a->stride[1] < 1)
+    return ct_infer_fail(ctx, "windows and strides must be >= 1");
+  ct_window h = ct_window_of(x->dims[1], a->window[0], a->stride[0], a->same_padding);
+  ct_window w = ct_window_of(x->dims[2], a->window[1], a->stride[1], a->same_padding);
   if (h.out == 0 || w.out == 0) return ct_infer_fail(ctx, "the window is larger than the input");
   ctx->out_shapes[0] = ct_shape_of(4, x->dims[0], h.out, w.out, x->dims[3]);
   ctx->out_dtypes[0] = CT_F32;
@@ -165,17 +166,26 @@ const ct_op_def ct_op_max_pool_grad = {"MaxPoolGrad", infer_max_pool_grad, NULL,
 const ct_op_def ct_op_avg_pool = {"AvgPool", infer_pool, grad_avg_pool, 0};
 const ct_op_def ct_op_avg_pool_grad = {"AvgPoolGrad", infer_avg_pool_grad, NULL, 0};
 
-static ct_output pool(ct_graph *g, const ct_op_def *op, ct_output x, int ksize, int stride,
-                      ct_padding padding) {
-  ct_attrs a = {
-      .pool = {.window = ksize, .stride = stride, .same_padding = padding == CT_PADDING_SAME}};
+static ct_output pool(ct_graph *g, const ct_op_def *op, ct_output x, int kh, int kw,
+                      int stride_h, int stride_w, ct_padding padding) {
+  ct_attrs a = {.pool = {.window = {kh, kw},
+                         .stride = {stride_h, stride_w},
+                         .same_padding = padding == CT_PADDING_SAME}};
   return ct_out(add_with(g, op, 1, &x, 1, &a), 0);
 }
 ct_output ct_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding) {
-  return pool(g, &ct_op_max_pool, x, ksize, stride, padding);
+  return pool(g, &ct_op_max_pool, x, ksize, ksize, stride, stride, padding);
 }
 ct_output ct_avg_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding) {
-  return pool(g, &ct_op_avg_pool, x, ksize, stride, padding);
+  return pool(g, &ct_op_avg_pool, x, ksize, ksize, stride, stride, padding);
+}
+ct_output ct_max_pool_hw(ct_graph *g, ct_output x, int kh, int kw, int stride_h, int stride_w,
+                         ct_padding padding) {
+  return pool(g, &ct_op_max_pool, x, kh, kw, stride_h, stride_w, padding);
+}
+ct_output ct_avg_pool_hw(ct_graph *g, ct_output x, int kh, int kw, int stride_h, int stride_w,
+                         ct_padding padding) {
+  return pool(g, &ct_op_avg_pool, x, kh, kw, stride_h, stride_w, padding);
 }
 
 /* ---- LRN -----------------------------------------------------------------------

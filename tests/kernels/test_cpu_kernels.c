@@ -575,21 +575,22 @@ static void test_round_to_bf16(void **state) {
 
 /* ---- pooling --------------------------------------------------------------------- */
 
-/* Pooling of k x k windows over [2, 7, 6, C] and its gradient against the
- * naive loop; with `ties`, x takes only a few values (as after a ReLU), so
- * that windows hold their maximum more than once: MaxPool's gradient goes
- * to the first in the window. */
-static void check_pool(int is_max, int64_t k, int64_t stride, int same, int64_t C, int ties) {
+/* Pooling of kh x kw windows at strides sh, sw over [2, 7, 6, C] and its
+ * gradient against the naive loop; with `ties`, x takes only a few values
+ * (as after a ReLU), so that windows hold their maximum more than once:
+ * MaxPool's gradient goes to the first in the window. */
+static void check_pool(int is_max, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int same,
+                       int64_t C, int ties) {
   const int64_t N = 2, H = 7, W = 6;
-  ct_window wh = ct_window_of(H, k, stride, same), ww = ct_window_of(W, k, stride, same);
+  ct_window wh = ct_window_of(H, kh, sh, same), ww = ct_window_of(W, kw, sw, same);
   ct_shape shapes[2] = {ct_shape_of(4, N, H, W, C), ct_shape_of(4, N, wh.out, ww.out, C)};
   op_run r;
   run_begin(&r, 2, shapes, 21);
   for (int64_t i = 0; ties && i < N * H * W * C; ++i)
     input(&r, 0)[i] = floorf(input(&r, 0)[i] * 1.5f) > 0 ? floorf(input(&r, 0)[i] * 1.5f) : 0;
   ct_padding pad = same ? CT_PADDING_SAME : CT_PADDING_VALID;
-  ct_output y = is_max ? ct_max_pool(r.g, r.in[0], (int)k, (int)stride, pad)
-                       : ct_avg_pool(r.g, r.in[0], (int)k, (int)stride, pad);
+  ct_output y = is_max ? ct_max_pool_hw(r.g, r.in[0], (int)kh, (int)kw, (int)sh, (int)sw, pad)
+                       : ct_avg_pool_hw(r.g, r.in[0], (int)kh, (int)kw, (int)sh, (int)sw, pad);
   ct_output xs[1] = {r.in[0]}, grads[1];
   ct_gradients(r.g, ct_reduce_sum(r.g, ct_mul(r.g, y, r.in[1]), 0, 0), 1, xs, grads);
   ct_output fetches[2] = {y, grads[0]};
@@ -604,9 +605,9 @@ static void check_pool(int is_max, int64_t k, int64_t stride, int same, int64_t 
         for (int64_t c = 0; c < C; ++c) {
           int64_t yi = ((n * wh.out + p) * ww.out + q) * C + c, best = -1, count = 0;
           double acc = 0;
-          for (int64_t a = 0; a < k; ++a)
-            for (int64_t b = 0; b < k; ++b) {
-              int64_t h = p * stride + a - wh.pad_before, w = q * stride + b - ww.pad_before;
+          for (int64_t a = 0; a < kh; ++a)
+            for (int64_t b = 0; b < kw; ++b) {
+              int64_t h = p * sh + a - wh.pad_before, w = q * sw + b - ww.pad_before;
               if (h < 0 || h >= H || w < 0 || w >= W) continue;
               int64_t xi = ((n * H + h) * W + w) * C + c;
               if (best < 0 || X[xi] > X[best]) best = xi;
@@ -618,18 +619,18 @@ static void check_pool(int is_max, int64_t k, int64_t stride, int same, int64_t 
             dx_ref[best] += DY[yi];
           } else {
             y_ref[yi] = (float)(acc / (double)count);
-            for (int64_t a = 0; a < k; ++a)
-              for (int64_t b = 0; b < k; ++b) {
-                int64_t h = p * stride + a - wh.pad_before, w = q * stride + b - ww.pad_before;
+            for (int64_t a = 0; a < kh; ++a)
+              for (int64_t b = 0; b < kw; ++b) {
+                int64_t h = p * sh + a - wh.pad_before, w = q * sw + b - ww.pad_before;
                 if (h < 0 || h >= H || w < 0 || w >= W) continue;
                 dx_ref[((n * H + h) * W + w) * C + c] += DY[yi] / (float)count;
               }
           }
         }
   char what[64];
-  snprintf(what, sizeof what, "%s %lldx%lld/%lld %s, C %lld%s", is_max ? "MaxPool" : "AvgPool",
-           (long long)k, (long long)k, (long long)stride, same ? "SAME" : "VALID", (long long)C,
-           ties ? ", ties" : "");
+  snprintf(what, sizeof what, "%s %lldx%lld/%lldx%lld %s, C %lld%s",
+           is_max ? "MaxPool" : "AvgPool", (long long)kh, (long long)kw, (long long)sh,
+           (long long)sw, same ? "SAME" : "VALID", (long long)C, ties ? ", ties" : "");
   expect_close(what, out[0], y_ref, ny, 1e-5);
   strcat(what, " grad");
   expect_close(what, out[1], dx_ref, nx, 1e-5);
@@ -645,17 +646,24 @@ static void check_pool(int is_max, int64_t k, int64_t stride, int same, int64_t 
  * take its vectors and the channels after them. */
 static void test_pooling(void **state) {
   (void)state;
-  check_pool(1, 2, 2, 0, 3, 0);
-  check_pool(1, 3, 2, 1, 3, 0);
-  check_pool(1, 2, 2, 0, 70, 1);
-  check_pool(1, 3, 2, 1, 70, 1);
-  check_pool(1, 2, 2, 1, 3, 0);
-  check_pool(1, 2, 3, 0, 70, 1);
-  check_pool(1, 2, 3, 1, 5, 1);
-  check_pool(1, 3, 3, 1, 70, 1);
-  check_pool(1, 3, 3, 0, 19, 0);
-  check_pool(0, 2, 2, 0, 3, 0);
-  check_pool(0, 3, 2, 1, 3, 0);
+  check_pool(1, 2, 2, 2, 2, 0, 3, 0);
+  check_pool(1, 3, 3, 2, 2, 1, 3, 0);
+  check_pool(1, 2, 2, 2, 2, 0, 70, 1);
+  check_pool(1, 3, 3, 2, 2, 1, 70, 1);
+  check_pool(1, 2, 2, 2, 2, 1, 3, 0);
+  check_pool(1, 2, 2, 3, 3, 0, 70, 1);
+  check_pool(1, 2, 2, 3, 3, 1, 5, 1);
+  check_pool(1, 3, 3, 3, 3, 1, 70, 1);
+  check_pool(1, 3, 3, 3, 3, 0, 19, 0);
+  check_pool(0, 2, 2, 2, 2, 0, 3, 0);
+  check_pool(0, 3, 3, 2, 2, 1, 3, 0);
+  /* windows and strides that differ along H and W (tf.nn.max_pool's
+   * ksize=[1, 2, 3, 1]): overlapping along one axis only, and apart */
+  check_pool(1, 2, 3, 1, 2, 1, 70, 1);
+  check_pool(1, 3, 2, 3, 2, 0, 19, 1);
+  check_pool(1, 1, 3, 2, 3, 1, 5, 0);
+  check_pool(0, 2, 3, 1, 2, 1, 3, 0);
+  check_pool(0, 3, 1, 2, 1, 0, 3, 0);
 }
 
 /* ---- LRN (TensorFlow's definition) ------------------------------------------------- */

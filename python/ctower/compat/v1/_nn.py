@@ -24,10 +24,12 @@ def _nhwc(data_format):
 
 
 def _window(values, what):
-    """k of [1, k, k, 1] (or [k, k], or k): ctower's windows and strides are square."""
+    """[h, w] of [1, h, w, 1], [h, w], [k] or k."""
     if isinstance(values, int):
-        return values
+        return [values, values]
     values = [int(v) for v in values]
+    if len(values) == 1:
+        return values * 2
     if len(values) == 4:
         if values[0] != 1 or values[3] != 1:
             raise ValueError("%s over the batch or channels (%s) is not supported" % (what, values))
@@ -50,8 +52,7 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     if list(dilations) != [1, 1, 1, 1]:
         raise NotImplementedError("ctower's conv2d has no dilations")
     filter = filters if filter is None else filter
-    stride = _window(strides, "strides")
-    sh, sw = (stride, stride) if isinstance(stride, int) else stride
+    sh, sw = _window(strides, "strides")
     graph, (x, f) = _tensors([input, filter], ranks=[4, 4])
     return graph._built(graph._c.conv2d(x._output(), f._output(), sh, sw, _padding(padding)),
                         name)
@@ -64,13 +65,10 @@ def bias_add(value, bias, data_format=None, name=None):
 
 def _pool(is_max, value, ksize, strides, padding, data_format, name):
     _nhwc(data_format)
-    k, s = _window(ksize, "ksize"), _window(strides, "strides")
-    k = k if isinstance(k, int) else (k[0] if k[0] == k[1] else None)
-    s = s if isinstance(s, int) else (s[0] if s[0] == s[1] else None)
-    if k is None or s is None:
-        raise NotImplementedError("ctower's pooling windows and strides are square")
+    (kh, kw), (sh, sw) = _window(ksize, "ksize"), _window(strides, "strides")
     graph, (x,) = _tensors([value], ranks=[4])
-    return graph._built(graph._c.pool(is_max, x._output(), k, s, _padding(padding)), name)
+    return graph._built(graph._c.pool(is_max, x._output(), kh, kw, sh, sw, _padding(padding)),
+                        name)
 
 
 def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):

@@ -160,6 +160,10 @@ ct_output ct_sum_like(ct_graph *g, ct_output x, ct_output like);
 ct_output ct_matmul(ct_graph *g, ct_output a, ct_output b, int transpose_a, int transpose_b);
 ct_output ct_conv2d(ct_graph *g, ct_output x, ct_output filter, int stride_h, int stride_w,
                     ct_padding padding);
+/* ct_conv2d with the filter's taps dilation_h rows and dilation_w columns
+ * apart (tf.nn.conv2d's dilations=[1, dilation_h, dilation_w, 1]). */
+ct_output ct_conv2d_dilated(ct_graph *g, ct_output x, ct_output filter, int stride_h,
+                            int stride_w, int dilation_h, int dilation_w, ct_padding padding);
 /* ct_conv2d plus bias [filters] (a null output for none), then with relu
  * ct_relu, as one op (TensorFlow's _FusedConv2D): the bias and the ReLU
  * applied as the convolution's results are written, not in passes of their

@@ -423,13 +423,14 @@ static PyObject *g_matmul(ct_py_graph *g, PyObject *args) {
 
 static PyObject *g_conv2d(ct_py_graph *g, PyObject *args) {
   PyObject *ox, *of;
-  int sh, sw, same;
+  int sh, sw, dh, dw, same;
   ct_output x, f;
-  if (!PyArg_ParseTuple(args, "OOiip", &ox, &of, &sh, &sw, &same) || ct_py_output(g, ox, &x) ||
-      ct_py_output(g, of, &f))
+  if (!PyArg_ParseTuple(args, "OOiiiip", &ox, &of, &sh, &sw, &dh, &dw, &same) ||
+      ct_py_output(g, ox, &x) || ct_py_output(g, of, &f))
     return NULL;
   write_lock(g);
-  ct_output o = ct_conv2d(g->graph, x, f, sh, sw, same ? CT_PADDING_SAME : CT_PADDING_VALID);
+  ct_output o = ct_conv2d_dilated(g->graph, x, f, sh, sw, dh, dw,
+                                  same ? CT_PADDING_SAME : CT_PADDING_VALID);
   unlock(g);
   return built(g, o);
 }

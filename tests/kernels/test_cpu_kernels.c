@@ -137,14 +137,23 @@ static void test_matmul(void **state) {
 /* ---- convolution -------------------------------------------------------------- */
 
 typedef struct conv_geom {
-  int64_t N, H, W, C, R, S, K, stride, P, Q, pad_h, pad_w;
+  int64_t N, H, W, C, R, S, K, stride, P, Q, pad_h, pad_w, dil_h, dil_w;
 } conv_geom;
+
+/* With the filter's taps dil_h rows and dil_w columns apart. */
+static conv_geom dilated_geometry(int64_t N, int64_t H, int64_t W, int64_t C, int64_t R,
+                                  int64_t S, int64_t K, int64_t stride, int same, int64_t dil_h,
+                                  int64_t dil_w) {
+  ct_window wh = ct_window_of(H, ct_dilated(R, dil_h), stride, same);
+  ct_window ww = ct_window_of(W, ct_dilated(S, dil_w), stride, same);
+  conv_geom g = {N, H, W, C, R, S, K, stride, wh.out, ww.out, wh.pad_before, ww.pad_before,
+                 dil_h, dil_w};
+  return g;
+}
 
 static conv_geom geometry(int64_t N, int64_t H, int64_t W, int64_t C, int64_t R, int64_t S,
                           int64_t K, int64_t stride, int same) {
-  ct_window wh = ct_window_of(H, R, stride, same), ww = ct_window_of(W, S, stride, same);
-  conv_geom g = {N, H, W, C, R, S, K, stride, wh.out, ww.out, wh.pad_before, ww.pad_before};
-  return g;
+  return dilated_geometry(N, H, W, C, R, S, K, stride, same, 1, 1);
 }
 
 /* Calls fn(x index, filter index, y index) for every tap that lands inside x. */
@@ -154,7 +163,8 @@ static conv_geom geometry(int64_t N, int64_t H, int64_t W, int64_t C, int64_t R,
       for (int64_t q = 0; q < g.Q; ++q)                                                    \
         for (int64_t r = 0; r < g.R; ++r)                                                  \
           for (int64_t s = 0; s < g.S; ++s) {                                              \
-            int64_t h = p * g.stride + r - g.pad_h, w = q * g.stride + s - g.pad_w;        \
+            int64_t h = p * g.stride + r * g.dil_h - g.pad_h;                              \
+            int64_t w = q * g.stride + s * g.dil_w - g.pad_w;                              \
             if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;                          \
             for (int64_t c = 0; c < g.C; ++c)                                              \
               for (int64_t k = 0; k < g.K; ++k) {                                          \
@@ -173,8 +183,8 @@ static void check_conv_geometry(conv_geom cg, int same, double tol, ct_tensor **
                         ct_shape_of(4, cg.R, cg.S, cg.C, cg.K)};
   op_run r;
   run_begin(&r, 2, shapes, 11);
-  ct_output y = ct_conv2d(r.g, r.in[0], r.in[1], (int)stride, (int)stride,
-                          same ? CT_PADDING_SAME : CT_PADDING_VALID);
+  ct_output y = ct_conv2d_dilated(r.g, r.in[0], r.in[1], (int)stride, (int)stride, (int)cg.dil_h,
+                                  (int)cg.dil_w, same ? CT_PADDING_SAME : CT_PADDING_VALID);
   /* dy is a third input: feed it through a placeholder shaped like y */
   ct_shape ys = ct_output_shape(y);
   ct_output dy = ct_placeholder(r.g, "dy", CT_F32, ys);
@@ -202,13 +212,15 @@ static void check_conv_geometry(conv_geom cg, int same, double tol, ct_tensor **
     dx_ref[xi] += DY[yi] * F[fi];
     df_ref[fi] += DY[yi] * X[xi];
   });
-  char what[64];
-  snprintf(what, sizeof what, "Conv2D %s stride %lld", same ? "SAME" : "VALID", (long long)stride);
-  expect_close(what, out[0], y_ref, ny, tol);
-  snprintf(what, sizeof what, "Conv2DBackpropInput %s s%lld", same ? "SAME" : "VALID", (long long)stride);
-  expect_close(what, out[1], dx_ref, nx, tol);
-  snprintf(what, sizeof what, "Conv2DBackpropFilter %s s%lld", same ? "SAME" : "VALID", (long long)stride);
-  expect_close(what, out[2], df_ref, nf, tol);
+  static const char *const ops[3] = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"};
+  const float *refs[3] = {y_ref, dx_ref, df_ref};
+  const int64_t sizes[3] = {ny, nx, nf};
+  for (int i = 0; i < 3; ++i) {
+    char what[96];
+    snprintf(what, sizeof what, "%s %s s%lld d%lldx%lld", ops[i], same ? "SAME" : "VALID",
+             (long long)stride, (long long)cg.dil_h, (long long)cg.dil_w);
+    expect_close(what, out[i], refs[i], sizes[i], tol);
+  }
   free(y_ref), free(dx_ref), free(df_ref);
   for (int i = 0; i < 3; ++i) {
     if (out_kept) out_kept[i] = out[i];
@@ -231,6 +243,15 @@ static void test_conv2d(void **state) {
    * even kernel padded unevenly (SAME) and evenly (VALID) */
   check_conv_geometry(geometry(2, 7, 6, 5, 4, 2, 16, 1, 1), 1, 1e-4, NULL);
   check_conv_geometry(geometry(2, 7, 6, 5, 4, 2, 16, 1, 0), 0, 1e-4, NULL);
+  /* dilated filters (tf.nn.conv2d's dilations): at stride 1 with few output
+   * channels (never run transposed), strided, and 3x3 layers of 32 channels
+   * that Winograd's algorithm, asked for, must leave to the direct one */
+  check_conv_geometry(dilated_geometry(2, 9, 8, 3, 3, 2, 4, 1, 1, 2, 3), 1, 1e-4, NULL);
+  check_conv_geometry(dilated_geometry(2, 9, 8, 3, 2, 3, 4, 2, 0, 3, 2), 0, 1e-4, NULL);
+  g_conv_algorithm = CT_CONV_WINOGRAD;
+  check_conv_geometry(dilated_geometry(2, 12, 12, 32, 3, 3, 32, 1, 1, 2, 2), 1, 1e-3, NULL);
+  check_conv_geometry(dilated_geometry(2, 12, 12, 32, 5, 5, 32, 1, 0, 2, 1), 0, 1e-3, NULL);
+  g_conv_algorithm = CT_CONV_DIRECT;
 }
 
 /* Conv2D with its bias and ReLU (ct_conv2d_bias) on geometry cg against the

@@ -45,6 +45,12 @@ static ct_output b_conv_same(ct_graph *g, const ct_output *x) {
 static ct_output b_conv_valid_s2(ct_graph *g, const ct_output *x) {
   return ct_conv2d(g, x[0], x[1], 2, 2, CT_PADDING_VALID);
 }
+static ct_output b_conv_dilated(ct_graph *g, const ct_output *x) {
+  return ct_conv2d_dilated(g, x[0], x[1], 1, 1, 2, 3, CT_PADDING_SAME);
+}
+static ct_output b_conv_dilated_s2(ct_graph *g, const ct_output *x) {
+  return ct_conv2d_dilated(g, x[0], x[1], 2, 1, 2, 2, CT_PADDING_VALID);
+}
 /* the bias and ReLU in the convolution's op (ct_conv2d_bias) */
 static ct_output b_conv_bias(ct_graph *g, const ct_output *x) {
   return ct_conv2d_bias(g, x[0], x[1], x[2], 1, 1, CT_PADDING_SAME, 0);
@@ -232,6 +238,10 @@ static void build_table(void) {
   add_case("MatMul a^T", 2, S2(5, 3), S2(5, 4), none, VALUES_UNIFORM, b_matmul_tn);
   add_case("MatMul a^T b^T", 2, S2(5, 3), S2(4, 5), none, VALUES_UNIFORM, b_matmul_tt);
   add_case("Conv2D SAME", 2, S4(2, 5, 5, 3), S4(3, 3, 3, 4), none, VALUES_UNIFORM, b_conv_same);
+  add_case("Conv2D SAME dilated 2x3", 2, S4(2, 6, 7, 3), S4(3, 2, 3, 4), none, VALUES_UNIFORM,
+           b_conv_dilated);
+  add_case("Conv2D VALID s2x1 dilated 2x2", 2, S4(1, 8, 7, 2), S4(2, 3, 2, 3), none,
+           VALUES_UNIFORM, b_conv_dilated_s2);
   add_case("Conv2D VALID s2", 2, S4(2, 7, 6, 2), S4(3, 2, 2, 3), none, VALUES_UNIFORM,
            b_conv_valid_s2);
   add_case("Conv2D+bias SAME", 3, S4(2, 5, 5, 3), S4(3, 3, 3, 4), S1(4), VALUES_UNIFORM,

@@ -49,13 +49,12 @@ def _padding(padding):
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,
            data_format="NHWC", dilations=(1, 1, 1, 1), name=None, filters=None):
     _nhwc(data_format)
-    if list(dilations) != [1, 1, 1, 1]:
-        raise NotImplementedError("ctower's conv2d has no dilations")
     filter = filters if filter is None else filter
     sh, sw = _window(strides, "strides")
+    dh, dw = _window(dilations or 1, "dilations")
     graph, (x, f) = _tensors([input, filter], ranks=[4, 4])
-    return graph._built(graph._c.conv2d(x._output(), f._output(), sh, sw, _padding(padding)),
-                        name)
+    return graph._built(graph._c.conv2d(x._output(), f._output(), sh, sw, dh, dw,
+                                        _padding(padding)), name)
 
 
 def bias_add(value, bias, data_format=None, name=None):

@@ -215,3 +215,27 @@ def test_dropout_keep_prob_fed_as_in_the_deep_mnist_tutorial():
     np.testing.assert_array_equal(evaluate, np.ones(4000, np.float32))
     assert set(np.unique(quarter)) == {0.0, 4.0}
     assert abs((quarter == 0).mean() - 0.75) < 0.05
+
+
+def test_dropout_noise_shape_broadcasts_one_mask_element():
+    # one keep-or-drop per (example, channel), the same over rows and columns,
+    # as TensorFlow's dropout(x, keep_prob, noise_shape=[N, 1, 1, C])
+    x = tf.placeholder(tf.float32, shape=[None, 3, 4, 50])
+    keep_prob = tf.placeholder(tf.float32)
+    d = tf.nn.dropout(x, keep_prob, noise_shape=[None, 1, 1, 50])
+    per_row = tf.nn.dropout(x, 0.5, noise_shape=[1, 3, 4, 50])  # one mask for every example
+    grad, = tf.gradients(tf.reduce_sum(d), [x])
+    value = np.random.RandomState(2).rand(40, 3, 4, 50).astype(np.float32) + 1.0
+    with tf.Session() as sess:
+        train, g = sess.run([d, grad], {x: value, keep_prob: 0.5})
+        evaluate = sess.run(d, {x: value, keep_prob: 1.0})
+        shared = sess.run(per_row, {x: value})
+    kept = train != 0
+    assert (kept == kept[:, :1, :1, :]).all()  # the same over rows and columns
+    np.testing.assert_allclose(train[kept], 2.0 * value[kept], rtol=1e-6)
+    assert abs(kept[:, 0, 0, :].mean() - 0.5) < 0.06
+    np.testing.assert_array_equal(g, np.where(kept, 2.0, 0.0))
+    np.testing.assert_array_equal(evaluate, value)
+    assert ((shared != 0) == (shared[:1] != 0)).all() and 0.4 < (shared != 0).mean() < 0.6
+    with pytest.raises(ValueError, match=r"noise_shape \[2, 1, 1, 50\] does not broadcast"):
+        tf.nn.dropout(tf.ones([4, 3, 4, 50]), 0.5, noise_shape=[2, 1, 1, 50])

@@ -89,24 +89,57 @@ def lrn(input, depth_radius=5, bias=1, alpha=1, beta=0.5, name=None):
 local_response_normalization = lrn
 
 
-def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
-    if noise_shape is not None:
-        raise NotImplementedError("ctower's dropout draws every element (no noise_shape)")
-    if rate is None:
-        if keep_prob is None:
-            raise ValueError("dropout needs keep_prob or rate")
-        if isinstance(keep_prob, fw.Tensor) or hasattr(keep_prob, "_read"):
-            # a tensor (a placeholder fed 0.5 in training and 1.0 in
-            # evaluation): the engine's Dropout reads its rate from it
-            rate = _ops.subtract(1.0, keep_prob)
-        else:
-            rate = 1.0 - float(keep_prob)
+def _keep_rate(keep_prob, rate):
+    """Dropout's rate: a float, or a tensor (1 - keep_prob for a tensor
+    keep_prob, as a placeholder fed 0.5 in training and 1.0 in evaluation)."""
+    if rate is not None:
+        return rate
+    if keep_prob is None:
+        raise ValueError("dropout needs keep_prob or rate")
+    if isinstance(keep_prob, fw.Tensor) or hasattr(keep_prob, "_read"):
+        return _ops.subtract(1.0, keep_prob)
+    return 1.0 - float(keep_prob)
+
+
+def _noise_like(x, noise_shape):
+    """Ones of noise_shape, which broadcasts to x: x cut to its first element
+    along the axes where noise_shape has 1 and x more, then OnesLike (so an
+    axis of unknown size keeps the size x has when it runs). None where
+    noise_shape is x's shape."""
+    dims = x.shape.as_list()
+    if not isinstance(noise_shape, (list, tuple)) or \
+            not all(n is None or isinstance(n, int) for n in noise_shape):
+        raise TypeError("ctower takes dropout's noise_shape as a list of Python ints (None or "
+                        "-1 for x's size), got %r" % (noise_shape,))
+    if len(noise_shape) != len(dims) or any(
+            n not in (None, -1, 1) and d is not None and n != d for n, d in zip(noise_shape, dims)):
+        raise ValueError("noise_shape %s does not broadcast to x's shape %s: each of its "
+                         "dimensions must be 1 or x's" % (list(noise_shape), x.shape))
+    cut = [n == 1 and d != 1 for n, d in zip(noise_shape, dims)]
+    if not any(cut):
+        return None
+    return _ops.ones_like(_ops.slice_(x, [0] * len(dims), [1 if c else -1 for c in cut]))
+
+
+def _dropout(x, rate, name):
     if isinstance(rate, fw.Tensor) or hasattr(rate, "_read"):
         return _ops._binary(_ops._DROPOUT, x, rate, name, ranks=[None, 0])
     graph, (t,) = _tensors([x])
-    if rate == 0.0:
-        return _ops.identity(t, name=name)
     return graph._built(graph._c.dropout(t._output(), float(rate)), name)
+
+
+def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
+    """TensorFlow's dropout; with noise_shape, one mask element for each
+    element of noise_shape, broadcast over x's axes where it has 1: the
+    engine's Dropout of ones of noise_shape, times x."""
+    rate = _keep_rate(keep_prob, rate)
+    graph, (t,) = _tensors([x])
+    if not isinstance(rate, fw.Tensor) and not hasattr(rate, "_read") and rate == 0.0:
+        return _ops.identity(t, name=name)
+    noise = None if noise_shape is None else _noise_like(t, noise_shape)
+    if noise is None:
+        return _dropout(t, rate, name)
+    return _ops.multiply(t, _dropout(noise, rate, None), name=name)
 
 
 def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,

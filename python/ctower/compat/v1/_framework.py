@@ -346,7 +346,7 @@ class Graph:
         self._seed = None
         self._variable_store = {}      # full name -> Variable
         self._variable_by_index = {}   # C index -> Variable
-        self._run_hooks = {}           # node id -> hook(session) run before a run that runs it
+        self._run_hooks = {}           # node id -> hook(session, feed_dict), run before a run of it
         self._hook_cache = {}
         self._open_ranks = set()       # placeholders made without a shape, no rank yet
         self._ranked_on_use = set()    # those that took their rank where first used

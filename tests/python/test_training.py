@@ -239,3 +239,24 @@ def test_dropout_noise_shape_broadcasts_one_mask_element():
     assert ((shared != 0) == (shared[:1] != 0)).all() and 0.4 < (shared != 0).mean() < 0.6
     with pytest.raises(ValueError, match=r"noise_shape \[2, 1, 1, 50\] does not broadcast"):
         tf.nn.dropout(tf.ones([4, 3, 4, 50]), 0.5, noise_shape=[2, 1, 1, 50])
+
+
+def test_batch_normalization_training_as_a_tensor_names_the_way_around():
+    x = tf.placeholder(tf.float32, [None, 3])
+    with pytest.raises(NotImplementedError, match="build the layer twice"):
+        tf.layers.batch_normalization(x, training=tf.placeholder(tf.bool), name="bn")
+    with pytest.raises(NotImplementedError, match="not axis 0 of a tensor of rank 2"):
+        tf.layers.batch_normalization(x, axis=0, training=True, name="bn")
+    # the way the message gives: one layer for training, one for evaluation
+    train = tf.layers.batch_normalization(x, training=True, momentum=0.0, name="bn")
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    evaluate = tf.layers.batch_normalization(x, training=False, name="bn", reuse=True)
+    xv = np.random.RandomState(4).randn(16, 3).astype(np.float32) * 3 + 2
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run([train, updates], {x: xv})
+        out = sess.run(evaluate, {x: xv[:2]})
+    assert len(updates) == 2
+    # the moving statistics (momentum 0: the batch's, the variance unbiased as TensorFlow's)
+    np.testing.assert_allclose(out, (xv[:2] - xv.mean(0)) / np.sqrt(xv.var(0, ddof=1) + 1e-3),
+                               rtol=1e-4, atol=1e-4)

@@ -206,9 +206,15 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
     update ops in tf.GraphKeys.UPDATE_OPS."""
     graph, (x,) = _tensors([inputs])
     if axis not in (-1, x.shape.ndims - 1):
-        raise NotImplementedError("ctower normalizes over the last axis (channels)")
-    if isinstance(training, fw.Tensor):
-        raise NotImplementedError("ctower takes training as a Python bool")
+        raise NotImplementedError(
+            "ctower's batch normalization normalizes over the last axis (channels, as images "
+            "are NHWC), not axis %r of a tensor of rank %d" % (axis, x.shape.ndims))
+    if isinstance(training, fw.Tensor) or hasattr(training, "_read"):
+        raise NotImplementedError(
+            "ctower's batch normalization takes training as a Python bool (its graphs have no "
+            "conditionals): build the layer twice over the same variables, training=True for "
+            "the training step and training=False with the same name and reuse=True for "
+            "evaluation, and run the one you need")
     channels = x.shape.as_list()[-1]
     before = len(graph._c.update_ops())
     with vs.variable_scope(name, default_name="batch_normalization", reuse=reuse):

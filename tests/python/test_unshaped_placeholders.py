@@ -95,3 +95,26 @@ def test_a_use_that_cannot_tell_the_rank_is_refused():
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(tf.nn.relu(p), {p: [[-1.0, 0.0, 2.0]]}),
                                       [[0.0, 0.0, 2.0]])
+
+
+def test_linear_regression_tutorial_feeding_one_example_at_a_time():
+    # X = tf.placeholder("float") of the TensorFlow examples' linear
+    # regression: scalars fed one example at a time
+    X, Y = tf.placeholder("float"), tf.placeholder("float")
+    W, b = tf.Variable(0.3, name="weight"), tf.Variable(0.1, name="bias")
+    pred = tf.add(tf.multiply(X, W), b)
+    cost = (pred - Y) * (pred - Y) / 2.0
+    step = tf.train.GradientDescentOptimizer(0.05).minimize(cost)
+    xs = np.linspace(-1.0, 1.0, 21, dtype=np.float32)
+    ys = 2.0 * xs - 0.5
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(60):
+            for x, y in zip(xs, ys):
+                sess.run(step, feed_dict={X: x, Y: y})
+        w_value, b_value = sess.run([W, b])
+        # the tutorial's cost over every example at once needs X's rank 1
+        with pytest.raises(ValueError, match=r"the rank of its first use, 'Mul' \(Mul\)"):
+            sess.run(cost, feed_dict={X: xs, Y: ys})
+    assert X.dtype == tf.float32
+    assert abs(w_value - 2.0) < 1e-2 and abs(b_value + 0.5) < 1e-2

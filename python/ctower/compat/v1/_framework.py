@@ -53,6 +53,7 @@ float16 = DType("float16", np.float16, None)
 string = DType("string", np.object_, None)
 _BY_CODE = {0: float32, 1: int32, 2: int64, 3: uint8}
 _ALL = {d.name: d for d in (float32, int32, int64, uint8, bool, float64, float16, string)}
+_ALL.update(float=float32, double=float64, half=float16)  # TensorFlow's other names
 
 
 def as_dtype(value):

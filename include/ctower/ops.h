@@ -64,6 +64,11 @@ void ct_variable_set_initializer_mean(ct_graph *graph, ct_output variable, float
 
 /* Sources. */
 ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape shape);
+/* Gives a placeholder that no node reads yet another shape: for front ends
+ * whose placeholders may be made without a rank and take the one their
+ * first use needs. Returns 0, or sets the graph's error (INVALID_ARGUMENT:
+ * not a placeholder, or already read) and returns -1. */
+int ct_placeholder_set_shape(ct_graph *g, ct_output placeholder, ct_shape shape);
 /* A constant holding a copy of `value` (the graph keeps the copy). */
 ct_output ct_constant(ct_graph *g, const char *name, const ct_tensor *value);
 ct_output ct_scalar(ct_graph *g, float value);
@@ -155,14 +160,24 @@ ct_output ct_sum_like(ct_graph *g, ct_output x, ct_output like);
 ct_output ct_matmul(ct_graph *g, ct_output a, ct_output b, int transpose_a, int transpose_b);
 ct_output ct_conv2d(ct_graph *g, ct_output x, ct_output filter, int stride_h, int stride_w,
                     ct_padding padding);
+/* ct_conv2d with the filter's taps dilation_h rows and dilation_w columns
+ * apart (tf.nn.conv2d's dilations=[1, dilation_h, dilation_w, 1]). */
+ct_output ct_conv2d_dilated(ct_graph *g, ct_output x, ct_output filter, int stride_h,
+                            int stride_w, int dilation_h, int dilation_w, ct_padding padding);
 /* ct_conv2d plus bias [filters] (a null output for none), then with relu
  * ct_relu, as one op (TensorFlow's _FusedConv2D): the bias and the ReLU
  * applied as the convolution's results are written, not in passes of their
  * own. The same values as the separate ops. */
 ct_output ct_conv2d_bias(ct_graph *g, ct_output x, ct_output filter, ct_output bias, int stride_h,
                          int stride_w, ct_padding padding, int relu);
+/* Pooling of x [N, H, W, C] over ksize x ksize windows at `stride` along H and W. */
 ct_output ct_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding);
 ct_output ct_avg_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding);
+/* The same over windows of kh rows and kw columns, at stride_h and stride_w. */
+ct_output ct_max_pool_hw(ct_graph *g, ct_output x, int kh, int kw, int stride_h, int stride_w,
+                         ct_padding padding);
+ct_output ct_avg_pool_hw(ct_graph *g, ct_output x, int kh, int kw, int stride_h, int stride_w,
+                         ct_padding padding);
 /* Local response normalization across channels, as tf.nn.lrn:
  * y = x / (bias + alpha * sum over [c - radius, c + radius] of x^2)^beta. */
 ct_output ct_lrn(ct_graph *g, ct_output x, int depth_radius, float bias, float alpha,

@@ -256,6 +256,21 @@ static PyObject *g_placeholder(ct_py_graph *g, PyObject *args) {
   return built(g, o);
 }
 
+/* set_placeholder_shape(node id, shape): for a placeholder nothing reads yet. */
+static PyObject *g_set_placeholder_shape(ct_py_graph *g, PyObject *args) {
+  long id;
+  PyObject *shape_seq;
+  ct_shape shape;
+  if (!PyArg_ParseTuple(args, "lO", &id, &shape_seq) || ct_py_shape(shape_seq, &shape)) return NULL;
+  ct_node *n = node_of(g, id);
+  if (n == NULL) return NULL;
+  write_lock(g);
+  ct_placeholder_set_shape(g->graph, (ct_output){n, 0}, shape);
+  unlock(g);
+  if (ct_py_graph_check(g)) return NULL;
+  Py_RETURN_NONE;
+}
+
 /* constant(name, dtype, buffer): the graph keeps a copy of the buffer. */
 static PyObject *g_constant(ct_py_graph *g, PyObject *args) {
   const char *name;
@@ -408,26 +423,29 @@ static PyObject *g_matmul(ct_py_graph *g, PyObject *args) {
 
 static PyObject *g_conv2d(ct_py_graph *g, PyObject *args) {
   PyObject *ox, *of;
-  int sh, sw, same;
+  int sh, sw, dh, dw, same;
   ct_output x, f;
-  if (!PyArg_ParseTuple(args, "OOiip", &ox, &of, &sh, &sw, &same) || ct_py_output(g, ox, &x) ||
-      ct_py_output(g, of, &f))
+  if (!PyArg_ParseTuple(args, "OOiiiip", &ox, &of, &sh, &sw, &dh, &dw, &same) ||
+      ct_py_output(g, ox, &x) || ct_py_output(g, of, &f))
     return NULL;
   write_lock(g);
-  ct_output o = ct_conv2d(g->graph, x, f, sh, sw, same ? CT_PADDING_SAME : CT_PADDING_VALID);
+  ct_output o = ct_conv2d_dilated(g->graph, x, f, sh, sw, dh, dw,
+                                  same ? CT_PADDING_SAME : CT_PADDING_VALID);
   unlock(g);
   return built(g, o);
 }
 
 static PyObject *g_pool(ct_py_graph *g, PyObject *args) {
   PyObject *ox;
-  int max, k, s, same;
+  int max, kh, kw, sh, sw, same;
   ct_output x;
-  if (!PyArg_ParseTuple(args, "pOiip", &max, &ox, &k, &s, &same) || ct_py_output(g, ox, &x))
+  if (!PyArg_ParseTuple(args, "pOiiiip", &max, &ox, &kh, &kw, &sh, &sw, &same) ||
+      ct_py_output(g, ox, &x))
     return NULL;
   write_lock(g);
   ct_padding padding = same ? CT_PADDING_SAME : CT_PADDING_VALID;
-  ct_output o = max ? ct_max_pool(g->graph, x, k, s, padding) : ct_avg_pool(g->graph, x, k, s, padding);
+  ct_output o = max ? ct_max_pool_hw(g->graph, x, kh, kw, sh, sw, padding)
+                    : ct_avg_pool_hw(g->graph, x, kh, kw, sh, sw, padding);
   unlock(g);
   return built(g, o);
 }
@@ -728,7 +746,7 @@ static PyMethodDef graph_methods[] = {
     M(find, METH_VARARGS),         M(node, METH_VARARGS),           M(output_info, METH_VARARGS),
     M(add_control_input, METH_VARARGS), M(group, METH_VARARGS),     M(update_ops, METH_NOARGS),
     M(placeholder, METH_VARARGS),  M(constant, METH_VARARGS),       M(variable, METH_VARARGS),
-    M(variable_read, METH_VARARGS), M(set_weight_decay, METH_VARARGS), M(unary, METH_VARARGS),
+    M(set_placeholder_shape, METH_VARARGS), M(variable_read, METH_VARARGS), M(set_weight_decay, METH_VARARGS), M(unary, METH_VARARGS),
     M(binary, METH_VARARGS),       M(matmul, METH_VARARGS),         M(conv2d, METH_VARARGS),
     M(pool, METH_VARARGS),         M(lrn, METH_VARARGS),            M(batch_norm, METH_VARARGS),
     M(dropout, METH_VARARGS),      M(reshape, METH_VARARGS),        M(concat, METH_VARARGS),

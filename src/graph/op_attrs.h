@@ -60,16 +60,17 @@ typedef struct ct_matmul_attrs {
 
 /* Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter (as their Conv2D's). */
 typedef struct ct_conv2d_attrs {
-  int64_t strides[2]; /* along H and W */
-  int same_padding;   /* 1 for SAME, 0 for VALID */
+  int64_t strides[2];   /* along H and W */
+  int64_t dilations[2]; /* along H and W: the filter's taps that far apart (1: adjacent) */
+  int same_padding;     /* 1 for SAME, 0 for VALID */
   int relu;           /* Conv2D: its output max(0, y) (ct_conv2d_bias) */
 } ct_conv2d_attrs;
 
-/* MaxPool, AvgPool and their gradients: a square window. */
+/* MaxPool, AvgPool and their gradients. */
 typedef struct ct_pool_attrs {
-  int64_t window;   /* the window's height and width */
-  int64_t stride;   /* along H and W */
-  int same_padding; /* 1 for SAME, 0 for VALID */
+  int64_t window[2]; /* the window's height and width */
+  int64_t stride[2]; /* along H and W */
+  int same_padding;  /* 1 for SAME, 0 for VALID */
 } ct_pool_attrs;
 
 /* LRN, LRNGrad. */

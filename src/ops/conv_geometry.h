@@ -11,6 +11,11 @@ typedef struct ct_window {
   int64_t pad_after;  /* padding on the bottom/right */
 } ct_window;
 
+/* The extent of `taps` filter taps `dilation` apart (-1 unknown stays -1). */
+static inline int64_t ct_dilated(int64_t taps, int64_t dilation) {
+  return taps < 0 ? taps : (taps - 1) * dilation + 1;
+}
+
 /* in: input size (-1 unknown gives out -1), k: window, stride, same: padding. */
 static inline ct_window ct_window_of(int64_t in, int64_t k, int64_t stride, int same) {
   ct_window w = {-1, 0, 0};
@@ -25,6 +30,16 @@ static inline ct_window ct_window_of(int64_t in, int64_t k, int64_t stride, int 
     w.out = in >= k ? (in - k) / stride + 1 : 0;
   }
   return w;
+}
+
+/* The windows along H (out[0]) and W (out[1]) of a convolution of x
+ * [N, H, W, C] by a filter [R, S, ...] at strides, with dilations. */
+static inline void ct_conv_windows(const int64_t *x_dims, const int64_t *filter_dims,
+                                   const int64_t strides[2], const int64_t dilations[2], int same,
+                                   ct_window out[2]) {
+  for (int d = 0; d < 2; ++d)
+    out[d] = ct_window_of(x_dims[1 + d], ct_dilated(filter_dims[d], dilations[d]), strides[d],
+                          same);
 }
 
 #endif

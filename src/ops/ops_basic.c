@@ -30,6 +30,30 @@ ct_output ct_placeholder(ct_graph *g, const char *name, ct_dtype dtype, ct_shape
   return ct_out(ct_graph_add_node(g, &ct_op_placeholder, name, 0, NULL, 1, &a), 0);
 }
 
+static int node_is_read(const ct_graph *g, const ct_node *node) {
+  for (int i = 0; i < g->n_nodes; ++i)
+    for (int k = 0; k < g->nodes[i]->n_inputs; ++k)
+      if (g->nodes[i]->inputs[k].node == node) return 1;
+  return 0;
+}
+
+int ct_placeholder_set_shape(ct_graph *g, ct_output placeholder, ct_shape shape) {
+  ct_node *n = placeholder.node;
+  if (n == NULL || n->op != &ct_op_placeholder) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "'%s' is not a placeholder: only a placeholder's "
+                       "shape can be set", n ? n->name : "(null)");
+    return -1;
+  }
+  if (node_is_read(g, n)) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "placeholder '%s' is already read by other "
+                       "nodes: its shape can only be set before its first use", n->name);
+    return -1;
+  }
+  n->attrs.source.shape = shape;
+  n->shapes[0] = shape;
+  return 0;
+}
+
 ct_output ct_constant(ct_graph *g, const char *name, const ct_tensor *value) {
   ct_attrs a = {.source = {.shape = value->shape, .dtype = value->dtype}};
   ct_node *n = ct_graph_add_node(g, &ct_op_const, name ? name : "Const", 0, NULL, 1, &a);

@@ -64,16 +64,21 @@ static int infer_conv2d(ct_infer_ctx *ctx) {
   }
   const ct_conv2d_attrs *a = &ctx->attrs->conv2d;
   if (a->strides[0] < 1 || a->strides[1] < 1) return ct_infer_fail(ctx, "strides must be >= 1");
+  if (a->dilations[0] < 1 || a->dilations[1] < 1)
+    return ct_infer_fail(ctx, "dilations must be >= 1");
   if (x->dims[3] >= 0 && x->dims[3] != f->dims[2]) {
     char sx[96], sf[96];
     return ct_infer_fail(ctx, "input %s has %lld channels but filter %s expects %lld",
                          ct_shape_str(x, sx, sizeof sx), (long long)x->dims[3],
                          ct_shape_str(f, sf, sizeof sf), (long long)f->dims[2]);
   }
-  ct_window h = ct_window_of(x->dims[1], f->dims[0], a->strides[0], a->same_padding);
-  ct_window w = ct_window_of(x->dims[2], f->dims[1], a->strides[1], a->same_padding);
-  if (h.out == 0 || w.out == 0) return ct_infer_fail(ctx, "the filter is larger than the input");
-  ctx->out_shapes[0] = ct_shape_of(4, x->dims[0], h.out, w.out, f->dims[3]);
+  ct_window hw[2];
+  ct_conv_windows(x->dims, f->dims, a->strides, a->dilations, a->same_padding, hw);
+  if (hw[0].out == 0 || hw[1].out == 0)
+    return ct_infer_fail(ctx, "the filter (%lld x %lld with its dilations) is larger than the input",
+                         (long long)ct_dilated(f->dims[0], a->dilations[0]),
+                         (long long)ct_dilated(f->dims[1], a->dilations[1]));
+  ctx->out_shapes[0] = ct_shape_of(4, x->dims[0], hw[0].out, hw[1].out, f->dims[3]);
   ctx->out_dtypes[0] = CT_F32;
   return 0;
 }
@@ -136,21 +141,33 @@ const ct_op_def ct_op_conv2d_backprop_input = {"Conv2DBackpropInput", infer_conv
 const ct_op_def ct_op_conv2d_backprop_filter = {"Conv2DBackpropFilter", infer_conv_backprop_filter,
                                                 NULL, CT_OP_DENSE, conv2d_backprop_filter_flops};
 
+static ct_output conv2d(ct_graph *g, ct_output x, ct_output filter, ct_output bias,
+                        const ct_conv2d_attrs *attrs) {
+  ct_attrs a = {.conv2d = *attrs};
+  ct_output in[3] = {x, filter, bias};
+  return ct_out(add_with(g, &ct_op_conv2d, bias.node ? 3 : 2, in, 1, &a), 0);
+}
+
 ct_output ct_conv2d(ct_graph *g, ct_output x, ct_output filter, int stride_h, int stride_w,
                     ct_padding padding) {
-  ct_attrs a = {.conv2d = {.strides = {stride_h, stride_w},
-                           .same_padding = padding == CT_PADDING_SAME}};
-  ct_output in[2] = {x, filter};
-  return ct_out(add_with(g, &ct_op_conv2d, 2, in, 1, &a), 0);
+  return ct_conv2d_dilated(g, x, filter, stride_h, stride_w, 1, 1, padding);
+}
+
+ct_output ct_conv2d_dilated(ct_graph *g, ct_output x, ct_output filter, int stride_h,
+                            int stride_w, int dilation_h, int dilation_w, ct_padding padding) {
+  const ct_conv2d_attrs a = {.strides = {stride_h, stride_w},
+                             .dilations = {dilation_h, dilation_w},
+                             .same_padding = padding == CT_PADDING_SAME};
+  return conv2d(g, x, filter, (ct_output){NULL, 0}, &a);
 }
 
 ct_output ct_conv2d_bias(ct_graph *g, ct_output x, ct_output filter, ct_output bias, int stride_h,
                          int stride_w, ct_padding padding, int relu) {
-  ct_attrs a = {.conv2d = {.strides = {stride_h, stride_w},
-                           .same_padding = padding == CT_PADDING_SAME,
-                           .relu = relu != 0}};
-  ct_output in[3] = {x, filter, bias};
-  return ct_out(add_with(g, &ct_op_conv2d, bias.node ? 3 : 2, in, 1, &a), 0);
+  const ct_conv2d_attrs a = {.strides = {stride_h, stride_w},
+                             .dilations = {1, 1},
+                             .same_padding = padding == CT_PADDING_SAME,
+                             .relu = relu != 0};
+  return conv2d(g, x, filter, bias, &a);
 }
 
 /* ---- pooling ------------------------------------------------------------------
@@ -159,9 +176,10 @@ static int infer_pool(ct_infer_ctx *ctx) {
   if (ct_require_rank(ctx, 0, 4) || ct_require_dtype(ctx, 0, CT_F32)) return 1;
   const ct_shape *x = &ctx->in_shapes[0];
   const ct_pool_attrs *a = &ctx->attrs->pool;
-  if (a->window < 1 || a->stride < 1) return ct_infer_fail(ctx, "window and stride must be >= 1");
-  ct_window h = ct_window_of(x->dims[1], a->window, a->stride, a->same_padding);
-  ct_window w = ct_window_of(x->dims[2], a->window, a->stride, a->same_padding);
+  if (a->window[0] < 1 || a->window[1] < 1 || a->stride[0] < 1 || a->stride[1] < 1)
+    return ct_infer_fail(ctx, "windows and strides must be >= 1");
+  ct_window h = ct_window_of(x->dims[1], a->window[0], a->stride[0], a->same_padding);
+  ct_window w = ct_window_of(x->dims[2], a->window[1], a->stride[1], a->same_padding);
   if (h.out == 0 || w.out == 0) return ct_infer_fail(ctx, "the window is larger than the input");
   ctx->out_shapes[0] = ct_shape_of(4, x->dims[0], h.out, w.out, x->dims[3]);
   ctx->out_dtypes[0] = CT_F32;
@@ -227,17 +245,26 @@ const ct_op_def ct_op_avg_pool = {"AvgPool", infer_pool, grad_avg_pool, 0, ct_fl
 const ct_op_def ct_op_avg_pool_grad = {"AvgPoolGrad", infer_avg_pool_grad, NULL, 0,
                                        ct_flops_per_element};
 
-static ct_output pool(ct_graph *g, const ct_op_def *op, ct_output x, int ksize, int stride,
-                      ct_padding padding) {
-  ct_attrs a = {
-      .pool = {.window = ksize, .stride = stride, .same_padding = padding == CT_PADDING_SAME}};
+static ct_output pool(ct_graph *g, const ct_op_def *op, ct_output x, int kh, int kw,
+                      int stride_h, int stride_w, ct_padding padding) {
+  ct_attrs a = {.pool = {.window = {kh, kw},
+                         .stride = {stride_h, stride_w},
+                         .same_padding = padding == CT_PADDING_SAME}};
   return ct_out(add_with(g, op, 1, &x, 1, &a), 0);
 }
 ct_output ct_max_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding) {
-  return pool(g, &ct_op_max_pool, x, ksize, stride, padding);
+  return pool(g, &ct_op_max_pool, x, ksize, ksize, stride, stride, padding);
 }
 ct_output ct_avg_pool(ct_graph *g, ct_output x, int ksize, int stride, ct_padding padding) {
-  return pool(g, &ct_op_avg_pool, x, ksize, stride, padding);
+  return pool(g, &ct_op_avg_pool, x, ksize, ksize, stride, stride, padding);
+}
+ct_output ct_max_pool_hw(ct_graph *g, ct_output x, int kh, int kw, int stride_h, int stride_w,
+                         ct_padding padding) {
+  return pool(g, &ct_op_max_pool, x, kh, kw, stride_h, stride_w, padding);
+}
+ct_output ct_avg_pool_hw(ct_graph *g, ct_output x, int kh, int kw, int stride_h, int stride_w,
+                         ct_padding padding) {
+  return pool(g, &ct_op_avg_pool, x, kh, kw, stride_h, stride_w, padding);
 }
 
 /* ---- LRN -----------------------------------------------------------------------

@@ -196,6 +196,24 @@ static void test_clear_error_goes_on_building(void **state) {
   ct_graph_free(g);
 }
 
+/* A placeholder's shape can be set until a node reads it; then it is an error. */
+static void test_placeholder_shape_is_set_before_its_first_use(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_output p = ct_placeholder(g, "p", CT_F32, ct_shape_of(0));
+  assert_int_equal(ct_placeholder_set_shape(g, p, ct_shape_of(2, (int64_t)-1, (int64_t)3)), 0);
+  assert_int_equal(p.node->shapes[0].rank, 2);
+  ct_output r = ct_relu(g, p);
+  assert_int_equal(r.node->shapes[0].rank, 2);
+  assert_int_equal(ct_placeholder_set_shape(g, p, ct_shape_of(0)), -1);
+  assert_non_null(strstr(ct_graph_status(g)->message, "'p' is already read"));
+  ct_graph_clear_error(g);
+  assert_int_equal(ct_placeholder_set_shape(g, r, ct_shape_of(0)), -1);
+  assert_non_null(strstr(ct_graph_status(g)->message, "'Relu' is not a placeholder"));
+  assert_int_equal(p.node->shapes[0].rank, 2);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_name_scopes_and_unique_names),
@@ -206,6 +224,7 @@ int main(void) {
       cmocka_unit_test(test_gradient_through_non_differentiable_op_fails_clearly),
       cmocka_unit_test(test_rename_keeps_every_name_found),
       cmocka_unit_test(test_clear_error_goes_on_building),
+      cmocka_unit_test(test_placeholder_shape_is_set_before_its_first_use),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -137,14 +137,23 @@ static void test_matmul(void **state) {
 /* ---- convolution -------------------------------------------------------------- */
 
 typedef struct conv_geom {
-  int64_t N, H, W, C, R, S, K, stride, P, Q, pad_h, pad_w;
+  int64_t N, H, W, C, R, S, K, stride, P, Q, pad_h, pad_w, dil_h, dil_w;
 } conv_geom;
+
+/* With the filter's taps dil_h rows and dil_w columns apart. */
+static conv_geom dilated_geometry(int64_t N, int64_t H, int64_t W, int64_t C, int64_t R,
+                                  int64_t S, int64_t K, int64_t stride, int same, int64_t dil_h,
+                                  int64_t dil_w) {
+  ct_window wh = ct_window_of(H, ct_dilated(R, dil_h), stride, same);
+  ct_window ww = ct_window_of(W, ct_dilated(S, dil_w), stride, same);
+  conv_geom g = {N, H, W, C, R, S, K, stride, wh.out, ww.out, wh.pad_before, ww.pad_before,
+                 dil_h, dil_w};
+  return g;
+}
 
 static conv_geom geometry(int64_t N, int64_t H, int64_t W, int64_t C, int64_t R, int64_t S,
                           int64_t K, int64_t stride, int same) {
-  ct_window wh = ct_window_of(H, R, stride, same), ww = ct_window_of(W, S, stride, same);
-  conv_geom g = {N, H, W, C, R, S, K, stride, wh.out, ww.out, wh.pad_before, ww.pad_before};
-  return g;
+  return dilated_geometry(N, H, W, C, R, S, K, stride, same, 1, 1);
 }
 
 /* Calls fn(x index, filter index, y index) for every tap that lands inside x. */
@@ -154,7 +163,8 @@ static conv_geom geometry(int64_t N, int64_t H, int64_t W, int64_t C, int64_t R,
       for (int64_t q = 0; q < g.Q; ++q)                                                    \
         for (int64_t r = 0; r < g.R; ++r)                                                  \
           for (int64_t s = 0; s < g.S; ++s) {                                              \
-            int64_t h = p * g.stride + r - g.pad_h, w = q * g.stride + s - g.pad_w;        \
+            int64_t h = p * g.stride + r * g.dil_h - g.pad_h;                              \
+            int64_t w = q * g.stride + s * g.dil_w - g.pad_w;                              \
             if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;                          \
             for (int64_t c = 0; c < g.C; ++c)                                              \
               for (int64_t k = 0; k < g.K; ++k) {                                          \
@@ -173,8 +183,8 @@ static void check_conv_geometry(conv_geom cg, int same, double tol, ct_tensor **
                         ct_shape_of(4, cg.R, cg.S, cg.C, cg.K)};
   op_run r;
   run_begin(&r, 2, shapes, 11);
-  ct_output y = ct_conv2d(r.g, r.in[0], r.in[1], (int)stride, (int)stride,
-                          same ? CT_PADDING_SAME : CT_PADDING_VALID);
+  ct_output y = ct_conv2d_dilated(r.g, r.in[0], r.in[1], (int)stride, (int)stride, (int)cg.dil_h,
+                                  (int)cg.dil_w, same ? CT_PADDING_SAME : CT_PADDING_VALID);
   /* dy is a third input: feed it through a placeholder shaped like y */
   ct_shape ys = ct_output_shape(y);
   ct_output dy = ct_placeholder(r.g, "dy", CT_F32, ys);
@@ -202,13 +212,15 @@ static void check_conv_geometry(conv_geom cg, int same, double tol, ct_tensor **
     dx_ref[xi] += DY[yi] * F[fi];
     df_ref[fi] += DY[yi] * X[xi];
   });
-  char what[64];
-  snprintf(what, sizeof what, "Conv2D %s stride %lld", same ? "SAME" : "VALID", (long long)stride);
-  expect_close(what, out[0], y_ref, ny, tol);
-  snprintf(what, sizeof what, "Conv2DBackpropInput %s s%lld", same ? "SAME" : "VALID", (long long)stride);
-  expect_close(what, out[1], dx_ref, nx, tol);
-  snprintf(what, sizeof what, "Conv2DBackpropFilter %s s%lld", same ? "SAME" : "VALID", (long long)stride);
-  expect_close(what, out[2], df_ref, nf, tol);
+  static const char *const ops[3] = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"};
+  const float *refs[3] = {y_ref, dx_ref, df_ref};
+  const int64_t sizes[3] = {ny, nx, nf};
+  for (int i = 0; i < 3; ++i) {
+    char what[96];
+    snprintf(what, sizeof what, "%s %s s%lld d%lldx%lld", ops[i], same ? "SAME" : "VALID",
+             (long long)stride, (long long)cg.dil_h, (long long)cg.dil_w);
+    expect_close(what, out[i], refs[i], sizes[i], tol);
+  }
   free(y_ref), free(dx_ref), free(df_ref);
   for (int i = 0; i < 3; ++i) {
     if (out_kept) out_kept[i] = out[i];
@@ -231,6 +243,15 @@ static void test_conv2d(void **state) {
    * even kernel padded unevenly (SAME) and evenly (VALID) */
   check_conv_geometry(geometry(2, 7, 6, 5, 4, 2, 16, 1, 1), 1, 1e-4, NULL);
   check_conv_geometry(geometry(2, 7, 6, 5, 4, 2, 16, 1, 0), 0, 1e-4, NULL);
+  /* dilated filters (tf.nn.conv2d's dilations): at stride 1 with few output
+   * channels (never run transposed), strided, and 3x3 layers of 32 channels
+   * that Winograd's algorithm, asked for, must leave to the direct one */
+  check_conv_geometry(dilated_geometry(2, 9, 8, 3, 3, 2, 4, 1, 1, 2, 3), 1, 1e-4, NULL);
+  check_conv_geometry(dilated_geometry(2, 9, 8, 3, 2, 3, 4, 2, 0, 3, 2), 0, 1e-4, NULL);
+  g_conv_algorithm = CT_CONV_WINOGRAD;
+  check_conv_geometry(dilated_geometry(2, 12, 12, 32, 3, 3, 32, 1, 1, 2, 2), 1, 1e-3, NULL);
+  check_conv_geometry(dilated_geometry(2, 12, 12, 32, 5, 5, 32, 1, 0, 2, 1), 0, 1e-3, NULL);
+  g_conv_algorithm = CT_CONV_DIRECT;
 }
 
 /* Conv2D with its bias and ReLU (ct_conv2d_bias) on geometry cg against the
@@ -575,21 +596,22 @@ static void test_round_to_bf16(void **state) {
 
 /* ---- pooling --------------------------------------------------------------------- */
 
-/* Pooling of k x k windows over [2, 7, 6, C] and its gradient against the
- * naive loop; with `ties`, x takes only a few values (as after a ReLU), so
- * that windows hold their maximum more than once: MaxPool's gradient goes
- * to the first in the window. */
-static void check_pool(int is_max, int64_t k, int64_t stride, int same, int64_t C, int ties) {
+/* Pooling of kh x kw windows at strides sh, sw over [2, 7, 6, C] and its
+ * gradient against the naive loop; with `ties`, x takes only a few values
+ * (as after a ReLU), so that windows hold their maximum more than once:
+ * MaxPool's gradient goes to the first in the window. */
+static void check_pool(int is_max, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int same,
+                       int64_t C, int ties) {
   const int64_t N = 2, H = 7, W = 6;
-  ct_window wh = ct_window_of(H, k, stride, same), ww = ct_window_of(W, k, stride, same);
+  ct_window wh = ct_window_of(H, kh, sh, same), ww = ct_window_of(W, kw, sw, same);
   ct_shape shapes[2] = {ct_shape_of(4, N, H, W, C), ct_shape_of(4, N, wh.out, ww.out, C)};
   op_run r;
   run_begin(&r, 2, shapes, 21);
   for (int64_t i = 0; ties && i < N * H * W * C; ++i)
     input(&r, 0)[i] = floorf(input(&r, 0)[i] * 1.5f) > 0 ? floorf(input(&r, 0)[i] * 1.5f) : 0;
   ct_padding pad = same ? CT_PADDING_SAME : CT_PADDING_VALID;
-  ct_output y = is_max ? ct_max_pool(r.g, r.in[0], (int)k, (int)stride, pad)
-                       : ct_avg_pool(r.g, r.in[0], (int)k, (int)stride, pad);
+  ct_output y = is_max ? ct_max_pool_hw(r.g, r.in[0], (int)kh, (int)kw, (int)sh, (int)sw, pad)
+                       : ct_avg_pool_hw(r.g, r.in[0], (int)kh, (int)kw, (int)sh, (int)sw, pad);
   ct_output xs[1] = {r.in[0]}, grads[1];
   ct_gradients(r.g, ct_reduce_sum(r.g, ct_mul(r.g, y, r.in[1]), 0, 0), 1, xs, grads);
   ct_output fetches[2] = {y, grads[0]};
@@ -604,9 +626,9 @@ static void check_pool(int is_max, int64_t k, int64_t stride, int same, int64_t 
         for (int64_t c = 0; c < C; ++c) {
           int64_t yi = ((n * wh.out + p) * ww.out + q) * C + c, best = -1, count = 0;
           double acc = 0;
-          for (int64_t a = 0; a < k; ++a)
-            for (int64_t b = 0; b < k; ++b) {
-              int64_t h = p * stride + a - wh.pad_before, w = q * stride + b - ww.pad_before;
+          for (int64_t a = 0; a < kh; ++a)
+            for (int64_t b = 0; b < kw; ++b) {
+              int64_t h = p * sh + a - wh.pad_before, w = q * sw + b - ww.pad_before;
               if (h < 0 || h >= H || w < 0 || w >= W) continue;
               int64_t xi = ((n * H + h) * W + w) * C + c;
               if (best < 0 || X[xi] > X[best]) best = xi;
@@ -618,18 +640,18 @@ static void check_pool(int is_max, int64_t k, int64_t stride, int same, int64_t 
             dx_ref[best] += DY[yi];
           } else {
             y_ref[yi] = (float)(acc / (double)count);
-            for (int64_t a = 0; a < k; ++a)
-              for (int64_t b = 0; b < k; ++b) {
-                int64_t h = p * stride + a - wh.pad_before, w = q * stride + b - ww.pad_before;
+            for (int64_t a = 0; a < kh; ++a)
+              for (int64_t b = 0; b < kw; ++b) {
+                int64_t h = p * sh + a - wh.pad_before, w = q * sw + b - ww.pad_before;
                 if (h < 0 || h >= H || w < 0 || w >= W) continue;
                 dx_ref[((n * H + h) * W + w) * C + c] += DY[yi] / (float)count;
               }
           }
         }
   char what[64];
-  snprintf(what, sizeof what, "%s %lldx%lld/%lld %s, C %lld%s", is_max ? "MaxPool" : "AvgPool",
-           (long long)k, (long long)k, (long long)stride, same ? "SAME" : "VALID", (long long)C,
-           ties ? ", ties" : "");
+  snprintf(what, sizeof what, "%s %lldx%lld/%lldx%lld %s, C %lld%s",
+           is_max ? "MaxPool" : "AvgPool", (long long)kh, (long long)kw, (long long)sh,
+           (long long)sw, same ? "SAME" : "VALID", (long long)C, ties ? ", ties" : "");
   expect_close(what, out[0], y_ref, ny, 1e-5);
   strcat(what, " grad");
   expect_close(what, out[1], dx_ref, nx, 1e-5);
@@ -645,17 +667,24 @@ static void check_pool(int is_max, int64_t k, int64_t stride, int same, int64_t 
  * take its vectors and the channels after them. */
 static void test_pooling(void **state) {
   (void)state;
-  check_pool(1, 2, 2, 0, 3, 0);
-  check_pool(1, 3, 2, 1, 3, 0);
-  check_pool(1, 2, 2, 0, 70, 1);
-  check_pool(1, 3, 2, 1, 70, 1);
-  check_pool(1, 2, 2, 1, 3, 0);
-  check_pool(1, 2, 3, 0, 70, 1);
-  check_pool(1, 2, 3, 1, 5, 1);
-  check_pool(1, 3, 3, 1, 70, 1);
-  check_pool(1, 3, 3, 0, 19, 0);
-  check_pool(0, 2, 2, 0, 3, 0);
-  check_pool(0, 3, 2, 1, 3, 0);
+  check_pool(1, 2, 2, 2, 2, 0, 3, 0);
+  check_pool(1, 3, 3, 2, 2, 1, 3, 0);
+  check_pool(1, 2, 2, 2, 2, 0, 70, 1);
+  check_pool(1, 3, 3, 2, 2, 1, 70, 1);
+  check_pool(1, 2, 2, 2, 2, 1, 3, 0);
+  check_pool(1, 2, 2, 3, 3, 0, 70, 1);
+  check_pool(1, 2, 2, 3, 3, 1, 5, 1);
+  check_pool(1, 3, 3, 3, 3, 1, 70, 1);
+  check_pool(1, 3, 3, 3, 3, 0, 19, 0);
+  check_pool(0, 2, 2, 2, 2, 0, 3, 0);
+  check_pool(0, 3, 3, 2, 2, 1, 3, 0);
+  /* windows and strides that differ along H and W (tf.nn.max_pool's
+   * ksize=[1, 2, 3, 1]): overlapping along one axis only, and apart */
+  check_pool(1, 2, 3, 1, 2, 1, 70, 1);
+  check_pool(1, 3, 2, 3, 2, 0, 19, 1);
+  check_pool(1, 1, 3, 2, 3, 1, 5, 0);
+  check_pool(0, 2, 3, 1, 2, 1, 3, 0);
+  check_pool(0, 3, 1, 2, 1, 0, 3, 0);
 }
 
 /* ---- LRN (TensorFlow's definition) ------------------------------------------------- */

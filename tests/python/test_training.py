@@ -198,8 +198,7 @@ def test_dropout_masks_change_from_run_to_run():
 
 
 def test_dropout_keep_prob_fed_as_in_the_deep_mnist_tutorial():
-    # keep_prob a placeholder: 0.5 while training, 1.0 to evaluate (the
-    # tutorial's has no shape; ctower's placeholders need their rank)
+    # keep_prob a placeholder: 0.5 while training, 1.0 to evaluate
     x = tf.ones([4000])
     keep_prob = tf.placeholder(tf.float32, shape=[])
     d = tf.nn.dropout(x, keep_prob)
@@ -216,3 +215,48 @@ def test_dropout_keep_prob_fed_as_in_the_deep_mnist_tutorial():
     np.testing.assert_array_equal(evaluate, np.ones(4000, np.float32))
     assert set(np.unique(quarter)) == {0.0, 4.0}
     assert abs((quarter == 0).mean() - 0.75) < 0.05
+
+
+def test_dropout_noise_shape_broadcasts_one_mask_element():
+    # one keep-or-drop per (example, channel), the same over rows and columns,
+    # as TensorFlow's dropout(x, keep_prob, noise_shape=[N, 1, 1, C])
+    x = tf.placeholder(tf.float32, shape=[None, 3, 4, 50])
+    keep_prob = tf.placeholder(tf.float32)
+    d = tf.nn.dropout(x, keep_prob, noise_shape=[None, 1, 1, 50])
+    per_row = tf.nn.dropout(x, 0.5, noise_shape=[1, 3, 4, 50])  # one mask for every example
+    grad, = tf.gradients(tf.reduce_sum(d), [x])
+    value = np.random.RandomState(2).rand(40, 3, 4, 50).astype(np.float32) + 1.0
+    with tf.Session() as sess:
+        train, g = sess.run([d, grad], {x: value, keep_prob: 0.5})
+        evaluate = sess.run(d, {x: value, keep_prob: 1.0})
+        shared = sess.run(per_row, {x: value})
+    kept = train != 0
+    assert (kept == kept[:, :1, :1, :]).all()  # the same over rows and columns
+    np.testing.assert_allclose(train[kept], 2.0 * value[kept], rtol=1e-6)
+    assert abs(kept[:, 0, 0, :].mean() - 0.5) < 0.06
+    np.testing.assert_array_equal(g, np.where(kept, 2.0, 0.0))
+    np.testing.assert_array_equal(evaluate, value)
+    assert ((shared != 0) == (shared[:1] != 0)).all() and 0.4 < (shared != 0).mean() < 0.6
+    with pytest.raises(ValueError, match=r"noise_shape \[2, 1, 1, 50\] does not broadcast"):
+        tf.nn.dropout(tf.ones([4, 3, 4, 50]), 0.5, noise_shape=[2, 1, 1, 50])
+
+
+def test_batch_normalization_training_as_a_tensor_names_the_way_around():
+    x = tf.placeholder(tf.float32, [None, 3])
+    with pytest.raises(NotImplementedError, match="build the layer twice"):
+        tf.layers.batch_normalization(x, training=tf.placeholder(tf.bool), name="bn")
+    with pytest.raises(NotImplementedError, match="not axis 0 of a tensor of rank 2"):
+        tf.layers.batch_normalization(x, axis=0, training=True, name="bn")
+    # the way the message gives: one layer for training, one for evaluation
+    train = tf.layers.batch_normalization(x, training=True, momentum=0.0, name="bn")
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    evaluate = tf.layers.batch_normalization(x, training=False, name="bn", reuse=True)
+    xv = np.random.RandomState(4).randn(16, 3).astype(np.float32) * 3 + 2
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run([train, updates], {x: xv})
+        out = sess.run(evaluate, {x: xv[:2]})
+    assert len(updates) == 2
+    # the moving statistics (momentum 0: the batch's, the variance unbiased as TensorFlow's)
+    np.testing.assert_allclose(out, (xv[:2] - xv.mean(0)) / np.sqrt(xv.var(0, ddof=1) + 1e-3),
+                               rtol=1e-4, atol=1e-4)

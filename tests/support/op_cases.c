@@ -45,6 +45,12 @@ static ct_output b_conv_same(ct_graph *g, const ct_output *x) {
 static ct_output b_conv_valid_s2(ct_graph *g, const ct_output *x) {
   return ct_conv2d(g, x[0], x[1], 2, 2, CT_PADDING_VALID);
 }
+static ct_output b_conv_dilated(ct_graph *g, const ct_output *x) {
+  return ct_conv2d_dilated(g, x[0], x[1], 1, 1, 2, 3, CT_PADDING_SAME);
+}
+static ct_output b_conv_dilated_s2(ct_graph *g, const ct_output *x) {
+  return ct_conv2d_dilated(g, x[0], x[1], 2, 1, 2, 2, CT_PADDING_VALID);
+}
 /* the bias and ReLU in the convolution's op (ct_conv2d_bias) */
 static ct_output b_conv_bias(ct_graph *g, const ct_output *x) {
   return ct_conv2d_bias(g, x[0], x[1], x[2], 1, 1, CT_PADDING_SAME, 0);
@@ -67,6 +73,16 @@ static ct_output b_relu_max_pool_same(ct_graph *g, const ct_output *x) {
 }
 static ct_output b_avg_pool(ct_graph *g, const ct_output *x) {
   return ct_avg_pool(g, x[0], 3, 2, CT_PADDING_SAME);
+}
+/* windows and strides that differ along H and W */
+static ct_output b_max_pool_hw(ct_graph *g, const ct_output *x) {
+  return ct_max_pool_hw(g, x[0], 2, 3, 1, 2, CT_PADDING_SAME);
+}
+static ct_output b_max_pool_hw_apart(ct_graph *g, const ct_output *x) {
+  return ct_max_pool_hw(g, x[0], 3, 2, 3, 2, CT_PADDING_VALID);
+}
+static ct_output b_avg_pool_hw(ct_graph *g, const ct_output *x) {
+  return ct_avg_pool_hw(g, x[0], 3, 2, 2, 1, CT_PADDING_SAME);
 }
 static ct_output b_lrn(ct_graph *g, const ct_output *x) {
   return ct_lrn(g, x[0], 2, 1.0f, 0.1f, 0.75f);
@@ -222,6 +238,10 @@ static void build_table(void) {
   add_case("MatMul a^T", 2, S2(5, 3), S2(5, 4), none, VALUES_UNIFORM, b_matmul_tn);
   add_case("MatMul a^T b^T", 2, S2(5, 3), S2(4, 5), none, VALUES_UNIFORM, b_matmul_tt);
   add_case("Conv2D SAME", 2, S4(2, 5, 5, 3), S4(3, 3, 3, 4), none, VALUES_UNIFORM, b_conv_same);
+  add_case("Conv2D SAME dilated 2x3", 2, S4(2, 6, 7, 3), S4(3, 2, 3, 4), none, VALUES_UNIFORM,
+           b_conv_dilated);
+  add_case("Conv2D VALID s2x1 dilated 2x2", 2, S4(1, 8, 7, 2), S4(2, 3, 2, 3), none,
+           VALUES_UNIFORM, b_conv_dilated_s2);
   add_case("Conv2D VALID s2", 2, S4(2, 7, 6, 2), S4(3, 2, 2, 3), none, VALUES_UNIFORM,
            b_conv_valid_s2);
   add_case("Conv2D+bias SAME", 3, S4(2, 5, 5, 3), S4(3, 3, 3, 4), S1(4), VALUES_UNIFORM,
@@ -235,6 +255,10 @@ static void build_table(void) {
   add_case("Relu, MaxPool SAME 3x3/2", 1, S4(1, 5, 5, 3), none, none, VALUES_DISTINCT,
            b_relu_max_pool_same);
   add_case("AvgPool SAME 3x3/2", 1, S4(2, 5, 5, 3), none, none, VALUES_UNIFORM, b_avg_pool);
+  add_case("MaxPool SAME 2x3/1x2", 1, S4(1, 5, 6, 2), none, none, VALUES_DISTINCT, b_max_pool_hw);
+  add_case("MaxPool VALID 3x2/3x2", 1, S4(1, 6, 5, 2), none, none, VALUES_DISTINCT,
+           b_max_pool_hw_apart);
+  add_case("AvgPool SAME 3x2/2x1", 1, S4(2, 5, 4, 3), none, none, VALUES_UNIFORM, b_avg_pool_hw);
   add_case("LRN", 1, S4(2, 3, 3, 7), none, none, VALUES_UNIFORM, b_lrn);
   add_case("LRN radius 0", 1, S4(1, 2, 2, 5), none, none, VALUES_UNIFORM, b_lrn_radius0);
   add_case("LRN radius 3, 20 ch", 1, S4(1, 2, 2, 20), none, none, VALUES_UNIFORM, b_lrn_radius3);

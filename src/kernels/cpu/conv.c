@@ -12,8 +12,8 @@
  *
  * oneDNN's forward kernels run layers of at most 16 output channels slower
  * than its backward-data kernels doing the same arithmetic, with AVX2 and
- * with AVX-512 (bench/RESULTS.md, "Behind the code's choices"). A stride-1
- * convolution y = conv(x, W) is the backward data of another: the one whose
+ * with AVX-512 (bench/RESULTS.md, "Behind the code's choices"). A stride-1,
+ * undilated convolution y = conv(x, W) is the backward data of another: the one whose
  * output gradient is x, under the filter turned half a turn with input and
  * output channels swapped, W'[h][w][o][i] = W[R-1-h][S-1-w][i][o], padded
  * R-1-p where y was padded p. Such forward convolutions run "transposed" so.
@@ -172,6 +172,8 @@ static dnnl_status_t conv_pd_create(dnnl_primitive_desc_t *pd, conv_kind kind,
                                     const ct_window *ww, dnnl_engine_t engine,
                                     const conv_epilogue *e) {
   dnnl_dims_t strides = {a->strides[0], a->strides[1]};
+  /* oneDNN counts the rows and columns skipped between taps */
+  dnnl_dims_t dilates = {a->dilations[0] - 1, a->dilations[1] - 1};
   dnnl_dims_t pad_l = {wh->pad_before, ww->pad_before}, pad_r = {wh->pad_after, ww->pad_after};
   dnnl_convolution_desc_t fwd_desc, bwd_desc;
   dnnl_primitive_desc_t fwd_pd = NULL;
@@ -179,9 +181,9 @@ static dnnl_status_t conv_pd_create(dnnl_primitive_desc_t *pd, conv_kind kind,
   if (kind != CONV_FORWARD) e = NULL;
   dnnl_primitive_attr_t attr = conv_attr(e, hint[ARG_Y].dims[1]);
   if (attr == NULL) return dnnl_out_of_memory;
-  dnnl_status_t st = dnnl_convolution_forward_desc_init(
+  dnnl_status_t st = dnnl_dilated_convolution_forward_desc_init(
       &fwd_desc, dnnl_forward_training, alg, &hint[ARG_X], &hint[ARG_FILTER], NULL, &hint[ARG_Y],
-      strides, pad_l, pad_r);
+      strides, dilates, pad_l, pad_r);
   if (st == dnnl_success)
     st = kind == CONV_FORWARD ? forward_pd_create(&fwd_pd, &fwd_desc, attr, engine)
                               : dnnl_primitive_desc_create(&fwd_pd, &fwd_desc, attr, engine, NULL);
@@ -191,11 +193,13 @@ static dnnl_status_t conv_pd_create(dnnl_primitive_desc_t *pd, conv_kind kind,
     return st;
   }
   if (kind == CONV_BACKWARD_DATA)
-    st = dnnl_convolution_backward_data_desc_init(&bwd_desc, alg, &md[ARG_X], &md[ARG_FILTER],
-                                                  &md[ARG_Y], strides, pad_l, pad_r);
+    st = dnnl_dilated_convolution_backward_data_desc_init(&bwd_desc, alg, &md[ARG_X],
+                                                          &md[ARG_FILTER], &md[ARG_Y], strides,
+                                                          dilates, pad_l, pad_r);
   else
-    st = dnnl_convolution_backward_weights_desc_init(&bwd_desc, alg, &md[ARG_X], &md[ARG_FILTER],
-                                                     NULL, &md[ARG_Y], strides, pad_l, pad_r);
+    st = dnnl_dilated_convolution_backward_weights_desc_init(&bwd_desc, alg, &md[ARG_X],
+                                                             &md[ARG_FILTER], NULL, &md[ARG_Y],
+                                                             strides, dilates, pad_l, pad_r);
   if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &bwd_desc, attr, engine, fwd_pd);
   dnnl_primitive_desc_destroy(fwd_pd);
   dnnl_primitive_attr_destroy(attr);
@@ -240,13 +244,18 @@ static dnnl_status_t transposed_desc_make(const ct_cpu *cpu, const int64_t dims[
                         &tw, cpu->engine, NULL);
 }
 
-/* Whether the device computes a stride-1 layer of square filter fs by
- * Winograd's algorithm, where an implementation takes its taps: oneDNN's
- * 3x3 where oneDNN has AVX-512, else ctower's own 3x3 (winograd.c); ctower's
- * own 5x5 everywhere. */
+/* Whether a's filter taps are adjacent (no dilation). */
+static int undilated(const ct_conv2d_attrs *a) {
+  return a->dilations[0] == 1 && a->dilations[1] == 1;
+}
+
+/* Whether the device computes a stride-1, undilated layer of square filter
+ * fs by Winograd's algorithm, where an implementation takes its taps:
+ * oneDNN's 3x3 where oneDNN has AVX-512, else ctower's own 3x3
+ * (winograd.c); ctower's own 5x5 everywhere. */
 static int winograd_wanted(const ct_cpu *cpu, const ct_shape *fs, const ct_conv2d_attrs *a) {
   return cpu->winograd && !cpu->bf16 && fs->dims[0] == fs->dims[1] && a->strides[0] == 1 &&
-         a->strides[1] == 1 && fs->dims[2] >= cpu->winograd_min_channels &&
+         a->strides[1] == 1 && undilated(a) && fs->dims[2] >= cpu->winograd_min_channels &&
          fs->dims[3] >= cpu->winograd_min_channels;
 }
 
@@ -314,8 +323,9 @@ static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, con
                                     const ct_conv2d_attrs *a, const conv_epilogue *e,
                                     conv_desc *d) {
   const ct_cpu *cpu = ct_cpu_of(device);
-  ct_window wh = ct_window_of(xs->dims[1], fs->dims[0], a->strides[0], a->same_padding);
-  ct_window ww = ct_window_of(xs->dims[2], fs->dims[1], a->strides[1], a->same_padding);
+  ct_window hw[2];
+  ct_conv_windows(xs->dims, fs->dims, a->strides, a->dilations, a->same_padding, hw);
+  const ct_window wh = hw[0], ww = hw[1];
   const int64_t dims[N_ARGS][4] = {{xs->dims[0], xs->dims[3], xs->dims[1], xs->dims[2]},
                                    {fs->dims[3], fs->dims[2], fs->dims[0], fs->dims[1]},
                                    {ys->dims[0], ys->dims[3], ys->dims[1], ys->dims[2]}};
@@ -326,7 +336,7 @@ static dnnl_status_t conv_desc_make(const ct_device *device, conv_kind kind, con
   const int winograd = onednn_winograd_wanted(cpu, fs, a);
   d->pd = NULL;
   d->fused = 0;
-  d->transposed = kind == CONV_FORWARD && stride_1 && !winograd &&
+  d->transposed = kind == CONV_FORWARD && stride_1 && undilated(a) && !winograd &&
                   fs->dims[3] <= TRANSPOSED_MAX_CHANNELS;
   if (d->transposed) return transposed_desc_make(cpu, dims, a, &wh, &ww, d);
   /* Direct convolutions take activations in NHWC (in bf16, a conversion

@@ -47,10 +47,10 @@ typedef struct pool_geometry {
 } pool_geometry;
 
 static pool_geometry pool_geometry_of(const ct_pool_attrs *a, const ct_shape *x) {
-  ct_window wh = ct_window_of(x->dims[1], a->window, a->stride, a->same_padding);
-  ct_window ww = ct_window_of(x->dims[2], a->window, a->stride, a->same_padding);
-  pool_geometry g = {{a->stride, a->stride},
-                     {a->window, a->window},
+  ct_window wh = ct_window_of(x->dims[1], a->window[0], a->stride[0], a->same_padding);
+  ct_window ww = ct_window_of(x->dims[2], a->window[1], a->stride[1], a->same_padding);
+  pool_geometry g = {{a->stride[0], a->stride[1]},
+                     {a->window[0], a->window[1]},
                      {wh.pad_before, ww.pad_before},
                      {wh.pad_after, ww.pad_after}};
   return g;
@@ -248,7 +248,7 @@ static void owned_span(int64_t i, int64_t outputs, int64_t in, int64_t window, i
 static void max_pool_grad_apart(ct_kernel_ctx *ctx, const pool_geometry *g) {
   const ct_shape *xs = &ctx->inputs[0].shape, *ys = &ctx->inputs[1].shape;
   const int64_t N = xs->dims[0], H = xs->dims[1], W = xs->dims[2], C = xs->dims[3];
-  const int64_t P = ys->dims[1], Q = ys->dims[2], window = g->kernel[0], stride = g->strides[0];
+  const int64_t P = ys->dims[1], Q = ys->dims[2];
   const float *x = ct_in_f32(ctx, 0), *dy = ct_in_f32(ctx, 1);
   float *dx = ct_out_f32(ctx, 0);
   if (N * H * W * C == 0) return;
@@ -262,12 +262,12 @@ static void max_pool_grad_apart(ct_kernel_ctx *ctx, const pool_geometry *g) {
   for (int64_t np = 0; np < N * P; ++np) {
     const int64_t n = np / P, p = np % P;
     int64_t y0, y1, y_end;
-    owned_span(p, P, H, window, stride, g->pad_l[0], &y0, &y1, &y_end);
+    owned_span(p, P, H, g->kernel[0], g->strides[0], g->pad_l[0], &y0, &y1, &y_end);
     const float *xn = x + n * H * row;
     float *dxn = dx + n * H * row;
     for (int64_t q = 0; q < Q; ++q) {
       int64_t x0, x1, x_end;
-      owned_span(q, Q, W, window, stride, g->pad_l[1], &x0, &x1, &x_end);
+      owned_span(q, Q, W, g->kernel[1], g->strides[1], g->pad_l[1], &x0, &x1, &x_end);
       const float *gq = dy + ((n * P + p) * Q + q) * C;
       const int64_t at = y0 * row + x0 * C;
       if (y1 - y0 == 2 && x1 - x0 == 2) /* the common 2x2 window, unrolled */
@@ -286,7 +286,7 @@ void ct_cpu_avg_pool(ct_kernel_ctx *ctx) { window_forward(ctx, WINDOW_AVG); }
 /* MaxPoolGrad(x, dy), AvgPoolGrad(dy, x_like). */
 void ct_cpu_max_pool_grad(ct_kernel_ctx *ctx) {
   const pool_geometry g = pool_geometry_of(&ctx->attrs->pool, &ctx->inputs[0].shape);
-  if (g.strides[0] >= g.kernel[0])
+  if (g.strides[0] >= g.kernel[0] && g.strides[1] >= g.kernel[1])
     max_pool_grad_apart(ctx, &g);
   else
     window_backward(ctx, WINDOW_MAX, 0, 1);
@@ -297,7 +297,9 @@ void ct_cpu_avg_pool_grad(ct_kernel_ctx *ctx) { window_backward(ctx, WINDOW_AVG,
  * byte of workspace per output element. */
 CT_CPU_SCRATCH(ct_cpu_max_pool_grad_scratch) {
   (void)device, (void)out;
-  if (n_inputs < 2 || attrs->pool.stride >= attrs->pool.window) return 0;
+  const ct_pool_attrs *pool = &attrs->pool;
+  if (n_inputs < 2 || (pool->stride[0] >= pool->window[0] && pool->stride[1] >= pool->window[1]))
+    return 0;
   const int64_t dy_elements = ct_shape_elements(&in[n_inputs - 1]);
   const size_t dy_floats = dy_elements > 0 ? (size_t)dy_elements : 0;
   bytes[0] = dy_floats * sizeof(float);

@@ -169,13 +169,15 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
   const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
   ct_conv_shapes(ctx, kind, &xs, &fs, &ys);
   const ct_conv2d_attrs *a = &ctx->attrs->conv2d;
-  const ct_window wh = ct_window_of(xs->dims[1], fs->dims[0], a->strides[0], a->same_padding);
-  const ct_window ww = ct_window_of(xs->dims[2], fs->dims[1], a->strides[1], a->same_padding);
+  ct_window hw[2];
+  ct_conv_windows(xs->dims, fs->dims, a->strides, a->dilations, a->same_padding, hw);
+  const ct_window wh = hw[0], ww = hw[1];
   const int64_t extra_h = wh.pad_after - wh.pad_before, extra_w = ww.pad_after - ww.pad_before;
   const int64_t n = xs->dims[0], h = xs->dims[1] + extra_h, w = xs->dims[2] + extra_w;
   const int64_t c = xs->dims[3], r = fs->dims[0], sw = fs->dims[1], k = fs->dims[3];
   const int64_t p = ys->dims[1], q = ys->dims[2];
-  const int64_t dims[] = {n, h, w, c, r, sw, k, p, q, a->strides[0], a->strides[1]};
+  const int64_t dims[] = {
+      n, h, w, c, r, sw, k, p, q, a->strides[0], a->strides[1], a->dilations[0], a->dilations[1]};
   for (size_t i = 0; i < sizeof dims / sizeof dims[0]; ++i)
     if (dims[i] > INT_MAX) {
       ct_status_set(ctx->status, CT_UNIMPLEMENTED,
@@ -213,7 +215,8 @@ static conv_state *conv_state_make(ct_kernel_ctx *ctx, conv_kind kind, const int
                      what, st) ||
       ct_cudnn_check(cudnnSetConvolution2dDescriptor(
                          s->conv_desc, (int)wh.pad_before, (int)ww.pad_before, (int)a->strides[0],
-                         (int)a->strides[1], 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                         (int)a->strides[1], (int)a->dilations[0], (int)a->dilations[1],
+                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                      what, st) ||
       ct_cudnn_check(cudnnSetConvolutionMathType(s->conv_desc, math), what, st);
   if (!failed) {
@@ -254,6 +257,84 @@ static conv_state *conv_state_get(ct_kernel_ctx *ctx, conv_kind kind) {
   return s;
 }
 
+/* What a convolution kernel's run computes with: the state, cuDNN's
+ * handle, the scratch blocks and x's sizes. */
+typedef struct conv_call {
+  const conv_state *s;
+  cudnnHandle_t cudnn;
+  void *workspace;
+  float *filter; /* KRSC */
+  float *padded; /* x or dx with its extra rows and columns; NULL when it has none */
+  int64_t n, h, w, c, rsc, k;
+  cudaStream_t stream;
+} conv_call;
+
+/* x with its extra rows and columns of zeros (in c->padded) where it needs
+ * them; NULL when the launch failed. */
+static const float *padded_input(ct_kernel_ctx *ctx, const conv_call *c, const float *x) {
+  if (c->padded == NULL) return x;
+  if (ct_kernel_launch_failed(ctx, ct_launch_pad_after(x, c->padded, c->n, c->h, c->w, c->c,
+                                                       c->s->extra_h, c->s->extra_w, c->stream)))
+    return NULL;
+  return c->padded;
+}
+
+static void conv_forward(ct_kernel_ctx *ctx, const conv_call *c) {
+  const conv_state *s = c->s;
+  const float one = 1.0f, zero = 0.0f;
+  if (ct_kernel_launch_failed(
+          ctx, ct_launch_transpose(ct_in_f32(ctx, 1), c->filter, c->rsc, c->k, c->stream)))
+    return;
+  const float *x = padded_input(ctx, c, ct_in_f32(ctx, 0));
+  float *y = ct_out_f32(ctx, 0);
+  if (x == NULL ||
+      ct_cudnn_check(cudnnConvolutionForward(c->cudnn, &one, s->x_desc, x, s->w_desc, c->filter,
+                                             s->conv_desc, s->fwd_algo, c->workspace,
+                                             s->workspace_bytes, &zero, s->y_desc, y),
+                     ctx->node->name, ctx->status))
+    return;
+  const int64_t out_elements = ct_shape_elements(&ctx->outputs[0].shape);
+  const ct_binary_layout per_channel = {.kind = CT_OPERANDS_REPEAT_B, .block = c->k};
+  if (ctx->n_inputs > 2 &&
+      ct_kernel_launch_failed(ctx, ct_launch_binary(CT_BINARY_ADD, y, ct_in_f32(ctx, 2), y,
+                                                    out_elements, &per_channel, c->stream)))
+    return;
+  if (ctx->attrs->conv2d.relu)
+    ct_kernel_launch_failed(ctx, ct_launch_unary(CT_UNARY_RELU, y, y, out_elements, c->stream));
+}
+
+static void conv_backward_data(ct_kernel_ctx *ctx, const conv_call *c) {
+  const conv_state *s = c->s;
+  const float one = 1.0f, zero = 0.0f;
+  float *dx = c->padded ? c->padded : ct_out_f32(ctx, 0);
+  if (ct_kernel_launch_failed(
+          ctx, ct_launch_transpose(ct_in_f32(ctx, 0), c->filter, c->rsc, c->k, c->stream)) ||
+      ct_cudnn_check(
+          cudnnConvolutionBackwardData(c->cudnn, &one, s->w_desc, c->filter, s->y_desc,
+                                       ct_in_f32(ctx, 1), s->conv_desc, s->bwd_data_algo,
+                                       c->workspace, s->workspace_bytes, &zero, s->x_desc, dx),
+          ctx->node->name, ctx->status))
+    return;
+  if (c->padded)
+    ct_kernel_launch_failed(
+        ctx, ct_launch_crop_after(c->padded, ct_out_f32(ctx, 0), c->n, c->h, c->w, c->c, s->extra_h,
+                                  s->extra_w, c->stream));
+}
+
+static void conv_backward_filter(ct_kernel_ctx *ctx, const conv_call *c) {
+  const conv_state *s = c->s;
+  const float one = 1.0f, zero = 0.0f;
+  const float *x = padded_input(ctx, c, ct_in_f32(ctx, 0));
+  if (x == NULL || ct_cudnn_check(cudnnConvolutionBackwardFilter(
+                                      c->cudnn, &one, s->x_desc, x, s->y_desc, ct_in_f32(ctx, 1),
+                                      s->conv_desc, s->bwd_filter_algo, c->workspace,
+                                      s->workspace_bytes, &zero, s->w_desc, c->filter),
+                                  ctx->node->name, ctx->status))
+    return;
+  ct_kernel_launch_failed(
+      ctx, ct_launch_transpose(c->filter, ct_out_f32(ctx, 0), c->k, c->rsc, c->stream));
+}
+
 static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
   const ct_shape *xs = NULL, *fs = NULL, *ys = NULL;
   ct_conv_shapes(ctx, kind, &xs, &fs, &ys);
@@ -275,76 +356,25 @@ static void conv_run(ct_kernel_ctx *ctx, conv_kind kind) {
   const size_t ws_bytes = aligned(s->workspace_bytes), filter_bytes = aligned(s->filter_bytes);
   char *scratch = ct_kernel_scratch(ctx, ws_bytes + filter_bytes + aligned(s->padded_bytes));
   if (scratch == NULL) return;
-  void *workspace = s->workspace_bytes ? scratch : NULL;
-  float *filter = (float *)(scratch + ws_bytes); /* KRSC */
-  float *padded = s->padded_bytes ? (float *)(scratch + ws_bytes + filter_bytes) : NULL;
-  const int64_t n = xs->dims[0], h = xs->dims[1], w = xs->dims[2], c = xs->dims[3];
-  const int64_t rsc = fs->dims[0] * fs->dims[1] * fs->dims[2], k = fs->dims[3];
-  cudaStream_t stream = gpu->stream;
-  const char *what = ctx->node->name;
-  const float one = 1.0f, zero = 0.0f;
-  switch (kind) {
-    case CONV_FORWARD: {
-      const float *x = ct_in_f32(ctx, 0);
-      if (ct_kernel_launch_failed(ctx,
-                                  ct_launch_transpose(ct_in_f32(ctx, 1), filter, rsc, k, stream)))
-        return;
-      if (padded) {
-        if (ct_kernel_launch_failed(
-                ctx, ct_launch_pad_after(x, padded, n, h, w, c, s->extra_h, s->extra_w, stream)))
-          return;
-        x = padded;
-      }
-      float *y = ct_out_f32(ctx, 0);
-      if (ct_cudnn_check(
-              cudnnConvolutionForward(cudnn, &one, s->x_desc, x, s->w_desc, filter,
-                                      s->conv_desc, s->fwd_algo, workspace, s->workspace_bytes,
-                                      &zero, s->y_desc, y),
-              what, ctx->status))
-        return;
-      const ct_binary_layout per_channel = {.kind = CT_OPERANDS_REPEAT_B, .block = k};
-      if (ctx->n_inputs > 2 &&
-          ct_kernel_launch_failed(ctx, ct_launch_binary(CT_BINARY_ADD, y, ct_in_f32(ctx, 2), y,
-                                                        out_elements, &per_channel, stream)))
-        return;
-      if (ctx->attrs->conv2d.relu)
-        ct_kernel_launch_failed(
-            ctx, ct_launch_unary(CT_UNARY_RELU, y, y, out_elements, stream));
-      break;
-    }
-    case CONV_BACKWARD_DATA: {
-      float *dx = padded ? padded : ct_out_f32(ctx, 0);
-      if (ct_kernel_launch_failed(ctx,
-                                  ct_launch_transpose(ct_in_f32(ctx, 0), filter, rsc, k, stream)) ||
-          ct_cudnn_check(
-              cudnnConvolutionBackwardData(cudnn, &one, s->w_desc, filter, s->y_desc,
-                                           ct_in_f32(ctx, 1), s->conv_desc, s->bwd_data_algo,
-                                           workspace, s->workspace_bytes, &zero, s->x_desc, dx),
-              what, ctx->status))
-        return;
-      if (padded)
-        ct_kernel_launch_failed(ctx, ct_launch_crop_after(padded, ct_out_f32(ctx, 0), n, h, w, c,
-                                                          s->extra_h, s->extra_w, stream));
-      break;
-    }
-    case CONV_BACKWARD_FILTER: {
-      const float *x = ct_in_f32(ctx, 0);
-      if (padded) {
-        if (ct_kernel_launch_failed(
-                ctx, ct_launch_pad_after(x, padded, n, h, w, c, s->extra_h, s->extra_w, stream)))
-          return;
-        x = padded;
-      }
-      if (ct_cudnn_check(
-              cudnnConvolutionBackwardFilter(
-                  cudnn, &one, s->x_desc, x, s->y_desc, ct_in_f32(ctx, 1), s->conv_desc,
-                  s->bwd_filter_algo, workspace, s->workspace_bytes, &zero, s->w_desc, filter),
-              what, ctx->status))
-        return;
-      ct_kernel_launch_failed(ctx, ct_launch_transpose(filter, ct_out_f32(ctx, 0), k, rsc, stream));
-      break;
-    }
-  }
+  const conv_call call = {
+      .s = s,
+      .cudnn = cudnn,
+      .workspace = s->workspace_bytes ? scratch : NULL,
+      .filter = (float *)(scratch + ws_bytes),
+      .padded = s->padded_bytes ? (float *)(scratch + ws_bytes + filter_bytes) : NULL,
+      .n = xs->dims[0],
+      .h = xs->dims[1],
+      .w = xs->dims[2],
+      .c = xs->dims[3],
+      .rsc = fs->dims[0] * fs->dims[1] * fs->dims[2],
+      .k = fs->dims[3],
+      .stream = gpu->stream};
+  if (kind == CONV_FORWARD)
+    conv_forward(ctx, &call);
+  else if (kind == CONV_BACKWARD_DATA)
+    conv_backward_data(ctx, &call);
+  else
+    conv_backward_filter(ctx, &call);
 }
 
 void ct_gpu_conv2d(ct_kernel_ctx *ctx) { conv_run(ctx, CONV_FORWARD); }

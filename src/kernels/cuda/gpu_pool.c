@@ -1,5 +1,5 @@
 /* Max and average pooling and LRN on the GPU, with their gradients, as the
- * CPU kernels compute them (kernels/cpu/pool.c): square windows with
+ * CPU kernels compute them (kernels/cpu/pool.c): windows with
  * TensorFlow's SAME or VALID padding, averages over the part of the window
  * inside the image, and TensorFlow's LRN. The kernels are our own (pool.cu,
  * lrn.cu): cuDNN pads symmetrically, SAME may not. */
@@ -10,10 +10,20 @@
 
 /* x [N, H, W, C]. */
 static ct_pool_geometry pool_geometry_of(const ct_pool_attrs *a, const ct_shape *x) {
-  const ct_window wh = ct_window_of(x->dims[1], a->window, a->stride, a->same_padding);
-  const ct_window ww = ct_window_of(x->dims[2], a->window, a->stride, a->same_padding);
-  ct_pool_geometry g = {x->dims[0], x->dims[1], x->dims[2], x->dims[3],    wh.out,
-                        ww.out,     a->window,  a->stride,  wh.pad_before, ww.pad_before};
+  const ct_window wh = ct_window_of(x->dims[1], a->window[0], a->stride[0], a->same_padding);
+  const ct_window ww = ct_window_of(x->dims[2], a->window[1], a->stride[1], a->same_padding);
+  ct_pool_geometry g = {.n = x->dims[0],
+                        .h = x->dims[1],
+                        .w = x->dims[2],
+                        .c = x->dims[3],
+                        .out_h = wh.out,
+                        .out_w = ww.out,
+                        .window_h = a->window[0],
+                        .window_w = a->window[1],
+                        .stride_h = a->stride[0],
+                        .stride_w = a->stride[1],
+                        .pad_top = wh.pad_before,
+                        .pad_left = ww.pad_before};
   return g;
 }
 

@@ -30,13 +30,14 @@ cudaError_t ct_launch_crop_after(const float *src, float *dst, int64_t n, int64_
 
 /* ---- pooling (pool.cu) ---- */
 
-/* A square window over NHWC x [n, h, w, c] giving y [n, out_h, out_w, c];
- * window (out_y, out_x) starts at (out_y * stride - pad_top, out_x * stride -
- * pad_left), and only its part inside the image counts. */
+/* A window of window_h x window_w pixels over NHWC x [n, h, w, c] giving
+ * y [n, out_h, out_w, c]; window (out_y, out_x) starts at (out_y * stride_h -
+ * pad_top, out_x * stride_w - pad_left), and only its part inside the image
+ * counts. */
 typedef struct ct_pool_geometry {
   int64_t n, h, w, c;
   int64_t out_h, out_w;
-  int64_t window, stride, pad_top, pad_left;
+  int64_t window_h, window_w, stride_h, stride_w, pad_top, pad_left;
 } ct_pool_geometry;
 
 /* y = the window's maximum. */

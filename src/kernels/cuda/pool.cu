@@ -33,7 +33,7 @@ __device__ span covering(int64_t pos, int64_t pad, int64_t window, int64_t strid
 }
 
 /* y (when not NULL) = the window's maximum; argmax (when not NULL) = its
- * position in the window, row * window + col, the first one in row-major
+ * position in the window, row * window_w + col, the first one in row-major
  * order on ties. Every window holds at least one pixel of the image. */
 __global__ void max_pool_kernel(const float *__restrict__ x, float *__restrict__ y,
                                 int32_t *__restrict__ argmax, ct_pool_geometry g, int64_t total) {
@@ -41,8 +41,8 @@ __global__ void max_pool_kernel(const float *__restrict__ x, float *__restrict__
     const int64_t ch = i % g.c, t = i / g.c;
     const int64_t ox = t % g.out_w, t2 = t / g.out_w;
     const int64_t oy = t2 % g.out_h, n = t2 / g.out_h;
-    const int64_t y0 = oy * g.stride - g.pad_top, x0 = ox * g.stride - g.pad_left;
-    const span rows = clip(y0, g.window, g.h), cols = clip(x0, g.window, g.w);
+    const int64_t y0 = oy * g.stride_h - g.pad_top, x0 = ox * g.stride_w - g.pad_left;
+    const span rows = clip(y0, g.window_h, g.h), cols = clip(x0, g.window_w, g.w);
     const float *xn = x + n * g.h * g.w * g.c + ch;
     float best = 0.0f;
     int32_t best_at = -1;
@@ -51,7 +51,7 @@ __global__ void max_pool_kernel(const float *__restrict__ x, float *__restrict__
         const float v = xn[(r * g.w + c) * g.c];
         if (best_at < 0 || v > best) {
           best = v;
-          best_at = (int32_t)((r - y0) * g.window + (c - x0));
+          best_at = (int32_t)((r - y0) * g.window_w + (c - x0));
         }
       }
     if (y) y[i] = best;
@@ -67,14 +67,14 @@ __global__ void max_pool_grad_kernel(const float *__restrict__ dy,
     const int64_t ch = i % g.c, t = i / g.c;
     const int64_t col = t % g.w, t2 = t / g.w;
     const int64_t row = t2 % g.h, n = t2 / g.h;
-    const span oys = covering(row, g.pad_top, g.window, g.stride, g.out_h);
-    const span oxs = covering(col, g.pad_left, g.window, g.stride, g.out_w);
+    const span oys = covering(row, g.pad_top, g.window_h, g.stride_h, g.out_h);
+    const span oxs = covering(col, g.pad_left, g.window_w, g.stride_w, g.out_w);
     float sum = 0.0f;
     for (int64_t oy = oys.lo; oy < oys.hi; ++oy)
       for (int64_t ox = oxs.lo; ox < oxs.hi; ++ox) {
         const int64_t o = ((n * g.out_h + oy) * g.out_w + ox) * g.c + ch;
-        const int64_t at =
-            (row - (oy * g.stride - g.pad_top)) * g.window + (col - (ox * g.stride - g.pad_left));
+        const int64_t at = (row - (oy * g.stride_h - g.pad_top)) * g.window_w +
+                           (col - (ox * g.stride_w - g.pad_left));
         if (argmax[o] == at) sum += dy[o];
       }
     dx[i] = sum;
@@ -83,8 +83,8 @@ __global__ void max_pool_grad_kernel(const float *__restrict__ dy,
 
 /* The number of image pixels in output (oy, ox)'s window. */
 __device__ int64_t window_count(const ct_pool_geometry &g, int64_t oy, int64_t ox) {
-  const span rows = clip(oy * g.stride - g.pad_top, g.window, g.h);
-  const span cols = clip(ox * g.stride - g.pad_left, g.window, g.w);
+  const span rows = clip(oy * g.stride_h - g.pad_top, g.window_h, g.h);
+  const span cols = clip(ox * g.stride_w - g.pad_left, g.window_w, g.w);
   return (rows.hi - rows.lo) * (cols.hi - cols.lo);
 }
 
@@ -94,8 +94,8 @@ __global__ void avg_pool_kernel(const float *__restrict__ x, float *__restrict__
     const int64_t ch = i % g.c, t = i / g.c;
     const int64_t ox = t % g.out_w, t2 = t / g.out_w;
     const int64_t oy = t2 % g.out_h, n = t2 / g.out_h;
-    const span rows = clip(oy * g.stride - g.pad_top, g.window, g.h);
-    const span cols = clip(ox * g.stride - g.pad_left, g.window, g.w);
+    const span rows = clip(oy * g.stride_h - g.pad_top, g.window_h, g.h);
+    const span cols = clip(ox * g.stride_w - g.pad_left, g.window_w, g.w);
     const float *xn = x + n * g.h * g.w * g.c + ch;
     float sum = 0.0f;
     for (int64_t r = rows.lo; r < rows.hi; ++r)
@@ -110,8 +110,8 @@ __global__ void avg_pool_grad_kernel(const float *__restrict__ dy, float *__rest
     const int64_t ch = i % g.c, t = i / g.c;
     const int64_t col = t % g.w, t2 = t / g.w;
     const int64_t row = t2 % g.h, n = t2 / g.h;
-    const span oys = covering(row, g.pad_top, g.window, g.stride, g.out_h);
-    const span oxs = covering(col, g.pad_left, g.window, g.stride, g.out_w);
+    const span oys = covering(row, g.pad_top, g.window_h, g.stride_h, g.out_h);
+    const span oxs = covering(col, g.pad_left, g.window_w, g.stride_w, g.out_w);
     float sum = 0.0f;
     for (int64_t oy = oys.lo; oy < oys.hi; ++oy)
       for (int64_t ox = oxs.lo; ox < oxs.hi; ++ox) {

@@ -75,7 +75,7 @@ def set_random_seed(seed):
 
 
 def equal(x, y, name=None):
-    graph, (a, b) = _ops._tensors([x, y])
+    graph, (a, b) = _ops._tensors([x, y], ranks=_ops._BROADCAST)
     out = graph._built(graph._c.equal(a._output(), b._output()), name)
     out._dtype = bool
     return out

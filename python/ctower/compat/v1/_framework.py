@@ -53,6 +53,7 @@ float16 = DType("float16", np.float16, None)
 string = DType("string", np.object_, None)
 _BY_CODE = {0: float32, 1: int32, 2: int64, 3: uint8}
 _ALL = {d.name: d for d in (float32, int32, int64, uint8, bool, float64, float16, string)}
+_ALL.update(float=float32, double=float64, half=float16)  # TensorFlow's other names
 
 
 def as_dtype(value):
@@ -238,7 +239,7 @@ class Tensor:
         self._id = node_id
         self._index = index
         shape, code = graph._c.output_info((node_id, index))
-        self._shape = TensorShape(shape)
+        self._shape = TensorShape(None if node_id in graph._open_ranks else shape)
         self._dtype = _BY_CODE[code]
 
     @property
@@ -263,6 +264,8 @@ class Tensor:
 
     @property
     def shape(self):
+        if self._shape.ndims is None and self._id not in self._graph._open_ranks:
+            self._shape = TensorShape(self._graph._c.output_info(self._output())[0])
         return self._shape
 
     @property
@@ -270,10 +273,11 @@ class Tensor:
         return self.op.device
 
     def get_shape(self):
-        return self._shape
+        return self.shape
 
     def set_shape(self, shape):
-        if not self._shape.is_compatible_with(shape):
+        _take_rank(self, shape)
+        if not self.shape.is_compatible_with(shape):
             raise ValueError("Shapes %s and %s are incompatible" % (self._shape, TensorShape(shape)))
 
     def consumers(self):
@@ -288,6 +292,15 @@ class Tensor:
         return _session_for(session, self._graph).run(self, feed_dict)
 
     def _output(self):
+        if self._id in self._graph._open_ranks:
+            raise ValueError(
+                "Placeholder %r was made without a shape, and ctower needs the rank of an op's "
+                "inputs when it builds the op: it gives such a placeholder the rank of its "
+                "first use where that use tells it (elementwise arithmetic with a tensor of "
+                "known rank, matmul, conv2d, pooling, dropout's keep_prob, a fed value), and "
+                "this op does not. Give the placeholder a shape, e.g. "
+                "tf.placeholder(tf.float32, shape=[None, 784]) (None: a dimension of any "
+                "size; shape=[] for a scalar), or call set_shape on it first." % self.name)
         return (self._id, self._index)
 
     def __repr__(self):
@@ -334,8 +347,10 @@ class Graph:
         self._seed = None
         self._variable_store = {}      # full name -> Variable
         self._variable_by_index = {}   # C index -> Variable
-        self._run_hooks = {}           # node id -> hook(session) run before a run that runs it
+        self._run_hooks = {}           # node id -> hook(session, feed_dict), run before a run of it
         self._hook_cache = {}
+        self._open_ranks = set()       # placeholders made without a shape, no rank yet
+        self._ranked_on_use = set()    # those that took their rank where first used
         self._finalized = False
         self._var_scope = None         # the current VariableScope (set by _variables)
         self._lock = threading.RLock()
@@ -536,6 +551,8 @@ class Graph:
         return self._tensor(node_id, index)
 
     def _add_run_hook(self, node_id, hook):
+        """hook(session, feed_dict), called before each run that runs the
+        node, returns extra feeds (or None)."""
         self._run_hooks[node_id] = hook
         self._hook_cache.clear()
 
@@ -643,16 +660,45 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
 
 
 def placeholder(dtype, shape=None, name=None):
+    """A placeholder; one made without a shape takes its rank where it is
+    first used (_take_rank), as the engine needs every tensor's rank."""
     graph = get_default_graph()
     dtype = _engine_dtype(dtype, "placeholder")
+    c_shape = [] if shape is None else _c_shape(shape)
+    output = graph._c.placeholder(name or "Placeholder", dtype._code, c_shape)
     if shape is None:
-        raise ValueError("ctower placeholders need a rank: give shape= with None for unknown "
-                         "dimensions, e.g. shape=[None, 784]")
-    t = graph._built(graph._c.placeholder(name or "Placeholder", dtype._code, _c_shape(shape)),
-                     rename=False)
+        graph._open_ranks.add(output[0])
+    t = graph._built(output, rename=False)
     if dtype is bool:
         t._dtype = bool
     return t
+
+
+def _take_rank(tensor, shape):
+    """Gives `tensor`, when it is a placeholder made without a shape that
+    nothing reads yet, the static shape `shape` (a rank: dims of any size):
+    its first use fixes its rank, and values fed to it must have that rank."""
+    graph = tensor._graph
+    if tensor._id not in graph._open_ranks:
+        return
+    shape = TensorShape(shape)
+    graph._c.set_placeholder_shape(tensor._id, _c_shape(shape))
+    graph._open_ranks.discard(tensor._id)
+    graph._ranked_on_use.add(tensor._id)
+    tensor._shape = shape
+
+
+def _rank_note(tensor):
+    """Why a placeholder made without a shape has the rank it has, for
+    errors about feeding it."""
+    if tensor._id not in tensor._graph._ranked_on_use:
+        return ""
+    users = tensor.consumers()
+    where = ("its first use, %r (%s)" % (users[0].name, users[0].type) if users
+             else "the first value fed to it")
+    return ("; ctower gave placeholder %r, made without a shape, the rank of %s: give it a "
+            "shape (None for a dimension of any size) to feed values of other ranks"
+            % (tensor.op.name, where))
 
 
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None):

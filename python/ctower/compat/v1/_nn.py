@@ -3,7 +3,7 @@ HWIO filters)."""
 from ctower.compat.v1 import _framework as fw
 from ctower.compat.v1 import _ops
 from ctower.compat.v1 import _variables as vs
-from ctower.compat.v1._ops import _tensors
+from ctower.compat.v1._ops import _BROADCAST, _tensors
 
 
 def relu(features, name=None):
@@ -24,10 +24,12 @@ def _nhwc(data_format):
 
 
 def _window(values, what):
-    """k of [1, k, k, 1] (or [k, k], or k): ctower's windows and strides are square."""
+    """[h, w] of [1, h, w, 1], [h, w], [k] or k."""
     if isinstance(values, int):
-        return values
+        return [values, values]
     values = [int(v) for v in values]
+    if len(values) == 1:
+        return values * 2
     if len(values) == 4:
         if values[0] != 1 or values[3] != 1:
             raise ValueError("%s over the batch or channels (%s) is not supported" % (what, values))
@@ -47,14 +49,12 @@ def _padding(padding):
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,
            data_format="NHWC", dilations=(1, 1, 1, 1), name=None, filters=None):
     _nhwc(data_format)
-    if list(dilations) != [1, 1, 1, 1]:
-        raise NotImplementedError("ctower's conv2d has no dilations")
     filter = filters if filter is None else filter
-    stride = _window(strides, "strides")
-    sh, sw = (stride, stride) if isinstance(stride, int) else stride
-    graph, (x, f) = _tensors([input, filter])
-    return graph._built(graph._c.conv2d(x._output(), f._output(), sh, sw, _padding(padding)),
-                        name)
+    sh, sw = _window(strides, "strides")
+    dh, dw = _window(dilations or 1, "dilations")
+    graph, (x, f) = _tensors([input, filter], ranks=[4, 4])
+    return graph._built(graph._c.conv2d(x._output(), f._output(), sh, sw, dh, dw,
+                                        _padding(padding)), name)
 
 
 def bias_add(value, bias, data_format=None, name=None):
@@ -64,13 +64,10 @@ def bias_add(value, bias, data_format=None, name=None):
 
 def _pool(is_max, value, ksize, strides, padding, data_format, name):
     _nhwc(data_format)
-    k, s = _window(ksize, "ksize"), _window(strides, "strides")
-    k = k if isinstance(k, int) else (k[0] if k[0] == k[1] else None)
-    s = s if isinstance(s, int) else (s[0] if s[0] == s[1] else None)
-    if k is None or s is None:
-        raise NotImplementedError("ctower's pooling windows and strides are square")
-    graph, (x,) = _tensors([value])
-    return graph._built(graph._c.pool(is_max, x._output(), k, s, _padding(padding)), name)
+    (kh, kw), (sh, sw) = _window(ksize, "ksize"), _window(strides, "strides")
+    graph, (x,) = _tensors([value], ranks=[4])
+    return graph._built(graph._c.pool(is_max, x._output(), kh, kw, sh, sw, _padding(padding)),
+                        name)
 
 
 def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):
@@ -92,24 +89,57 @@ def lrn(input, depth_radius=5, bias=1, alpha=1, beta=0.5, name=None):
 local_response_normalization = lrn
 
 
-def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
-    if noise_shape is not None:
-        raise NotImplementedError("ctower's dropout draws every element (no noise_shape)")
-    if rate is None:
-        if keep_prob is None:
-            raise ValueError("dropout needs keep_prob or rate")
-        if isinstance(keep_prob, fw.Tensor) or hasattr(keep_prob, "_read"):
-            # a tensor (a placeholder fed 0.5 in training and 1.0 in
-            # evaluation): the engine's Dropout reads its rate from it
-            rate = _ops.subtract(1.0, keep_prob)
-        else:
-            rate = 1.0 - float(keep_prob)
+def _keep_rate(keep_prob, rate):
+    """Dropout's rate: a float, or a tensor (1 - keep_prob for a tensor
+    keep_prob, as a placeholder fed 0.5 in training and 1.0 in evaluation)."""
+    if rate is not None:
+        return rate
+    if keep_prob is None:
+        raise ValueError("dropout needs keep_prob or rate")
+    if isinstance(keep_prob, fw.Tensor) or hasattr(keep_prob, "_read"):
+        return _ops.subtract(1.0, keep_prob)
+    return 1.0 - float(keep_prob)
+
+
+def _noise_like(x, noise_shape):
+    """Ones of noise_shape, which broadcasts to x: x cut to its first element
+    along the axes where noise_shape has 1 and x more, then OnesLike (so an
+    axis of unknown size keeps the size x has when it runs). None where
+    noise_shape is x's shape."""
+    dims = x.shape.as_list()
+    if not isinstance(noise_shape, (list, tuple)) or \
+            not all(n is None or isinstance(n, int) for n in noise_shape):
+        raise TypeError("ctower takes dropout's noise_shape as a list of Python ints (None or "
+                        "-1 for x's size), got %r" % (noise_shape,))
+    if len(noise_shape) != len(dims) or any(
+            n not in (None, -1, 1) and d is not None and n != d for n, d in zip(noise_shape, dims)):
+        raise ValueError("noise_shape %s does not broadcast to x's shape %s: each of its "
+                         "dimensions must be 1 or x's" % (list(noise_shape), x.shape))
+    cut = [n == 1 and d != 1 for n, d in zip(noise_shape, dims)]
+    if not any(cut):
+        return None
+    return _ops.ones_like(_ops.slice_(x, [0] * len(dims), [1 if c else -1 for c in cut]))
+
+
+def _dropout(x, rate, name):
     if isinstance(rate, fw.Tensor) or hasattr(rate, "_read"):
-        return _ops._binary(_ops._DROPOUT, x, rate, name)
+        return _ops._binary(_ops._DROPOUT, x, rate, name, ranks=[None, 0])
     graph, (t,) = _tensors([x])
-    if rate == 0.0:
-        return _ops.identity(t, name=name)
     return graph._built(graph._c.dropout(t._output(), float(rate)), name)
+
+
+def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
+    """TensorFlow's dropout; with noise_shape, one mask element for each
+    element of noise_shape, broadcast over x's axes where it has 1: the
+    engine's Dropout of ones of noise_shape, times x."""
+    rate = _keep_rate(keep_prob, rate)
+    graph, (t,) = _tensors([x])
+    if not isinstance(rate, fw.Tensor) and not hasattr(rate, "_read") and rate == 0.0:
+        return _ops.identity(t, name=name)
+    noise = None if noise_shape is None else _noise_like(t, noise_shape)
+    if noise is None:
+        return _dropout(t, rate, name)
+    return _ops.multiply(t, _dropout(noise, rate, None), name=name)
 
 
 def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
@@ -117,8 +147,8 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
     if _sentinel is not None:
         raise ValueError("Only call `sparse_softmax_cross_entropy_with_logits` with named "
                          "arguments (labels=..., logits=..., ...)")
-    graph, (labels_t,) = _tensors([labels])
     graph, (logits_t,) = _tensors([logits])
+    graph, (labels_t,) = _tensors([labels], ranks=[logits_t.shape.ndims - 1])
     if labels_t.dtype is fw.int64:
         labels_t = cast(labels_t, fw.int32)
     return graph._built(graph._c.binary(_ops._SPARSE_XENT, logits_t._output(),
@@ -130,7 +160,7 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
     if _sentinel is not None:
         raise ValueError("Only call `softmax_cross_entropy_with_logits` with named arguments "
                          "(labels=..., logits=..., ...)")
-    graph, (logits_t, labels_t) = _tensors([logits, labels])
+    graph, (logits_t, labels_t) = _tensors([logits, labels], ranks=_BROADCAST)
     return graph._built(graph._c.softmax_xent(logits_t._output(), labels_t._output()), name)
 
 
@@ -176,9 +206,15 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
     update ops in tf.GraphKeys.UPDATE_OPS."""
     graph, (x,) = _tensors([inputs])
     if axis not in (-1, x.shape.ndims - 1):
-        raise NotImplementedError("ctower normalizes over the last axis (channels)")
-    if isinstance(training, fw.Tensor):
-        raise NotImplementedError("ctower takes training as a Python bool")
+        raise NotImplementedError(
+            "ctower's batch normalization normalizes over the last axis (channels, as images "
+            "are NHWC), not axis %r of a tensor of rank %d" % (axis, x.shape.ndims))
+    if isinstance(training, fw.Tensor) or hasattr(training, "_read"):
+        raise NotImplementedError(
+            "ctower's batch normalization takes training as a Python bool (its graphs have no "
+            "conditionals): build the layer twice over the same variables, training=True for "
+            "the training step and training=False with the same name and reuse=True for "
+            "evaluation, and run the one you need")
     channels = x.shape.as_list()[-1]
     before = len(graph._c.update_ops())
     with vs.variable_scope(name, default_name="batch_normalization", reuse=reuse):

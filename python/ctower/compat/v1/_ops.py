@@ -30,7 +30,15 @@ def _graph_of(*values):
     return graph or get_default_graph()
 
 
-def _tensors(values, dtype=None):
+# for _tensors: the inputs broadcast to the highest rank among them
+_BROADCAST = "broadcast"
+
+
+def _tensors(values, dtype=None, ranks=None):
+    """The graph and the tensors for values. `ranks` gives a placeholder
+    made without a shape among them the rank this use needs: one per value
+    (None: this use does not tell), or _BROADCAST for the highest rank
+    among the others; one whose rank stays open is refused."""
     graph = _graph_of(*values)
     out = []
     with graph.as_default():
@@ -38,6 +46,13 @@ def _tensors(values, dtype=None):
         like = convert_to_tensor(first).dtype if first is not None and dtype is None else dtype
         for v in values:
             out.append(convert_to_tensor(v, dtype=None if isinstance(v, Tensor) else like))
+    if ranks == _BROADCAST:
+        known = [t.shape.ndims for t in out if t.shape.ndims is not None]
+        ranks = [max(known) if known else None] * len(out)
+    for t, rank in zip(out, ranks or [None] * len(out)):
+        if rank is not None:
+            fw._take_rank(t, [None] * rank)
+        t._output()  # refuses a placeholder whose rank is still open
     return graph, out
 
 
@@ -46,8 +61,8 @@ def _unary(kind, x, name):
     return graph._built(graph._c.unary(kind, x._output()), name)
 
 
-def _binary(kind, x, y, name):
-    graph, (x, y) = _tensors([x, y])
+def _binary(kind, x, y, name, ranks=_BROADCAST):
+    graph, (x, y) = _tensors([x, y], ranks=ranks)
     return graph._built(graph._c.binary(kind, x._output(), y._output()), name)
 
 
@@ -85,7 +100,7 @@ def truediv(x, y, name=None):
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
            a_is_sparse=False, b_is_sparse=False, name=None):
-    graph, (a, b) = _tensors([a, b])
+    graph, (a, b) = _tensors([a, b], ranks=[2, 2])
     out = graph._c.matmul(a._output(), b._output(), bool(transpose_a or adjoint_a),
                           bool(transpose_b or adjoint_b))
     return graph._built(out, name)
@@ -95,7 +110,7 @@ def add_n(inputs, name=None):
     if not inputs:
         raise ValueError("inputs must be a list of at least one Tensor with the same dtype "
                          "and shape")
-    graph, xs = _tensors(list(inputs))
+    graph, xs = _tensors(list(inputs), ranks=_BROADCAST)
     if len(xs) == 1 and not name:
         return xs[0]
     return graph._built(graph._c.add_n([x._output() for x in xs]), name)
@@ -175,7 +190,7 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):
 
 
 def concat(values, axis, name="concat"):
-    graph, xs = _tensors(list(values))
+    graph, xs = _tensors(list(values), ranks=_BROADCAST)
     if len(xs) == 1:
         return identity(xs[0], name=name)
     axis = _axis(axis, xs[0].shape.ndims)
@@ -218,7 +233,7 @@ def slice_(input_, begin, size, name=None):
 
 
 def stack(values, axis=0, name="stack"):
-    graph, xs = _tensors(list(values))
+    graph, xs = _tensors(list(values), ranks=_BROADCAST)
     rank = xs[0].shape.ndims
     axis = _axis(axis, rank + 1)
     with graph.name_scope(name) as scope:

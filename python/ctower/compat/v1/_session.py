@@ -285,7 +285,7 @@ class Session:
                 positions.append(fetch_slot[key])
         feeds = self._feeds(feed_dict)
         for hook in graph._hooks_for([k[0] for k in fetch_list] + targets):
-            extra = hook(self)
+            extra = hook(self, feed_dict)
             if extra:
                 feeds.extend(extra)
         return leaves, positions, rebuild, feeds, fetch_list, targets
@@ -310,9 +310,12 @@ class Session:
             except (TypeError, ValueError) as e:
                 raise ValueError("Cannot feed value %r to Tensor %r of dtype %s: %s"
                                  % (value, tensor.name, dtype.name, e))
-            if not tensor.shape.is_compatible_with(array.shape):
+            fw._take_rank(tensor, [None] * array.ndim)  # when nothing reads it yet
+            shape = graph._tensor(tensor._id, tensor._index).shape
+            if not shape.is_compatible_with(array.shape):
                 raise ValueError("Cannot feed value of shape %r for Tensor %r, which has shape "
-                                 "%r" % (array.shape, tensor.name, str(tensor.shape)))
+                                 "%r%s" % (array.shape, tensor.name, str(shape),
+                                           fw._rank_note(tensor)))
             if dtype is fw.bool:
                 array = array.view(np.uint8)
             feeds.append(((tensor._id, tensor._index), dtype._code, array))

@@ -79,12 +79,12 @@ class Optimizer:
         return train_op
 
     def _feeder(self, op_id, lr_output):
-        def feed(session):
+        def feed(session, feed_dict):
             step = session._steps.get(op_id, 0) + 1
             session._steps[op_id] = step
             rate = self._learning_rate
             if isinstance(rate, (Tensor, vs.Variable)):
-                rate = session.run(rate)
+                rate = session.run(rate, feed_dict)
             value = _ctower.optimizer_learning_rate(self._kind, float(self._beta1),
                                                     float(self._beta2), float(rate), step)
             return [(lr_output, 0, np.asarray(value, dtype=np.float32))]

@@ -228,7 +228,8 @@ class Variable:
                     if self._initial is None:  # the engine's initializer, run by a hook
                         op = _ops.group(name="Initializer")
                         index = self._index
-                        graph._add_run_hook(op._id, lambda s: s._c.initialize_variable(index))
+                        graph._add_run_hook(
+                            op._id, lambda s, feeds: s._c.initialize_variable(index))
                     elif isinstance(self._initial, Tensor):
                         op = self.assign(self._initial).op
                     else:

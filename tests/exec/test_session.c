@@ -6,7 +6,7 @@
 #include "device/device.h"
 #include "exec/exec_internal.h"
 #include "test_support.h"
-#include "train/training_graph.h"
+#include "trainer/training_graph.h"
 
 static void test_missing_and_misshaped_feeds(void **state) {
   (void)state;

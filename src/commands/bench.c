@@ -44,7 +44,7 @@ static int time_steps(const ct_trainer_options *o, const ct_tower_options *tower
                       ct_status *status) {
   ct_train_run r;
   int failed = ct_train_run_setup(&r, o, towers, status);
-  *global_towers = r.global_towers;
+  *global_towers = r.split.global_towers;
   ct_observer *observer = NULL;
   if (!failed && report) {
     observer = ct_train_run_observe(&r, &flags->observe, flags->warmup, status);

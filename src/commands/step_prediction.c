@@ -234,7 +234,7 @@ static void print_speed_up(const char *against, double one, double step, int tow
 static void print_speed(const ct_trainer_options *o, const ct_train_run *r,
                         const ct_run_estimate *e, const ct_calibration *c,
                         const ct_plan_flags *flags) {
-  const int ranks = ct_cluster_size(), towers = r->global_towers;
+  const int ranks = ct_cluster_size(), towers = r->split.global_towers;
   double device_s[CT_MAX_DEVICES], reduce_s = 0;
   const double step = ct_cost_step_seconds(c, r->session, e, ranks, &c->mpi, device_s, &reduce_s);
   printf("predicted step: %.2f ms, %.0f images/s (slowest device", step * 1e3,
@@ -345,7 +345,7 @@ int ct_plan_main(const ct_trainer_options *o, const ct_tower_options *towers,
     printf("plan: %s, batch %lld, %s", o->model, (long long)o->dataset.batch_size,
            ct_trainer_tower_summary(&r.towers, summary, sizeof summary));
     if (ct_cluster_size() > 1)
-      printf(", %d ranks (%d towers in all)", ct_cluster_size(), r.global_towers);
+      printf(", %d ranks (%d towers in all)", ct_cluster_size(), r.split.global_towers);
     printf("\n");
     print_calibration(&c, path, measured_now);
     failed = ct_print_model_summary(r.session, r.tg.graph, o->model, status) ||

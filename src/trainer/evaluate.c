@@ -11,15 +11,6 @@
 
 enum { EVAL_BATCH = 500 };
 
-/* Under several ranks a batch of EVAL_BATCH * ranks examples gives rank r
- * its rows r * EVAL_BATCH .. (r + 1) * EVAL_BATCH - 1: the batches r, r +
- * ranks, ... of EVAL_BATCH, as if the ranks took turns. */
-static void rank_rows(void *context, int64_t count, int64_t *first, int64_t *rows) {
-  const int64_t from = *(const int *)context * (int64_t)EVAL_BATCH;
-  *first = from < count ? from : count;
-  *rows = count - *first < EVAL_BATCH ? count - *first : EVAL_BATCH;
-}
-
 /* The loss sum and the correct count of n examples (a batch's rows), split
  * evenly over the evaluation copies, one per device (fewer when n is
  * smaller than their count), added to sums[0] and sums[1]. */
@@ -57,8 +48,10 @@ int ct_trainer_evaluate(ct_session *s, const ct_training_graph *tg, const ct_tra
    * standardization; the loss, the correct count and the examples seen:
    * under several ranks each takes its batches and the sums are the job's */
   const int ranks = ct_cluster_size(), rank = ct_cluster_rank();
-  const ct_pipeline_options rows = {
-      .rows = rank_rows, .rows_context = (void *)&rank, .max_rows = EVAL_BATCH};
+  /* under several ranks a batch of EVAL_BATCH * ranks examples gives rank
+   * r its rows r * EVAL_BATCH .. (r + 1) * EVAL_BATCH - 1: the batches r,
+   * r + ranks, ... of EVAL_BATCH, as if the ranks took turns */
+  const ct_pipeline_options rows = {.split = {ranks, rank, 1, EVAL_BATCH}, .max_rows = EVAL_BATCH};
   ct_pipeline *p = ct_trainer_open_pipeline(o, test, (int64_t)EVAL_BATCH * ranks, 0, rows, status);
   double sums[3] = {0, 0, 0};
   int failed = p == NULL;

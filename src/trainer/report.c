@@ -46,7 +46,7 @@ void ct_trainer_print_banner(const ct_train_run *r) {
   ct_trainer_classes_text(r->train_set, classes, sizeof classes);
   if (classes[0]) printf("%s\n", classes);
   if (r->strategy->print_banner) { /* the job's shape, where the variables live */
-    r->strategy->print_banner(r->strategy_state, r->global_towers);
+    r->strategy->print_banner(r->strategy_state, r->split.global_towers);
     fflush(stdout);
     return;
   }

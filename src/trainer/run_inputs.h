@@ -44,8 +44,8 @@ const ct_augment_options *ct_trainer_augment(const ct_trainer_options *options);
 /* A pipeline of dataset.threads workers and dataset.prefetch batches over
  * ds in batches of `batch`: training's (train != 0: shuffled as
  * dataset.shuffle says, augmented with random draws) or evaluation's (in
- * order, the central crop and standardization). rows gives the rows
- * callback, its context and max_rows (threads and prefetch are set here).
+ * order, the central crop and standardization). rows gives the split this
+ * process reads by and max_rows (threads and prefetch are set here).
  * NULL with status when it cannot start. */
 ct_pipeline *ct_trainer_open_pipeline(const ct_trainer_options *options, const ct_dataset *ds,
                                       int64_t batch, int train, ct_pipeline_options rows,

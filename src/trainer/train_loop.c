@@ -112,7 +112,8 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
   /* every rank starts from the same variables (the same seed, or the same
    * checkpoint) */
   failed = failed || ct_train_run_check_replicas(&r, global_step, status) ||
-           ct_train_log_start(&log, r.session, global_step, flags->config_text, r.placement, status);
+           ct_train_log_start(&log, r.session, global_step, flags->config_text, r.placement.text,
+                              status);
   if (o->train.max_steps > 0 && global_step >= o->train.max_steps) stop = 1; /* resumed, done */
   if (flags->handle_signals) ct_interrupt_training_started();
   ct_eval_result test = {0, 0};
@@ -153,7 +154,7 @@ static int train(const ct_trainer_options *o, const ct_tower_options *towers,
       if (r.towers.n_towers > 1) /* the shard sizes of this step */
         for (int k = 0, used = 0; k < r.towers.n_towers && used < (int)sizeof prog.shards; ++k)
           used += snprintf(prog.shards + used, sizeof prog.shards - (size_t)used, "%s%lld",
-                           k ? "+" : "towers ", (long long)r.sizes[k]);
+                           k ? "+" : "towers ", (long long)r.split.sizes[k]);
       if (!flags->quiet)
         ct_progress_update(&prog, epoch + 1, epochs, batch, batches, loss_sum / (double)examples,
                            accuracy_sum / (double)examples, rate, eta);

@@ -16,53 +16,21 @@
 void ct_train_run_free(ct_train_run *r) {
   if (r->strategy && r->strategy->run_free) r->strategy->run_free(r->strategy_state);
   ct_run_metadata_free(r->observed.timeline);
-  free(r->feeds);
-  free(r->weights);
-  free(r->next_feeds);
-  free(r->next_weights);
-  free(r->fetches);
-  free(r->global_sizes);
-  free(r->rows_sizes);
+  free(r->step.feeds);
+  free(r->step.weights);
+  free(r->step.next_feeds);
+  free(r->step.next_weights);
+  free(r->step.fetches);
   ct_pipeline_free(r->pipeline); /* its workers stop before the datasets go */
   ct_session_free(r->session);
-  if (r->placement_log) fclose(r->placement_log); /* after the session, which writes to it */
-  free(r->placement);
+  if (r->placement.file) fclose(r->placement.file); /* after the session, which writes to it */
+  free(r->placement.text);
   ct_training_graph_free(&r->tg);
   ct_trainer_model_close(&r->model);
   ct_dataset_free(r->train_set);
   ct_dataset_free(r->test_set);
 }
 
-/* Where this process's towers stand among the job's: the ranks' tower
- * counts, gathered (a run whose towers sum nothing across the ranks is a
- * job of its own; a ps task has none). */
-static int place_towers_in_job(ct_train_run *r, ct_status *status) {
-  const int alone = !r->towers.across_ranks && ct_cluster_ps_tasks() == 0;
-  r->job_towers = ct_cluster_is_ps() ? 0 : r->towers.n_towers;
-  const int ranks = alone ? 1 : ct_cluster_size(), rank = alone ? 0 : ct_cluster_rank();
-  int *counts = calloc((size_t)ranks, sizeof *counts);
-  if (counts == NULL) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
-    return 1;
-  }
-  int failed = alone ? (counts[0] = r->job_towers, 0)
-                     : ct_cluster_allgather(&r->job_towers, sizeof(int), counts, status);
-  for (int k = 0; !failed && k < ranks; ++k) {
-    if (k < rank) r->first_tower += counts[k];
-    r->global_towers += counts[k];
-  }
-  free(counts);
-  r->global_sizes = failed ? NULL : calloc((size_t)r->global_towers, sizeof *r->global_sizes);
-  if (!failed && r->global_sizes == NULL) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
-    failed = 1;
-  }
-  return failed;
-}
-
-/* The session; with train.log_dir on rank 0, its placement log kept in
- * run->placement for TensorBoard, and printed as well where
- * session.log_device_placement asks. */
 /* With a GPU in the session, room for the next step's feeds, which each
  * step stages on the GPUs (next_feeds_to_stage). Returns 1 when out of
  * host memory. */
@@ -73,29 +41,32 @@ static int stage_on_gpus(ct_train_run *r) {
     gpus += ct_session_device_info(r->session, d, &info) == 0 && strcmp(info.kind, "GPU") == 0;
   }
   if (gpus == 0) return 0;
-  r->next_feeds = calloc(1, sizeof *r->next_feeds);
-  r->next_weights =
-      calloc((size_t)(r->options->dataset.batch_size + r->towers.n_towers), sizeof *r->next_weights);
-  return r->next_feeds == NULL || r->next_weights == NULL;
+  r->step.next_feeds = calloc(1, sizeof *r->step.next_feeds);
+  r->step.next_weights = calloc((size_t)(r->options->dataset.batch_size + r->towers.n_towers),
+                                sizeof *r->step.next_weights);
+  return r->step.next_feeds == NULL || r->step.next_weights == NULL;
 }
 
+/* The session; with train.log_dir on rank 0, its placement log kept in
+ * run->placement for TensorBoard, and printed as well where
+ * session.log_device_placement asks. */
 static ct_session *open_session(ct_train_run *r, ct_status *status) {
   const ct_trainer_options *o = r->options;
   if (o->train.log_dir[0] == '\0' || ct_cluster_rank() != 0)
     return ct_session_new(r->tg.graph, &o->session, status);
   ct_session_options options = o->session;
-  r->placement_log = open_memstream(&r->placement, &r->placement_size);
-  if (r->placement_log == NULL) {
+  r->placement.file = open_memstream(&r->placement.text, &r->placement.size);
+  if (r->placement.file == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for the placement log");
     return NULL;
   }
   options.log_device_placement = 1;
-  options.log = r->placement_log;
+  options.log = r->placement.file;
   ct_session *session = ct_session_new(r->tg.graph, &options, status);
-  fflush(r->placement_log);
+  fflush(r->placement.file);
   if (session && o->session.log_device_placement) {
     FILE *print = o->session.log ? o->session.log : stderr;
-    fputs(r->placement, print);
+    fputs(r->placement.text, print);
     fflush(print);
   }
   return session;
@@ -145,31 +116,14 @@ static int check_batch_size(const ct_trainer_options *o, const ct_dataset *train
   return 1;
 }
 
-/* The rows of a global batch of count examples this process reads: all of
- * them in a process on its own; under several ranks, its towers' part of
- * the even split (a split by measured speed stays within a process). */
-static void job_rows(void *context, int64_t count, int64_t *first, int64_t *rows) {
-  ct_train_run *r = context;
-  *first = 0, *rows = count;
-  if (ct_cluster_size() == 1) return;
-  ct_towers_split(r->global_towers, count, NULL, r->rows_sizes); /* one call at a time */
-  *rows = 0;
-  for (int k = 0; k < r->first_tower; ++k) *first += r->rows_sizes[k];
-  for (int k = 0; k < r->job_towers; ++k) *rows += r->rows_sizes[r->first_tower + k];
-}
-
 /* The training set's batches, run by the input pipeline. */
 static int open_pipeline(ct_train_run *r, ct_status *status) {
   const ct_trainer_options *o = r->options;
   if (o->dataset.cache && ct_dataset_enable_cache(r->train_set, status)) return 1;
-  r->rows_sizes = calloc((size_t)r->global_towers, sizeof *r->rows_sizes);
-  if (r->rows_sizes == NULL) {
-    ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
-    return 1;
-  }
-  ct_pipeline_options rows = {.rows = job_rows, .rows_context = r};
+  /* this process's rows of every batch: the one split of it */
+  ct_pipeline_options rows = {.split = ct_tower_split_parts(&r->split)};
   /* with GPU towers, batches in memory the GPUs copy from where it is */
-  if (r->next_feeds) ct_session_host_memory(r->session, &rows.memory);
+  if (r->step.next_feeds) ct_session_host_memory(r->session, &rows.memory);
   r->pipeline = ct_trainer_open_pipeline(o, r->train_set, o->dataset.batch_size, 1, rows, status);
   return r->pipeline == NULL;
 }
@@ -196,13 +150,13 @@ int ct_train_run_setup_graph(ct_train_run *r, const ct_trainer_options *o,
                   (int)towers->variable_update);
     return 1;
   }
-  if (place_towers_in_job(r, status)) return 1;
-  r->towers.job_towers = r->global_towers;
-  if (o->dataset.batch_size < r->global_towers) {
+  if (ct_tower_split_place(&r->split, towers, status)) return 1;
+  r->towers.job_towers = r->split.global_towers;
+  if (o->dataset.batch_size < r->split.global_towers) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
                   "dataset.batch_size (%lld) is smaller than the number of towers (%d%s); each "
                   "tower needs at least one example of every full batch",
-                  (long long)o->dataset.batch_size, r->global_towers,
+                  (long long)o->dataset.batch_size, r->split.global_towers,
                   ct_cluster_size() > 1 ? " over all ranks" : "");
     return 1;
   }
@@ -222,28 +176,29 @@ int ct_train_run_setup_graph(ct_train_run *r, const ct_trainer_options *o,
   r->session = open_session(r, status);
   if (r->session == NULL || start_strategy(r, status)) return 1;
   const int n_towers = r->towers.n_towers;
-  r->feeds = calloc(1, sizeof *r->feeds);
-  r->weights = calloc((size_t)(o->dataset.batch_size + n_towers), sizeof *r->weights);
+  r->step.feeds = calloc(1, sizeof *r->step.feeds);
+  r->step.weights = calloc((size_t)(o->dataset.batch_size + n_towers), sizeof *r->step.weights);
   /* the loss, each tower's logits, and what the strategy fetches (at most
    * every gradient) */
   const int extra = r->tg.train.towers.n_gradients;
-  r->fetches = calloc((size_t)(n_towers + 1 + extra), sizeof *r->fetches);
-  if (!r->feeds || !r->weights || !r->fetches || stage_on_gpus(r)) {
+  r->step.fetches = calloc((size_t)(n_towers + 1 + extra), sizeof *r->step.fetches);
+  if (!r->step.feeds || !r->step.weights || !r->step.fetches || stage_on_gpus(r)) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
   /* measured speeds stay within a process: across ranks the split is even */
-  r->auto_split = o->train.split == CT_BATCH_SPLIT_AUTO && n_towers > 1 &&
-                  ct_cluster_size() == 1;
+  r->speeds.on = o->train.split == CT_BATCH_SPLIT_AUTO && n_towers > 1 && ct_cluster_size() == 1;
+  for (int k = 0; k < CT_MAX_DEVICES; ++k) r->speeds.device[k] = -1;
   if ((r->observed.timeline = ct_run_metadata_new()) == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;
   }
-  r->fetches[0] = r->tg.train.towers.loss;
-  for (int k = 0; k < n_towers; ++k) r->fetches[k + 1] = r->tg.train.logits[k];
-  r->n_fetches = n_towers + 1;
+  r->step.fetches[0] = r->tg.train.towers.loss;
+  for (int k = 0; k < n_towers; ++k) r->step.fetches[k + 1] = r->tg.train.logits[k];
+  r->step.n_fetches = n_towers + 1;
   if (r->strategy->step_fetches)
-    r->n_fetches += r->strategy->step_fetches(r->strategy_state, r->fetches + n_towers + 1);
+    r->step.n_fetches +=
+        r->strategy->step_fetches(r->strategy_state, r->step.fetches + n_towers + 1);
   return 0;
 }
 
@@ -265,41 +220,6 @@ static int64_t count_correct(const ct_tensor *logits, const int32_t *labels, int
   return correct;
 }
 
-/* split: auto. Each tower's speed is its shard over the kernel time of its
- * nodes (tower_k/... and their gradients) in the last step, smoothed. */
-static void update_speeds(ct_train_run *r) {
-  double busy[CT_MAX_DEVICES] = {0};
-  for (int i = 0; i < ct_run_metadata_event_count(r->observed.timeline); ++i) {
-    ct_timeline_event e = ct_run_metadata_event(r->observed.timeline, i);
-    const char *name = strncmp(e.node, "gradients/", 10) == 0 ? e.node + 10 : e.node;
-    int k;
-    if (sscanf(name, "tower_%d/", &k) == 1 && k >= 0 && k < r->towers.n_towers)
-      busy[k] += e.end_us - e.start_us;
-  }
-  for (int k = 0; k < r->towers.n_towers; ++k) {
-    if (busy[k] <= 0 || r->sizes[k] == 0) continue;
-    double speed = (double)r->sizes[k] / busy[k];
-    r->speeds[k] = r->speeds[k] > 0 ? 0.8 * r->speeds[k] + 0.2 * speed : speed;
-  }
-}
-
-/* Splits a global batch of n examples over the job's towers: every
- * tower's share (global_sizes), this process's rows of it (share, rows) and
- * its towers' (sizes). */
-static void split_batch(ct_train_run *r, int64_t n) {
-  const int towers = r->job_towers;
-  int measured = r->auto_split;
-  for (int k = 0; k < towers; ++k) measured = measured && r->speeds[k] > 0;
-  ct_towers_split(r->global_towers, n, measured ? r->speeds : NULL, r->global_sizes);
-  r->share = (ct_batch_share){n, 0};
-  r->rows = 0;
-  for (int k = 0; k < r->first_tower; ++k) r->share.first += r->global_sizes[k];
-  for (int k = 0; k < towers; ++k) {
-    r->sizes[k] = r->global_sizes[r->first_tower + k];
-    r->rows += r->sizes[k];
-  }
-}
-
 int64_t ct_train_run_next_batch(ct_train_run *r, ct_status *status) {
   /* input_start .. input_end: how long training waits for its batch */
   r->observed.times.input_start = ct_monotonic_seconds();
@@ -307,17 +227,9 @@ int64_t ct_train_run_next_batch(ct_train_run *r, ct_status *status) {
   const int64_t n = ct_pipeline_next(r->pipeline, &batch, status);
   r->observed.times.input_end = ct_monotonic_seconds();
   if (n <= 0) return n;
-  split_batch(r, n);
-  if (batch.first != r->share.first || batch.rows != r->rows) {
-    ct_status_set(status, CT_INTERNAL,
-                  "the input pipeline read rows %lld..%lld of a batch of %lld, but the towers "
-                  "take rows %lld..%lld",
-                  (long long)batch.first, (long long)(batch.first + batch.rows), (long long)n,
-                  (long long)r->share.first, (long long)(r->share.first + r->rows));
-    return -1;
-  }
+  ct_tower_split_take(&r->split, &batch, &r->speeds);
   r->buf = (ct_batch_buffers){batch.images, batch.labels}; /* the pipeline's: no copy */
-  r->observed.rows = r->rows;
+  r->observed.rows = r->split.rows;
   return n;
 }
 
@@ -334,23 +246,24 @@ static int views_batch(const ct_tensor *view, const ct_tensor *batch) {
  * left to the next step (a NULL value). NULL: nothing to stage. */
 static const ct_feed *next_feeds_to_stage(ct_train_run *r, int n_feeds) {
   ct_pipeline_batch next;
-  if (r->next_feeds == NULL || ct_pipeline_peek(r->pipeline, &next) != r->share.total ||
-      next.first != r->share.first || next.rows != r->rows)
+  if (r->step.next_feeds == NULL || ct_pipeline_peek(r->pipeline, &next) != r->split.share.total ||
+      next.first != r->split.share.first || next.rows != r->split.rows)
     return NULL;
-  ct_tower_feeds *f = r->next_feeds;
-  ct_classifier_make_feeds(&r->tg.train, next.images, next.labels, r->rows, r->sizes, &r->share,
-                           f, r->next_weights);
+  ct_tower_feeds *f = r->step.next_feeds;
+  ct_classifier_make_feeds(&r->tg.train, next.images, next.labels, r->split.rows, r->split.sizes,
+                           &r->split.share, f, r->step.next_weights);
   for (int k = 0; k < n_feeds; ++k)
     if (k >= f->n_feeds ||
         !(views_batch(f->feeds[k].value, next.images) || views_batch(f->feeds[k].value, next.labels)))
-      f->feeds[k] = (ct_feed){r->feeds->feeds[k].output, NULL};
+      f->feeds[k] = (ct_feed){r->step.feeds->feeds[k].output, NULL};
   return f->feeds;
 }
 
 int ct_train_run_feeds(ct_train_run *r, const ct_tensor *learning_rate) {
-  int n_feeds = ct_classifier_make_feeds(&r->tg.train, r->buf.images, r->buf.labels, r->rows,
-                                         r->sizes, &r->share, r->feeds, r->weights);
-  r->feeds->feeds[n_feeds++] = (ct_feed){r->tg.train.update.learning_rate, learning_rate};
+  int n_feeds =
+      ct_classifier_make_feeds(&r->tg.train, r->buf.images, r->buf.labels, r->split.rows,
+                               r->split.sizes, &r->split.share, r->step.feeds, r->step.weights);
+  r->step.feeds->feeds[n_feeds++] = (ct_feed){r->tg.train.update.learning_rate, learning_rate};
   return n_feeds;
 }
 
@@ -371,13 +284,13 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
                       double *accuracy, ct_status *status) {
   const ct_train_options *t = &r->options->train;
   const int towers = r->towers.n_towers;
-  const int64_t n = r->share.total;
+  const int64_t n = r->split.share.total;
   r->learning_rate = ct_schedule_rate(&t->schedule, epochs_done);
   float lr = ct_optimizer_learning_rate(&t->optimizer, r->learning_rate, global_step + 1);
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
   r->ran = 1;
   ct_strategy_step step = {.step = global_step, .rate = lr, .signal = ct_interrupt_requested()};
-  if (r->job_towers == 0 && r->strategy->own_step) { /* a ps task: the workers' gradients */
+  if (r->split.job_towers == 0 && r->strategy->own_step) { /* a ps task: the workers' gradients */
     r->observed.times.run_start = r->observed.times.sync_start = ct_monotonic_seconds();
     const int failed = r->strategy->own_step(r->strategy_state, &step, status);
     r->observed.times.run_end = r->observed.times.sync_end = ct_monotonic_seconds();
@@ -393,30 +306,35 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
   ct_node *targets[64] = {r->tg.train.step};
   const int n_targets =
       r->strategy->step_targets ? r->strategy->step_targets(r->strategy_state, targets, 64) : 1;
-  ct_tensor **out = calloc((size_t)r->n_fetches, sizeof *out);
+  ct_tensor **out = calloc((size_t)r->step.n_fetches, sizeof *out);
   if (out == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory for a step's results");
     return 1;
   }
   ct_session_set_step(r->session, (uint64_t)global_step);
   r->observed.times.run_start = ct_monotonic_seconds();
-  ct_run_metadata *timeline = r->auto_split || r->observed.record_timeline ? r->observed.timeline : NULL;
+  ct_run_metadata *timeline =
+      r->speeds.on || r->observed.record_timeline ? r->observed.timeline : NULL;
   const ct_feed *next = next_feeds_to_stage(r, n_feeds);
-  if (ct_session_run_staged(r->session, r->feeds->feeds, next, n_feeds, r->fetches, r->n_fetches,
-                            targets, n_targets, out, timeline, status)) {
+  if (ct_session_run_staged(r->session, r->step.feeds->feeds, next, n_feeds, r->step.fetches,
+                            r->step.n_fetches, targets, n_targets, out, timeline, status)) {
     free(out);
     return 1;
   }
   r->observed.times.run_end = ct_monotonic_seconds();
-  if (r->auto_split) update_speeds(r);
+  if (r->speeds.on) {
+    ct_node *logits[CT_MAX_DEVICES]; /* a node on each tower's device */
+    for (int k = 0; k < towers; ++k) logits[k] = r->tg.train.logits[k].node;
+    ct_tower_speeds_update(&r->speeds, r->session, logits, &r->split, r->observed.timeline);
+  }
   /* this process's part of the loss and of the correct count; the job's
    * are their sums over the ranks */
   /* with the signal this rank got, counted by kind: every rank then stops
    * after the same step, with the same signal */
   const int sig = step.signal;
   double sums[4] = {ct_tensor_f32(out[0])[0], 0, sig == SIGINT, sig == SIGTERM};
-  ct_tensor *logits = ct_towers_concat(towers, out + 1, r->sizes, status);
-  if (logits) sums[1] = (double)count_correct(logits, ct_tensor_i32(r->buf.labels), r->rows);
+  ct_tensor *logits = ct_towers_concat(towers, out + 1, r->split.sizes, status);
+  if (logits) sums[1] = (double)count_correct(logits, ct_tensor_i32(r->buf.labels), r->split.rows);
   ct_tensor_free(logits);
   r->observed.times.sync_start = ct_monotonic_seconds();
   int failed = status->code != CT_OK;
@@ -426,7 +344,7 @@ int ct_train_run_step(ct_train_run *r, int64_t global_step, double epochs_done, 
     step.fetched = out + towers + 1;
     failed = r->strategy->after_run(r->strategy_state, &step, status);
   }
-  for (int k = 0; k < r->n_fetches; ++k) ct_tensor_free(out[k]);
+  for (int k = 0; k < r->step.n_fetches; ++k) ct_tensor_free(out[k]);
   free(out);
   if (failed) return 1;
   ct_cluster_progress(global_step, -1, "the step's loss");
@@ -456,17 +374,18 @@ int ct_train_run_estimate(ct_train_run *r, ct_run_estimate *e, ct_status *status
   memset(e, 0, sizeof *e);
   /* a full batch, split as a step would split it; the tensors' shapes only */
   const int64_t n = r->options->dataset.batch_size;
-  split_batch(r, n);
+  ct_tower_split_predict(&r->split, n, &r->speeds);
   int64_t h, w, ch;
   ct_trainer_image_shape(r->options, r->train_set, &h, &w, &ch);
-  const ct_tensor images = {CT_F32, ct_shape_of(4, r->rows, h, w, ch), NULL, 0};
-  const ct_tensor labels = {CT_I32, ct_shape_of(1, r->rows), NULL, 0};
-  int n_feeds = ct_classifier_make_feeds(&r->tg.train, &images, &labels, r->rows, r->sizes,
-                                         &r->share, r->feeds, r->weights);
+  const ct_tensor images = {CT_F32, ct_shape_of(4, r->split.rows, h, w, ch), NULL, 0};
+  const ct_tensor labels = {CT_I32, ct_shape_of(1, r->split.rows), NULL, 0};
+  int n_feeds =
+      ct_classifier_make_feeds(&r->tg.train, &images, &labels, r->split.rows, r->split.sizes,
+                               &r->split.share, r->step.feeds, r->step.weights);
   float lr = 0.0f;
   ct_tensor lr_tensor = {CT_F32, ct_shape_of(0), &lr, 0};
-  r->feeds->feeds[n_feeds++] = (ct_feed){r->tg.train.update.learning_rate, &lr_tensor};
-  return ct_session_estimate_run(r->session, r->feeds->feeds, n_feeds, r->fetches,
+  r->step.feeds->feeds[n_feeds++] = (ct_feed){r->tg.train.update.learning_rate, &lr_tensor};
+  return ct_session_estimate_run(r->session, r->step.feeds->feeds, n_feeds, r->step.fetches,
                                  r->towers.n_towers + 1, &r->tg.train.step, 1, e, status);
 }
 

@@ -12,10 +12,31 @@
 #include "exec/estimate.h"
 #include "observe/observer.h"
 #include "parallel/strategy.h"
+#include "trainer/batch_split.h"
 #include "trainer/run_inputs.h"
 #include "trainer/training_graph.h"
 
-/* train_run.c: the data, graph and session of a training run. */
+/* A step's feeds and fetches: made room for at setup, filled by each step. */
+typedef struct ct_step_feeds {
+  ct_tower_feeds *feeds; /* per tower, then the learning rate */
+  float *weights;        /* batch + towers */
+  /* with a GPU: the next step's feeds, which a step stages on the GPUs
+   * (ct_session_run_staged); NULL without one (nothing to stage) */
+  ct_tower_feeds *next_feeds;
+  float *next_weights;
+  ct_output *fetches; /* loss, then each tower's logits, then the strategy's */
+  int n_fetches;
+} ct_step_feeds;
+
+/* With train.log_dir, on rank 0: the session's placement log, kept for
+ * TensorBoard (printed too when session.log_device_placement asks). */
+typedef struct ct_placement_log {
+  FILE *file; /* where the session writes it, into text */
+  char *text;
+  size_t size;
+} ct_placement_log;
+
+/* The data, graph and session of a training run. */
 typedef struct ct_train_run {
   const ct_trainer_options *options;
   ct_tower_options towers;
@@ -25,40 +46,19 @@ typedef struct ct_train_run {
   ct_session *session;
   ct_pipeline *pipeline;          /* the training set's batches, prepared ahead */
   ct_batch_buffers buf;           /* the last batch: the pipeline's tensors (not owned) */
-  int64_t *rows_sizes;            /* per global tower: the pipeline's even split */
-  ct_tower_feeds *feeds;  /* per tower, then the learning rate */
-  float *weights;         /* batch + towers */
-  /* with a GPU: the next step's feeds, which a step stages on the GPUs
-   * (ct_session_run_staged); NULL without one (nothing to stage) */
-  ct_tower_feeds *next_feeds;
-  float *next_weights;
-  ct_output *fetches;     /* loss, then each tower's logits, then the strategy's */
-  int n_fetches;
-  int64_t sizes[CT_MAX_DEVICES];  /* the last step's shard sizes, of this process's towers */
-  /* the job's towers: this process's are first_tower .. first_tower +
-   * towers.n_towers - 1 of global_towers, in rank order (a process on its
-   * own: 0 of towers.n_towers) */
-  int first_tower, global_towers;
-  int job_towers;                 /* this process's towers among them: 0 on a ps task */
+  ct_tower_split split;           /* the job's towers, and the last batch's rows of each */
+  ct_tower_speeds speeds;         /* split: auto */
+  ct_step_feeds step;
   const ct_strategy *strategy;    /* of towers.variable_update (src/parallel) */
   void *strategy_state;           /* its state for the run (its run_new's), or NULL */
   int ran;                        /* a step has run */
-  int64_t *global_sizes;          /* per global tower: the last step's shard sizes */
-  ct_batch_share share;           /* this process's rows of the last global batch */
-  int64_t rows;                   /* how many: the sum of sizes */
-  int auto_split;                 /* split: auto, over several towers */
-  double speeds[CT_MAX_DEVICES];  /* auto: examples/s of each tower, smoothed; 0 until measured */
   ct_observed_step observed;      /* the last step's times and timeline (auto: where the
                                      speeds come from) */
   int interrupted;                /* the signal some rank got by the end of the last step
                                      (ct_interrupt_combine of them all), or 0: every rank stops
                                      after it */
   double learning_rate;           /* the schedule's rate at the last step */
-  /* with train.log_dir, on rank 0: the placement log, kept for TensorBoard
-   * (printed too when session.log_device_placement asks) */
-  FILE *placement_log;
-  char *placement;
-  size_t placement_size;
+  ct_placement_log placement;
 } ct_train_run;
 
 /* Checks the options, opens the datasets, builds the graph and the

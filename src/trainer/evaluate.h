@@ -7,8 +7,9 @@
 #include "ctower/trainer.h"
 #include "trainer/training_graph.h"
 
-/* evaluate.c: test loss and accuracy over a whole dataset, on the
- * evaluation copies. */
+/* Test loss and accuracy over a whole dataset, on the evaluation copies;
+ * under several ranks each evaluates its share and the results are the
+ * job's. */
 typedef struct ct_eval_result {
   double loss, accuracy;
 } ct_eval_result;

@@ -2,8 +2,7 @@
 #ifndef CTOWER_TRAINER_INTERRUPT_H
 #define CTOWER_TRAINER_INTERRUPT_H
 
-
-/* interrupt.c: SIGINT and SIGTERM during ct_train_main (handle_signals). */
+/* SIGINT and SIGTERM during ct_train_main (handle_signals). */
 void ct_interrupt_install(void);
 void ct_interrupt_restore(void);
 /* From here on the first signal stops the run after its step; until then

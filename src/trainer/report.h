@@ -9,7 +9,6 @@
 #include "ctower/towers.h"
 #include "trainer/train_run.h"
 
-
 /* "1 tower", "2 towers (replicated)", "2 towers (parameter server on /cpu:0)"; under a
  * cluster spec with ps tasks "1 ps task and 2 workers". */
 const char *ct_trainer_tower_summary(const ct_tower_options *towers, char *buf, size_t size);

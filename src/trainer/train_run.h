@@ -72,14 +72,15 @@ int ct_train_run_setup_graph(ct_train_run *run, const ct_trainer_options *option
                              const ct_tower_options *towers, ct_status *status);
 void ct_train_run_free(ct_train_run *run);
 
-/* The next global batch of the epoch: splits its n examples over the
- * job's towers and reads this process's rows of it into run->buf. Returns
- * n, 0 once the epoch is over, or -1 with status when an example cannot
- * be read. */
+/* The next global batch of the epoch: this process's rows of it, which
+ * the input pipeline read, into run->buf, and their split over its towers
+ * into run->split (ct_tower_split_take). Returns the batch's size n, 0
+ * once the epoch is over, or -1 with status when an example cannot be
+ * read. */
 int64_t ct_train_run_next_batch(ct_train_run *run, ct_status *status);
 
 /* The feeds of a step on the batch ct_train_run_next_batch read, into
- * run->feeds->feeds: each tower's shard, then `learning_rate` (borrowed).
+ * run->step.feeds->feeds: each tower's shard, then `learning_rate` (borrowed).
  * Returns their count. */
 int ct_train_run_feeds(ct_train_run *run, const ct_tensor *learning_rate);
 
@@ -90,8 +91,9 @@ int ct_train_run_estimate(ct_train_run *run, ct_run_estimate *estimate, ct_statu
 
 /* One optimizer step over all towers (of every rank) on the batch
  * ct_train_run_next_batch read; fills the whole batch's loss and accuracy,
- * the same on every rank, and run->interrupted, the same on every rank. Returns 0 or fills status (FAILED_PRECONDITION
- * when the loss is no longer finite). */
+ * the same on every rank, and run->interrupted, the same on every rank.
+ * Returns 0 or fills status (FAILED_PRECONDITION when the loss is no
+ * longer finite). */
 int ct_train_run_step(ct_train_run *run, int64_t global_step, double epochs_done, double *loss,
                       double *accuracy, ct_status *status);
 

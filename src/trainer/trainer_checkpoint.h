@@ -11,7 +11,7 @@
 #include "parallel/strategy.h"
 #include "trainer/training_graph.h"
 
-/* trainer_checkpoint.c: where training stands: the global step, the epochs
+/* Where training stands: the global step, the epochs
  * done, and the index of the next example within the epoch under way (0
  * between epochs; a run stopped by max_steps stops inside one). */
 typedef struct ct_train_position {

@@ -15,8 +15,9 @@
 #include "cluster/cluster.h"
 #include "core/clock.h"
 #include "core/median.h"
+#include "ctower/trainer.h"
+#include "commands/calibrate.h"
 #include "observe/cost_model.h"
-#include "trainer/train_run.h"
 
 /* The median time of running `target` (after one untimed run): at least 3
  * runs, more while under 0.2 s in all, at most 25. */

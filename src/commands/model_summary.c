@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "commands/model_summary.h"
-#include "observe/observer.h"
 
 static const char k_tower[] = "tower_0/";
 

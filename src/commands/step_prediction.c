@@ -9,6 +9,7 @@
 
 #include "cluster/cluster.h"
 #include "commands/model_summary.h"
+#include "commands/calibrate.h"
 #include "observe/cost_model.h"
 #include "trainer/report.h"
 #include "trainer/train_run.h"

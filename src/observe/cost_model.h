@@ -1,6 +1,6 @@
 /* The cost model behind `ctower plan`'s predicted step time: kernel rates
  * and all-reduce costs measured on this machine by `ctower bench
- * --calibrate` (calibrate.c) and kept in a JSON file, or conservative
+ * --calibrate` (commands/calibrate.c) and kept in a JSON file, or conservative
  * defaults without one. */
 #ifndef CTOWER_OBSERVE_COST_MODEL_H
 #define CTOWER_OBSERVE_COST_MODEL_H
@@ -53,13 +53,6 @@ int ct_calibration_check_path(const char *path, ct_status *status);
 /* Writes it (making its folder), replacing the file path leads to at once
  * (core/files.h). Returns 0 or fills status. */
 int ct_calibration_save(const char *path, const ct_calibration *calibration, ct_status *status);
-/* Measures this machine (calibrate.c): kernel rates of each kind of device
- * a session with these options has, the all-reduce between two CPU
- * devices, and under mpirun the ranks' MPI all-reduce (every rank takes
- * part). Prints each figure to report (NULL: nothing). Returns 0 or fills
- * status. */
-int ct_calibration_measure(const ct_session_options *session, ct_calibration *calibration,
-                           FILE *report, ct_status *status);
 
 /* The model's time for a step of the estimate on the session's devices:
  * each device's kernels (dense ops at the calibrated rate for their size,

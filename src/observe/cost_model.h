@@ -5,7 +5,6 @@
 #ifndef CTOWER_OBSERVE_COST_MODEL_H
 #define CTOWER_OBSERVE_COST_MODEL_H
 
-#include <stdio.h>
 #include <stddef.h>
 
 #include "exec/estimate.h"

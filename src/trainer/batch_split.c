@@ -62,6 +62,12 @@ void ct_tower_split_predict(ct_tower_split *s, int64_t n, const ct_tower_speeds 
   take_rows(s, n, first, rows, sizes, speeds);
 }
 
+void ct_tower_speeds_init(ct_tower_speeds *speeds, int on) {
+  memset(speeds, 0, sizeof *speeds);
+  speeds->on = on;
+  for (int k = 0; k < CT_MAX_DEVICES; ++k) speeds->device[k] = -1;
+}
+
 void ct_tower_speeds_update(ct_tower_speeds *speeds, ct_session *session,
                             ct_node *const *tower_nodes, const ct_tower_split *split,
                             const ct_run_metadata *timeline) {

@@ -50,6 +50,9 @@ void ct_tower_split_take(ct_tower_split *split, const ct_pipeline_batch *batch,
  * ct_tower_split_take would make it (to predict a step). */
 void ct_tower_split_predict(ct_tower_split *split, int64_t n, const ct_tower_speeds *speeds);
 
+/* Speeds not measured yet; on: split: auto. */
+void ct_tower_speeds_init(ct_tower_speeds *speeds, int on);
+
 /* Takes in the step just run (its timeline recorded) on the split's
  * sizes: each tower's speed is its rows over its device's busy time
  * (ct_run_metadata_device_busy_us), smoothed. A tower's device is where

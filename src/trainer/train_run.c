@@ -187,8 +187,8 @@ int ct_train_run_setup_graph(ct_train_run *r, const ct_trainer_options *o,
     return 1;
   }
   /* measured speeds stay within a process: across ranks the split is even */
-  r->speeds.on = o->train.split == CT_BATCH_SPLIT_AUTO && n_towers > 1 && ct_cluster_size() == 1;
-  for (int k = 0; k < CT_MAX_DEVICES; ++k) r->speeds.device[k] = -1;
+  ct_tower_speeds_init(&r->speeds,
+                       o->train.split == CT_BATCH_SPLIT_AUTO && n_towers > 1 && ct_cluster_size() == 1);
   if ((r->observed.timeline = ct_run_metadata_new()) == NULL) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED, "out of host memory setting up the towers");
     return 1;

@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "ctower/ctower.h"
-#include "train/training_graph.h"
+#include "trainer/training_graph.h"
 
 static double now_seconds(void) {
   struct timespec ts;

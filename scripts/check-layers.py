@@ -38,7 +38,10 @@ LAYERS = [
     ["exec"],
     ["models"],
     ["parallel"],
-    ["train"],
+    ["checkpoint"],
+    ["observe"],
+    ["trainer"],
+    ["commands"],
     ["config"],
     ["cli"],
 ]
@@ -56,9 +59,9 @@ PUBLIC_OWNER = {
     "session.h": "exec",
     "models.h": "models",
     "towers.h": "parallel",
-    "optimizer.h": "train",
-    "checkpoint.h": "train",
-    "trainer.h": "train",
+    "optimizer.h": "trainer",
+    "checkpoint.h": "checkpoint",
+    "trainer.h": "trainer",
     "config.h": "config",
 }
 UMBRELLA = "ctower.h"  # the whole API, for users: no file of ctower includes it

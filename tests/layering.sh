@@ -22,7 +22,8 @@ plant() { # FILE LINE: a copy of src and include/ with LINE appended to FILE
   grep -q "^$1:[0-9]*: " <<<"$out" || { echo "FAIL: the check did not name $1: $out"; exit 1; }
   echo "planted in $1, the check said: $(head -n 1 <<<"$out")"
 }
-plant src/core/tensor.c '#include "train/training_graph.h"'
+plant src/core/tensor.c '#include "trainer/training_graph.h"'
+plant src/observe/observer.c '#include "trainer/train_run.h"'
 plant src/device/device.c '#include "ctower/session.h"'
 plant src/kernels/cpu/conv.c '#include "kernels/cuda/cuda_kernels.h"'
 # session.c runs the executor: the executor may not call back into it

@@ -325,16 +325,29 @@ void ct_batcher_free(ct_batcher *batcher);
  * its own). */
 typedef struct ct_pipeline ct_pipeline;
 
+/* How a global batch of count examples is split among a job's parts (a
+ * trainer's towers, or its ranks), and the parts this process reads the
+ * rows of: first .. first + mine - 1, in order. The split is even (the
+ * first count % parts take one more example), or with part_rows > 0, in
+ * turns: part_rows for each part until the batch runs out. parts 0: one
+ * part, this process's, which reads every row. */
+typedef struct ct_batch_parts {
+  int parts, first, mine;
+  int64_t part_rows;
+} ct_batch_parts;
+
+/* The rows of a batch of count examples that `split` gives this process:
+ * from *first, sizes[k] for its part k (max(mine, 1) of them, each 0 or
+ * more); returns their sum. */
+int64_t ct_batch_parts_rows(const ct_batch_parts *split, int64_t count, int64_t *first,
+                            int64_t *sizes);
+
 typedef struct ct_pipeline_options {
   int threads;  /* worker threads, >= 1 */
   int prefetch; /* batches prepared ahead, >= 1 */
-  /* the rows [*first, *first + *rows) of a global batch of count examples
-   * this process reads; NULL: all of them. Called on worker threads: it
-   * must depend on count alone. */
-  void (*rows)(void *context, int64_t count, int64_t *first, int64_t *rows);
-  void *rows_context;
-  /* the most rows `rows` gives a batch (the batches held are this size; a
-   * batch's rows beyond it are not read); 0: the batch size */
+  ct_batch_parts split; /* the rows of each batch this process reads; {0}: all of them */
+  /* the most rows the split gives a batch (the batches held are this
+   * size); 0: the batch size */
   int64_t max_rows;
   /* where the batches live (alloc NULL: ctower's own host memory); it
    * must outlive the pipeline */
@@ -342,19 +355,22 @@ typedef struct ct_pipeline_options {
 } ct_pipeline_options;
 
 /* A batch handed out: the whole batch's size (0: the epoch is over), the
- * rows of it this process reads, and their images (f32 NHWC, the
- * batcher's image shape) and labels (i32) in rows 0 .. rows - 1. The
+ * rows of it this process reads (those of its parts, sizes[k] rows of
+ * part k after one another: ct_batch_parts_rows), and their images (f32
+ * NHWC, the batcher's image shape) and labels (i32) in rows 0 .. rows - 1. The
  * tensors belong to the pipeline, stay valid until the next
  * ct_pipeline_next (or ct_pipeline_start_epoch, ct_pipeline_seek,
  * ct_pipeline_free) and are host memory CPU devices read as they are. */
 typedef struct ct_pipeline_batch {
   int64_t count, first, rows;
   ct_tensor *images, *labels;
+  const int64_t *sizes;
 } ct_pipeline_batch;
 
 /* A pipeline over batcher (taken: freed with the pipeline, even on
  * failure), starting where the batcher stands. Returns NULL with
- * CT_INVALID_ARGUMENT for threads or prefetch below 1, CT_RESOURCE_EXHAUSTED
+ * CT_INVALID_ARGUMENT for threads or prefetch below 1 or a split whose
+ * parts are not 0 <= first <= first + mine <= parts, CT_RESOURCE_EXHAUSTED
  * when the batches do not fit, or CT_UNAVAILABLE when a thread cannot be
  * started. */
 ct_pipeline *ct_pipeline_new(ct_batcher *batcher, const ct_pipeline_options *options,

@@ -173,6 +173,10 @@ ct_run_metadata *ct_run_metadata_new(void);
 void ct_run_metadata_free(ct_run_metadata *metadata);
 int ct_run_metadata_event_count(const ct_run_metadata *metadata);
 ct_timeline_event ct_run_metadata_event(const ct_run_metadata *metadata, int index);
+/* How long `device` (an index: ct_session_device_name) computed in the
+ * run: the summed duration of its compute events, in microseconds (copies
+ * and collectives left out); 0 for a device that computed nothing. */
+double ct_run_metadata_device_busy_us(const ct_run_metadata *metadata, int device);
 /* When the last run started: microseconds on CLOCK_MONOTONIC, the origin of
  * its events' times. */
 double ct_run_metadata_start_us(const ct_run_metadata *metadata);

@@ -5,8 +5,9 @@
  * Batches are numbered (tickets) in the order the training thread takes
  * them; ticket t lives in slot t % n_slots. A worker either claims a few
  * rows of the oldest batch still being filled, or, when none is left and a
- * slot is free, takes the batcher's next batch (copying its example
- * indices) into that slot; the end of an epoch is a batch of 0 examples,
+ * slot is free, takes the batcher's next batch into that slot: the rows
+ * this process reads of it (ct_batch_parts_rows, once per batch) and their
+ * example indices; the end of an epoch is a batch of 0 examples,
  * after which the batcher starts the next epoch. Every row is written by
  * ct_batcher_fill, which depends only on (epoch, example): the threads
  * change when a row is written, never what. */
@@ -25,6 +26,7 @@ typedef struct slot {
   int64_t ticket;
   int64_t epoch, position; /* where the batch starts */
   int64_t count, first, rows;
+  int64_t *sizes;        /* the rows of each of this process's parts (ct_batch_parts_rows) */
   int64_t *indices;      /* rows example indices */
   int64_t claimed, done; /* rows handed to workers, rows written */
   int64_t error_row;     /* the first row that failed (SLOT_FAILED when all are in) */
@@ -55,6 +57,28 @@ struct ct_pipeline {
 
 static slot *slot_of(ct_pipeline *p, int64_t ticket) { return &p->slots[ticket % p->n_slots]; }
 
+int64_t ct_batch_parts_rows(const ct_batch_parts *split, int64_t count, int64_t *first,
+                            int64_t *sizes) {
+  if (split->parts <= 0) {
+    *first = 0, sizes[0] = count;
+    return count;
+  }
+  int64_t rows = 0, given = 0;
+  for (int k = 0; k < split->first + split->mine; ++k) {
+    /* even, or in turns */
+    int64_t size = count / split->parts + (k < count % split->parts);
+    if (split->part_rows > 0) {
+      const int64_t left = count - given;
+      size = left < split->part_rows ? left : split->part_rows;
+    }
+    if (k == split->first) *first = given;
+    if (k >= split->first) rows += sizes[k - split->first] = size;
+    given += size;
+  }
+  if (split->mine == 0) *first = given;
+  return rows;
+}
+
 /* A slot's tensor, in the options' memory when they name one. */
 static ct_tensor *batch_tensor_new(const ct_pipeline *p, ct_dtype dtype, const ct_shape *shape,
                                    ct_status *status) {
@@ -84,13 +108,7 @@ static void take_batch(ct_pipeline *p, slot *s) {
   s->epoch = ct_batcher_epoch(b);
   s->position = ct_batcher_position(b);
   s->count = ct_batcher_next_size(b);
-  s->first = 0, s->rows = s->count;
-  if (p->options.rows && s->count > 0)
-    p->options.rows(p->options.rows_context, s->count, &s->first, &s->rows);
-  if (s->first < 0) s->first = 0;
-  if (s->rows > s->count - s->first) s->rows = s->count - s->first;
-  if (s->rows > p->max_rows) s->rows = p->max_rows;
-  if (s->rows < 0) s->rows = 0;
+  s->rows = ct_batch_parts_rows(&p->options.split, s->count, &s->first, s->sizes);
   memcpy(s->indices, ct_batcher_order(b) + s->position + s->first,
          (size_t)s->rows * sizeof *s->indices);
   s->claimed = s->done = 0;
@@ -171,13 +189,48 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-ct_pipeline *ct_pipeline_new(ct_batcher *batcher, const ct_pipeline_options *options,
-                             ct_status *status) {
-  if (options->threads < 1 || options->prefetch < 1) {
+/* The rows a batch holds: max_rows, or the batch size when that is 0 or
+ * smaller. */
+static int64_t max_rows(const ct_pipeline_options *o, int64_t batch) {
+  return o->max_rows > 0 && o->max_rows < batch ? o->max_rows : batch;
+}
+
+/* INVALID_ARGUMENT for threads or prefetch below 1, parts a split has
+ * not, or a split that gives this process more rows of a batch than it
+ * holds; returns 1 then. */
+static int check_options(const ct_pipeline_options *o, int64_t batch, ct_status *status) {
+  const ct_batch_parts *s = &o->split;
+  if (o->threads < 1 || o->prefetch < 1) {
     ct_status_set(status, CT_INVALID_ARGUMENT,
                   "the input pipeline needs at least 1 thread and 1 batch of prefetch, got %d "
                   "and %d",
-                  options->threads, options->prefetch);
+                  o->threads, o->prefetch);
+    return 1;
+  }
+  if (s->parts < 0 || s->first < 0 || s->mine < 0 || s->part_rows < 0 ||
+      (s->parts > 0 && s->first + s->mine > s->parts)) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "the input pipeline cannot read parts %d .. %d of a batch split in %d parts "
+                  "(of %lld rows each); give parts 0 <= first <= first + mine <= parts",
+                  s->first, s->first + s->mine - 1, s->parts, (long long)s->part_rows);
+    return 1;
+  }
+  int64_t first, *sizes = calloc((size_t)s->mine + 1, sizeof *sizes);
+  const int64_t rows = sizes ? ct_batch_parts_rows(s, batch, &first, sizes) : 0;
+  free(sizes);
+  if (rows > max_rows(o, batch)) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "the input pipeline's split gives this process %lld rows of a batch of %lld, "
+                  "more than its batches hold (max_rows %lld); raise max_rows",
+                  (long long)rows, (long long)batch, (long long)o->max_rows);
+    return 1;
+  }
+  return 0;
+}
+
+ct_pipeline *ct_pipeline_new(ct_batcher *batcher, const ct_pipeline_options *options,
+                             ct_status *status) {
+  if (check_options(options, ct_batcher_batch_size(batcher), status)) {
     ct_batcher_free(batcher);
     return NULL;
   }
@@ -195,7 +248,7 @@ ct_pipeline *ct_pipeline_new(ct_batcher *batcher, const ct_pipeline_options *opt
   ct_batcher_image_shape(batcher, &h, &w, &c);
   const int64_t batch = ct_batcher_batch_size(batcher);
   p->pixels = h * w * c;
-  p->max_rows = options->max_rows > 0 && options->max_rows < batch ? options->max_rows : batch;
+  p->max_rows = max_rows(options, batch);
   p->n_slots = options->prefetch + 1; /* the batch in use and those ahead */
   p->epoch = ct_batcher_epoch(batcher);
   p->position = ct_batcher_position(batcher);
@@ -207,9 +260,10 @@ ct_pipeline *ct_pipeline_new(ct_batcher *batcher, const ct_pipeline_options *opt
   for (int i = 0; !failed && i < p->n_slots; ++i) {
     slot *s = &p->slots[i];
     s->indices = malloc((size_t)rows * sizeof *s->indices);
+    s->sizes = calloc((size_t)options->split.mine + 1, sizeof *s->sizes);
     s->images = batch_tensor_new(p, CT_F32, &is, status);
     s->labels = s->images ? batch_tensor_new(p, CT_I32, &ls, status) : NULL;
-    failed = s->indices == NULL || s->labels == NULL;
+    failed = s->indices == NULL || s->sizes == NULL || s->labels == NULL;
   }
   if (failed) {
     ct_status_set(status, CT_RESOURCE_EXHAUSTED,
@@ -303,7 +357,7 @@ int64_t ct_pipeline_next(ct_pipeline *p, ct_pipeline_batch *batch, ct_status *st
         break;
       }
       if (s->state == SLOT_READY) {
-        *batch = (ct_pipeline_batch){s->count, s->first, s->rows, s->images, s->labels};
+        *batch = (ct_pipeline_batch){s->count, s->first, s->rows, s->images, s->labels, s->sizes};
         result = s->count;
         if (s->count > 0) { /* the end of the epoch stays until the next one starts */
           ++p->head;
@@ -325,7 +379,7 @@ int64_t ct_pipeline_peek(ct_pipeline *p, ct_pipeline_batch *batch) {
   if (p->head < p->next_ticket) {
     const slot *s = slot_of(p, p->head);
     if (s->state == SLOT_READY && s->count > 0) {
-      *batch = (ct_pipeline_batch){s->count, s->first, s->rows, s->images, s->labels};
+      *batch = (ct_pipeline_batch){s->count, s->first, s->rows, s->images, s->labels, s->sizes};
       result = s->count;
     }
   }
@@ -352,6 +406,7 @@ void ct_pipeline_free(ct_pipeline *p) {
   for (int i = 0; i < p->n_threads; ++i) pthread_join(p->threads[i], NULL);
   for (int i = 0; p->slots && i < p->n_slots; ++i) {
     free(p->slots[i].indices);
+    free(p->slots[i].sizes);
     batch_tensor_free(p, p->slots[i].images);
     batch_tensor_free(p, p->slots[i].labels);
   }

@@ -54,6 +54,14 @@ void ct_run_metadata_add(ct_run_metadata *m, const ct_timeline_event *event) {
   pthread_mutex_unlock(&m->mutex);
 }
 
+double ct_run_metadata_device_busy_us(const ct_run_metadata *m, int device) {
+  double busy = 0;
+  for (int i = 0; i < m->n_events; ++i)
+    if (m->events[i].device == device && m->events[i].kind == CT_TIMELINE_COMPUTE)
+      busy += m->events[i].end_us - m->events[i].start_us;
+  return busy;
+}
+
 double ct_run_metadata_start_us(const ct_run_metadata *m) { return m->start_us; }
 
 int ct_run_metadata_event_count(const ct_run_metadata *m) { return m->n_events; }

@@ -61,13 +61,23 @@ static ct_batcher *new_batcher(const ct_dataset *ds) {
   return b;
 }
 
-/* rows of each batch a process of a job might read: the middle third, at
- * most MIDDLE_ROWS */
+/* rows of each batch a process of a job might read: the middle part of
+ * an even split in three, at most MIDDLE_ROWS */
 enum { MIDDLE_ROWS = BATCH / 3 + 1 };
-static void middle_rows(void *context, int64_t count, int64_t *first, int64_t *rows) {
-  (void)context;
-  *first = count / 3;
-  *rows = count / 3 + 1;
+static const ct_batch_parts k_middle = {3, 1, 1, 0};
+
+/* The rows of an even split of count examples in `parts`, the naive way:
+ * example i goes to part i % parts; part k's rows are then counted. */
+static void even_split(int64_t count, int parts, int64_t *sizes) {
+  for (int k = 0; k < parts; ++k) sizes[k] = 0;
+  for (int64_t i = 0; i < count; ++i) sizes[i % parts]++;
+}
+
+static void middle_rows(int64_t count, int64_t *first, int64_t *rows) {
+  int64_t sizes[3];
+  even_split(count, 3, sizes);
+  *first = sizes[0];
+  *rows = sizes[1];
 }
 
 enum { PIXELS = 8 * 8 * CC };
@@ -79,7 +89,7 @@ static int64_t same_batch(ct_batcher *b, ct_pipeline *p, int rows_only, float *i
   ct_status st = CT_STATUS_INIT;
   const int64_t count = ct_batcher_next_size(b);
   int64_t first = 0, rows = count;
-  if (rows_only && count > 0) middle_rows(NULL, count, &first, &rows);
+  if (rows_only && count > 0) middle_rows(count, &first, &rows);
   const int64_t n = ct_batcher_next_rows(b, first, rows, images, labels, &st);
   assert_status_ok(&st);
   ct_pipeline_batch batch;
@@ -89,6 +99,7 @@ static int64_t same_batch(ct_batcher *b, ct_pipeline *p, int rows_only, float *i
   if (n == 0) return 0;
   assert_int_equal(batch.first, first);
   assert_int_equal(batch.rows, rows);
+  assert_int_equal(batch.sizes[0], rows); /* one part: all its rows */
   assert_int_equal(batch.images->shape.dims[0], rows_only ? MIDDLE_ROWS : BATCH);
   assert_memory_equal(ct_tensor_f32(batch.images), images, (size_t)(rows * PIXELS) * sizeof(float));
   assert_memory_equal(ct_tensor_i32(batch.labels), labels, (size_t)rows * sizeof(int32_t));
@@ -163,7 +174,7 @@ static void run_against_the_batcher(ct_dataset *ds, int threads, int prefetch, i
   ct_status st = CT_STATUS_INIT;
   ct_batcher *b = new_batcher(ds);
   /* a process's rows: batches that hold only them */
-  ct_pipeline_options o = {threads, prefetch, rows_only ? middle_rows : NULL, NULL,
+  ct_pipeline_options o = {threads, prefetch, rows_only ? k_middle : (ct_batch_parts){0},
                            rows_only ? MIDDLE_ROWS : 0, *memory};
   ct_pipeline *p = ct_pipeline_new(new_batcher(ds), &o, &st);
   assert_non_null(p);
@@ -308,6 +319,54 @@ static void test_cache_reads_each_example_once(void **state) {
   ct_dataset_free(plain);
 }
 
+/* A split's rows for this process: even (against the naive split) or in
+ * turns, over several parts of its own or none; and a pipeline hands out
+ * each batch with its parts' rows. */
+static void test_split_rows(void **state) {
+  (void)state;
+  for (int64_t count = 0; count <= 13; ++count)
+    for (int parts = 1; parts <= 5; ++parts)
+      for (int first = 0; first <= parts; ++first)
+        for (int mine = 0; first + mine <= parts; ++mine) {
+          int64_t want[5], sizes[6], at = -1, rows = 0;
+          even_split(count, parts, want);
+          const ct_batch_parts split = {parts, first, mine, 0};
+          const int64_t got = ct_batch_parts_rows(&split, count, &at, sizes);
+          int64_t before = 0;
+          for (int k = 0; k < first; ++k) before += want[k];
+          for (int k = 0; k < mine; ++k)
+            assert_int_equal(sizes[k], want[first + k]), rows += want[first + k];
+          assert_int_equal(at, before);
+          assert_int_equal(got, rows);
+        }
+  int64_t first, sizes[2];
+  const ct_batch_parts turns = {3, 1, 2, 500}; /* a rank's evaluation batches */
+  assert_int_equal(ct_batch_parts_rows(&turns, 1200, &first, sizes), 700);
+  assert_true(first == 500 && sizes[0] == 500 && sizes[1] == 200);
+  assert_int_equal(ct_batch_parts_rows(&turns, 800, &first, sizes), 300);
+  assert_true(first == 500 && sizes[0] == 300 && sizes[1] == 0);
+  const ct_batch_parts all = {0};
+  assert_int_equal(ct_batch_parts_rows(&all, 9, &first, sizes), 9);
+  assert_true(first == 0 && sizes[0] == 9);
+  /* towers 1 and 2 of 4: the pipeline's batches come with their rows */
+  ct_dataset *ds = lazy_dataset(-1);
+  ct_status st = CT_STATUS_INIT;
+  ct_pipeline_options o = {.threads = 2, .prefetch = 2, .split = {4, 1, 2, 0}};
+  ct_pipeline *p = ct_pipeline_new(new_batcher(ds), &o, &st);
+  assert_non_null(p);
+  ct_pipeline_start_epoch(p, 0);
+  ct_pipeline_batch batch;
+  for (int64_t n; (n = ct_pipeline_next(p, &batch, &st)) > 0;) {
+    int64_t want[4];
+    even_split(n, 4, want);
+    assert_true(batch.first == want[0] && batch.rows == want[1] + want[2]);
+    assert_true(batch.sizes[0] == want[1] && batch.sizes[1] == want[2]);
+  }
+  assert_status_ok(&st);
+  ct_pipeline_free(p);
+  ct_dataset_free(ds);
+}
+
 static void test_bad_options(void **state) {
   (void)state;
   ct_dataset *ds = lazy_dataset(-1);
@@ -315,6 +374,19 @@ static void test_bad_options(void **state) {
   ct_pipeline_options o = {.threads = 0, .prefetch = 2};
   assert_null(ct_pipeline_new(new_batcher(ds), &o, &st));
   assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+  const ct_batch_parts bad[] = {{2, 1, 2, 0}, {-1, 0, 0, 0}, {3, 0, 1, -5}};
+  for (int i = 0; i < 3; ++i) {
+    ct_status_clear(&st);
+    o = (ct_pipeline_options){.threads = 1, .prefetch = 1, .split = bad[i]};
+    assert_null(ct_pipeline_new(new_batcher(ds), &o, &st));
+    assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+    assert_non_null(strstr(st.message, "parts 0 <= first <= first + mine <= parts"));
+  }
+  /* the middle third of a batch is more than the quarter it holds */
+  ct_status_clear(&st);
+  o = (ct_pipeline_options){.threads = 1, .prefetch = 1, .split = k_middle, .max_rows = BATCH / 4};
+  assert_null(ct_pipeline_new(new_batcher(ds), &o, &st));
+  assert_non_null(strstr(st.message, "raise max_rows"));
   ct_dataset_free(ds);
 }
 
@@ -326,6 +398,7 @@ int main(void) {
       cmocka_unit_test(test_an_unreadable_example_fails_its_batch),
       cmocka_unit_test(test_freed_while_the_workers_are_busy),
       cmocka_unit_test(test_cache_reads_each_example_once),
+      cmocka_unit_test(test_split_rows),
       cmocka_unit_test(test_bad_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

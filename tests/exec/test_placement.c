@@ -1,6 +1,7 @@
 /* Placement and multi-device execution: every placement rule, the log, the
  * error text, concurrency of two CPU devices, and equal results whatever
  * the placement. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,6 +319,17 @@ static void test_two_devices_run_concurrently(void **state) {
     ct_tensor_free(out[0]);
     ct_tensor_free(out[1]);
   }
+  /* each device's busy time: the sum of its compute events, no copy */
+  double busy[2] = {0, 0};
+  for (int i = 0; i < ct_run_metadata_event_count(md); ++i) {
+    const ct_timeline_event e = ct_run_metadata_event(md, i);
+    if (e.kind == CT_TIMELINE_COMPUTE) busy[e.device] += e.end_us - e.start_us;
+  }
+  for (int d = 0; d < 2; ++d) {
+    assert_true(busy[d] > 0);
+    assert_true(fabs(ct_run_metadata_device_busy_us(md, d) - busy[d]) <= 1e-9 * busy[d]);
+  }
+  assert_true(ct_run_metadata_device_busy_us(md, 2) == 0.0);
   printf("  /cpu:0 and /cpu:1 busy at the same time for %.0f%% of /cpu:0's span\n",
          100 * best_overlap);
   assert_true(best_overlap > 0.5);

@@ -8,7 +8,7 @@
 #include "exec/estimate.h"
 #include "exec/exec_internal.h"
 #include "test_support.h"
-#include "train/training_graph.h"
+#include "trainer/training_graph.h"
 
 static void test_missing_and_misshaped_feeds(void **state) {
   (void)state;

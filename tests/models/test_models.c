@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "test_support.h"
-#include "train/trainer_internal.h"
+#include "trainer/train_run.h"
 
 typedef struct model_size {
   const char *name;

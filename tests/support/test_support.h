@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "ctower/ctower.h"
-#include "train/classifier.h"
+#include "trainer/classifier.h"
 
 /* Fails the test with the status message unless the status is OK. */
 #define assert_status_ok(status_ptr)                                      \

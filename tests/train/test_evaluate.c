@@ -5,7 +5,9 @@
 
 #include "ctower/models.h"
 #include "test_support.h"
-#include "train/trainer_internal.h"
+#include "trainer/evaluate.h"
+#include "trainer/run_inputs.h"
+#include "trainer/trainer_checkpoint.h"
 
 enum { TEST_EXAMPLES = 1234 }; /* batches of 500, 500 and 234 */
 

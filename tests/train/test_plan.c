@@ -12,8 +12,8 @@
 
 #include "exec/estimate.h"
 #include "test_support.h"
-#include "train/cost_model.h"
-#include "train/trainer_internal.h"
+#include "observe/cost_model.h"
+#include "trainer/train_run.h"
 
 enum { BATCH = 16 };
 

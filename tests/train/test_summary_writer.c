@@ -1,6 +1,6 @@
-/* src/train/summary_writer.c: an event file read back record by record
+/* src/observe/summary_writer.c: an event file read back record by record
  * (ct_tfrecord_read checks both CRCs) and unpacked with the protos of
- * src/train/proto: the file's name, its version event first, scalars,
+ * src/observe/proto: the file's name, its version event first, scalars,
  * text as TensorBoard's text plugin reads it; a folder it cannot write is a
  * status naming it. tests/cli/tensorboard.sh reads a trained run's files
  * with TensorBoard itself. */
@@ -18,7 +18,7 @@
 #include "core/tfrecord.h"
 #include "event.pb-c.h"
 #include "test_support.h"
-#include "train/summary_writer.h"
+#include "observe/summary_writer.h"
 
 /* Every event of the file at path, unpacked (the caller frees them with
  * tensorflow__event__free_unpacked); returns how many, at most max. */

@@ -48,6 +48,22 @@ expect_ok "--help lists eval" 'ctower eval' --help
 expect_ok "--help lists devices" 'ctower devices' --help
 expect_ok "--help lists bench" 'ctower bench' --help
 expect_ok "--help gives the exit codes" '2 bad usage or bad config' --help
+
+# Every command of the command table (the list the unknown-command message
+# gives) has its line in the overview of --help and its own --help, and the
+# overview names no command the table lacks.
+run frobnicate
+table=$(sed -n 's/.*(commands: \([a-z, ]*\);.*/\1/p' <<<"$err" | tr -d ' ' | tr ',' '\n' | sort)
+run --help
+overview=$(sed -n 's/^  ctower \([a-z]\+\) .*/\1/p' <<<"$out" | sort -u)
+if [ -n "$table" ] && [ "$table" = "$overview" ]; then
+  echo "ok: the command table and --help name the same commands: $(echo $table)"
+else
+  fail "the command table ($(echo $table)) and the overview of --help ($(echo $overview)) differ"
+fi
+for command in $table; do
+  expect_ok "$command --help" "Usage: ctower $command" "$command" --help
+done
 expect_ok "--version" '^ctower [0-9]+\.[0-9]+\.[0-9]+$' --version
 expect_ok "train --help" 'Usage: ctower train CONFIG.yaml' train --help
 expect_ok "train --help names --memory-stats" '--memory-stats' train --help

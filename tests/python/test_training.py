@@ -277,7 +277,25 @@ def test_batch_normalization_training_as_a_tensor():
     assert len(updates) == 2
 
 
-def test_batch_normalization_over_another_axis_says_so():
-    x = tf.placeholder(tf.float32, [None, 3])
-    with pytest.raises(NotImplementedError, match="not axis 0 of a tensor of rank 2"):
-        tf.layers.batch_normalization(x, axis=0, training=True, name="bn")
+def test_batch_normalization_over_another_axis():
+    # axis=1 of NCHW images: per channel over N, H and W, as TensorFlow's
+    # layer normalizes them; the gradient reaches x in its own layout
+    x = tf.placeholder(tf.float32, [None, 3, 4, 5])
+    y = tf.layers.batch_normalization(x, axis=1, training=True, momentum=0.5, name="nchw")
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    grad, = tf.gradients(tf.reduce_sum(y * tf.constant(np.arange(60, dtype=np.float32)
+                                                       .reshape(3, 4, 5))), [x])
+    xv = np.random.RandomState(5).randn(6, 3, 4, 5).astype(np.float32) * 2 + 1
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out, g = sess.run([y, grad], {x: xv})
+        sess.run(updates, {x: xv})
+        mean = sess.run(tf.get_default_graph().get_tensor_by_name("nchw/moving_mean:0"))
+    per_channel = xv.transpose(1, 0, 2, 3).reshape(3, -1)
+    want = (xv - per_channel.mean(1)[None, :, None, None]) / np.sqrt(
+        per_channel.var(1)[None, :, None, None] + 1e-3)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(mean, 0.5 * per_channel.mean(1), rtol=1e-5)
+    assert g.shape == xv.shape and np.isfinite(g).all() and np.abs(g).max() > 0
+    with pytest.raises(NotImplementedError, match="takes one axis"):
+        tf.layers.batch_normalization(x, axis=[1, 2], training=True, name="two")

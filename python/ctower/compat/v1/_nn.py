@@ -206,10 +206,20 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
     update ops in tf.GraphKeys.UPDATE_OPS. `training` is a Python bool, or
     a bool tensor (_batch_norm_switched)."""
     graph, (x,) = _tensors([inputs])
-    if axis not in (-1, x.shape.ndims - 1):
-        raise NotImplementedError(
-            "ctower's batch normalization normalizes over the last axis (channels, as images "
-            "are NHWC), not axis %r of a tensor of rank %d" % (axis, x.shape.ndims))
+    rank = x.shape.ndims
+    if isinstance(axis, (list, tuple)):
+        if len(axis) != 1:
+            raise NotImplementedError("ctower's batch normalization takes one axis, not %r" %
+                                      (axis,))
+        axis = axis[0]
+    axis = _ops._axis(axis, rank)
+    if axis != rank - 1:  # the engine normalizes the last axis: move `axis` there and back
+        to_last = [d for d in range(rank) if d != axis] + [axis]
+        back = sorted(range(rank), key=to_last.__getitem__)
+        y = batch_normalization(_ops.transpose(x, to_last), -1, momentum, epsilon, center, scale,
+                                beta_initializer, gamma_initializer, moving_mean_initializer,
+                                moving_variance_initializer, training, trainable, name, reuse)
+        return _ops.transpose(y, back)
     switched = isinstance(training, fw.Tensor) or hasattr(training, "_read")
     channels = x.shape.as_list()[-1]
     before = len(graph._c.update_ops())

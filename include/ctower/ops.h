@@ -231,6 +231,12 @@ void ct_split_sizes(ct_graph *g, ct_output x, int axis, int n, const int64_t *si
 ct_output ct_strided_slice(ct_graph *g, ct_output x, const int64_t *begin, const int64_t *end,
                            const int64_t *strides, unsigned begin_mask, unsigned end_mask);
 
+/* x with its axes permuted, as tf.transpose: output axis d is axis perm[d]
+ * of x (perm has x's rank and holds each of 0 .. rank - 1 once; otherwise
+ * INVALID_ARGUMENT). Its gradient is the transpose by the inverse
+ * permutation. */
+ct_output ct_transpose(ct_graph *g, ct_output x, const int *perm);
+
 /* Reductions over the axes whose bits are set in axes_mask (bit i = axis i;
  * 0 means all axes). keep_dims keeps reduced axes as size 1. */
 ct_output ct_reduce_sum(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);

@@ -602,6 +602,25 @@ static PyObject *g_strided_slice(ct_py_graph *g, PyObject *args) {
   return built(g, o);
 }
 
+/* transpose(x, perm): perm a list of x's rank */
+static PyObject *g_transpose(ct_py_graph *g, PyObject *args) {
+  PyObject *ox, *op;
+  ct_output x;
+  ct_shape perm;
+  if (!PyArg_ParseTuple(args, "OO", &ox, &op) || ct_py_output(g, ox, &x) || ct_py_shape(op, &perm))
+    return NULL;
+  const int rank = ct_output_shape(x).rank;
+  if (perm.rank != rank)
+    return PyErr_Format(PyExc_ValueError, "perm of a tensor of rank %d has %d entries, not %d",
+                        rank, perm.rank, rank);
+  int axes[CT_MAX_RANK];
+  for (int d = 0; d < rank; ++d) axes[d] = (int)perm.dims[d];
+  write_lock(g);
+  ct_output o = ct_transpose(g->graph, x, axes);
+  unlock(g);
+  return built(g, o);
+}
+
 /* argmax(x, axis) */
 static PyObject *g_argmax(ct_py_graph *g, PyObject *args) {
   PyObject *ox;
@@ -754,7 +773,7 @@ static PyMethodDef graph_methods[] = {
     M(gradients, METH_VARARGS),    M(variable_gradients, METH_VARARGS),
     M(apply_gradients, METH_VARARGS), M(variables, METH_NOARGS),
     M(equal, METH_VARARGS),        M(softmax_xent, METH_VARARGS),   M(cast, METH_VARARGS),
-    M(argmax, METH_VARARGS),       M(strided_slice, METH_VARARGS),
+    M(argmax, METH_VARARGS),       M(strided_slice, METH_VARARGS), M(transpose, METH_VARARGS),
     {NULL, NULL, 0, NULL},
 };
 #undef M

@@ -45,6 +45,11 @@ typedef struct ct_slice_attrs {
   unsigned end_mask;           /* bit d: axis d runs to its end (start for stride < 0) */
 } ct_slice_attrs;
 
+/* Transpose: output axis d is input axis perm[d]. */
+typedef struct ct_transpose_attrs {
+  int perm[CT_MAX_RANK];
+} ct_transpose_attrs;
+
 /* Sum, Mean, ReduceGrad (as its reduction's, plus `mean`). */
 typedef struct ct_reduce_attrs {
   unsigned axes_mask; /* bit d set: axis d is reduced (resolved when built) */
@@ -137,6 +142,7 @@ typedef union ct_attrs {
   ct_axis_attrs axis;
   ct_split_attrs split;
   ct_slice_attrs slice;
+  ct_transpose_attrs transpose;
   ct_reduce_attrs reduce;
   ct_matmul_attrs matmul;
   ct_conv2d_attrs conv2d;

@@ -66,6 +66,15 @@ int64_t ct_slice_view(const ct_slice_attrs *a, const ct_shape *in, int64_t *stri
   return base;
 }
 
+void ct_transpose_view(const ct_transpose_attrs *a, const ct_shape *in, int64_t *strides) {
+  int64_t in_strides[CT_MAX_RANK], element = 1;
+  for (int d = in->rank - 1; d >= 0; --d) {
+    in_strides[d] = element;
+    element *= in->dims[d];
+  }
+  for (int d = 0; d < in->rank; ++d) strides[d] = in_strides[a->perm[d]];
+}
+
 void ct_conv_shapes(const ct_kernel_ctx *ctx, conv_kind kind, const ct_shape **x,
                     const ct_shape **filter, const ct_shape **y) {
   switch (kind) {

@@ -32,6 +32,10 @@ int ct_kernel_split_axis(const ct_kernel_ctx *ctx, int rank);
  * be negative). Fills strides[0..rank-1], returns base. */
 int64_t ct_slice_view(const ct_slice_attrs *a, const ct_shape *in, int64_t *strides);
 
+/* Transpose of `in` (attrs.transpose): output element c is input element
+ * sum of c[d] * strides[d]. Fills strides[0..rank-1]. */
+void ct_transpose_view(const ct_transpose_attrs *a, const ct_shape *in, int64_t *strides);
+
 /* Conv2D (x, filter -> y), Conv2DBackpropInput (filter, dy -> dx) and
  * Conv2DBackpropFilter (x, dy -> dfilter): where each tensor is. */
 typedef enum { CONV_FORWARD, CONV_BACKWARD_DATA, CONV_BACKWARD_FILTER } conv_kind;

@@ -23,6 +23,7 @@
   X(ct_op_assign_moving_average) X(ct_op_all_reduce) X(ct_op_collective_reduce)         \
   X(ct_op_collective_broadcast) X(ct_op_assign) X(ct_op_equal) X(ct_op_cast)                \
   X(ct_op_softmax_xent) X(ct_op_l2_loss) X(ct_op_strided_slice) X(ct_op_strided_slice_grad)   \
+  X(ct_op_transpose)                                                                        \
   X(ct_op_stop_gradient) X(ct_op_compress_gradient) X(ct_op_decompress_gradient)            \
   X(ct_op_compressed_all_reduce)
 

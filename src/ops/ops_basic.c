@@ -1,8 +1,9 @@
 /* Sources and shape ops: Placeholder, Const, Variable, Identity,
  * StopGradient, ZerosLike, OnesLike, NoOp, Reshape, Concat, Split, StridedSlice (and their backward
- * helpers). */
+ * helpers), Transpose. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ops/op_cost.h"
 #include "ops/op_list.h"
@@ -376,4 +377,44 @@ ct_output ct_strided_slice(ct_graph *g, ct_output x, const int64_t *begin, const
     a.slice.stride[d] = strides[d];
   }
   return ct_out(ct_graph_add_node(g, &ct_op_strided_slice, NULL, 1, &x, 1, &a), 0);
+}
+
+/* ---- transpose ---------------------------------------------------------- */
+
+/* Output axis d is input axis perm[d]; perm a permutation of the axes. */
+static int infer_transpose(ct_infer_ctx *ctx) {
+  const ct_shape *in = &ctx->in_shapes[0];
+  unsigned seen = 0;
+  for (int d = 0; d < in->rank; ++d) {
+    const int from = ctx->attrs->transpose.perm[d];
+    if (from < 0 || from >= in->rank || ((seen >> from) & 1))
+      return ct_infer_fail(ctx, "perm is not a permutation of the %d axes of the input "
+                           "(entry %d is %d)", in->rank, d, from);
+    seen |= 1u << from;
+    ctx->out_shapes[0].dims[d] = in->dims[from];
+  }
+  ctx->out_shapes[0].rank = in->rank;
+  ctx->out_dtypes[0] = ctx->in_dtypes[0];
+  return 0;
+}
+
+/* dy transposed back: by the inverse permutation. */
+static void grad_transpose(ct_graph *g, const ct_node *node, const ct_output *gy, ct_output *gx) {
+  ct_attrs a;
+  memset(&a, 0, sizeof a);
+  const int rank = ct_output_shape(gy[0]).rank;
+  for (int d = 0; d < rank; ++d) a.transpose.perm[node->attrs.transpose.perm[d]] = d;
+  gx[0] = ct_out(ct_graph_add_node(g, &ct_op_transpose, NULL, 1, gy, 1, &a), 0);
+}
+
+const ct_op_def ct_op_transpose = {"Transpose", infer_transpose, grad_transpose, 0,
+                                   ct_flops_none};
+
+ct_output ct_transpose(ct_graph *g, ct_output x, const int *perm) {
+  if (x.node == NULL) return ct_out(NULL, 0);
+  ct_attrs a;
+  memset(&a, 0, sizeof a);
+  const int rank = ct_output_shape(x).rank;
+  for (int d = 0; d < rank; ++d) a.transpose.perm[d] = perm[d];
+  return ct_out(ct_graph_add_node(g, &ct_op_transpose, NULL, 1, &x, 1, &a), 0);
 }

@@ -1153,6 +1153,45 @@ static void test_strided_slice(void **state) {
   ct_graph_free(g);
 }
 
+/* Transpose of [2, 3, 4, 5] by each of a few permutations against the
+ * naive loop; a perm that is no permutation is refused. */
+static void test_transpose(void **state) {
+  (void)state;
+  const int64_t dims[4] = {2, 3, 4, 5};
+  const int perms[][4] = {{0, 3, 1, 2}, {3, 2, 1, 0}, {1, 0, 3, 2}, {0, 1, 2, 3}};
+  for (size_t p = 0; p < sizeof perms / sizeof perms[0]; ++p) {
+    ct_shape shapes[1] = {ct_shape_make(4, dims)};
+    op_run r;
+    run_begin(&r, 1, shapes, 64);
+    ct_output y = ct_transpose(r.g, r.in[0], perms[p]);
+    ct_tensor *out;
+    run_fetch(&r, 1, &y, &out);
+    float ref[120];
+    int64_t c[4], k = 0;
+    for (c[0] = 0; c[0] < dims[perms[p][0]]; ++c[0])
+      for (c[1] = 0; c[1] < dims[perms[p][1]]; ++c[1])
+        for (c[2] = 0; c[2] < dims[perms[p][2]]; ++c[2])
+          for (c[3] = 0; c[3] < dims[perms[p][3]]; ++c[3]) {
+            int64_t at[4];
+            for (int d = 0; d < 4; ++d) at[perms[p][d]] = c[d];
+            ref[k++] = input(&r, 0)[((at[0] * 3 + at[1]) * 4 + at[2]) * 5 + at[3]];
+          }
+    for (int d = 0; d < 4; ++d) assert_int_equal(out->shape.dims[d], dims[perms[p][d]]);
+    char what[48];
+    snprintf(what, sizeof what, "Transpose (%d, %d, %d, %d)", perms[p][0], perms[p][1],
+             perms[p][2], perms[p][3]);
+    expect_close(what, out, ref, k, 0);
+    ct_tensor_free(out);
+    run_end(&r);
+  }
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)3));
+  assert_null(ct_transpose(g, x, (const int[]){1, 1}).node);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  assert_non_null(strstr(ct_graph_status(g)->message, "perm is not a permutation"));
+  ct_graph_free(g);
+}
+
 /* ---- classification ------------------------------------------------------------------ */
 
 /* ArgMax along each axis of [3, 4, 5] (and axis -2) against the naive scan,
@@ -1521,6 +1560,7 @@ int main(void) {
       cmocka_unit_test(test_concat_split),
       cmocka_unit_test(test_split_sizes),
       cmocka_unit_test(test_strided_slice),
+      cmocka_unit_test(test_transpose),
       cmocka_unit_test(test_argmax_along_each_axis),
       cmocka_unit_test(test_cross_entropy_and_accuracy),
       cmocka_unit_test(test_dense_cross_entropy),

@@ -176,3 +176,19 @@ def test_compute_gradients_with_grad_loss():
         per_example, grad_loss=tf.constant(weights))
     assert var is w
     np.testing.assert_allclose(run(grad), weights @ a, rtol=1e-6)
+
+
+def test_transpose_as_numpy():
+    value = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    x = tf.constant(value)
+    to_nchw = tf.transpose(x, [0, 3, 1, 2])
+    reversed_axes = tf.transpose(x)
+    weights = np.random.RandomState(1).rand(2, 5, 3, 4).astype(np.float32)
+    grad, = tf.gradients(tf.reduce_sum(to_nchw * weights), [x])
+    with tf.Session() as sess:
+        a, b, g = sess.run([to_nchw, reversed_axes, grad])
+    np.testing.assert_array_equal(a, value.transpose(0, 3, 1, 2))
+    np.testing.assert_array_equal(b, value.transpose())
+    np.testing.assert_array_equal(g, weights.transpose(0, 2, 3, 1))  # back by the inverse
+    with pytest.raises(ValueError, match="not a permutation"):
+        tf.transpose(x, [0, 1, 1, 2])

@@ -241,22 +241,61 @@ def test_dropout_noise_shape_broadcasts_one_mask_element():
         tf.nn.dropout(tf.ones([4, 3, 4, 50]), 0.5, noise_shape=[2, 1, 1, 50])
 
 
-def test_batch_normalization_training_as_a_tensor_names_the_way_around():
+def test_batch_normalization_training_as_a_tensor():
+    # training=is_training, a bool placeholder fed True to train and False to
+    # evaluate: the batch's statistics and updates of the moving averages,
+    # then the moving statistics and no update, as TensorFlow's layer does
     x = tf.placeholder(tf.float32, [None, 3])
-    with pytest.raises(NotImplementedError, match="build the layer twice"):
-        tf.layers.batch_normalization(x, training=tf.placeholder(tf.bool), name="bn")
-    with pytest.raises(NotImplementedError, match="not axis 0 of a tensor of rank 2"):
-        tf.layers.batch_normalization(x, axis=0, training=True, name="bn")
-    # the way the message gives: one layer for training, one for evaluation
-    train = tf.layers.batch_normalization(x, training=True, momentum=0.0, name="bn")
+    is_training = tf.placeholder(tf.bool, [])
+    y = tf.layers.batch_normalization(x, training=is_training, momentum=0.75, name="bn")
     updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
-    evaluate = tf.layers.batch_normalization(x, training=False, name="bn", reuse=True)
-    xv = np.random.RandomState(4).randn(16, 3).astype(np.float32) * 3 + 2
+    grad, = tf.gradients(tf.reduce_sum(y * y), [x])
+    # the same layer with training as a Python bool, over the same variables
+    fixed = tf.layers.batch_normalization(x, training=True, name="bn", reuse=True)
+    fixed_grad, = tf.gradients(tf.reduce_sum(fixed * fixed), [x])
+    moving_mean = tf.get_default_graph().get_tensor_by_name("bn/moving_mean:0")
+    moving_var = tf.get_default_graph().get_tensor_by_name("bn/moving_variance:0")
+    rng = np.random.RandomState(4)
+    xv = rng.randn(16, 3).astype(np.float32) * 3 + 2
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        sess.run([train, updates], {x: xv})
-        out = sess.run(evaluate, {x: xv[:2]})
+        out, g, want, want_g = sess.run([y, grad, fixed, fixed_grad], {x: xv, is_training: True})
+        sess.run(updates, {x: xv, is_training: True})
+        mean, var = sess.run([moving_mean, moving_var])
+        evaluate = sess.run(y, {x: xv[:2], is_training: False})
+        sess.run(updates, {x: xv, is_training: False})  # no update while not training
+        still = sess.run([moving_mean, moving_var])
+    np.testing.assert_array_equal(out, want)  # exactly the batch's normalization
+    np.testing.assert_array_equal(g, want_g)
+    # TensorFlow's update from 0 and 1: (1 - momentum) of the way to the batch's
+    np.testing.assert_allclose(mean, 0.25 * xv.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(var, 0.75 + 0.25 * xv.var(0, ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(evaluate, (xv[:2] - mean) / np.sqrt(var + 1e-3), rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_array_equal(still[0], mean)
+    np.testing.assert_array_equal(still[1], var)
     assert len(updates) == 2
-    # the moving statistics (momentum 0: the batch's, the variance unbiased as TensorFlow's)
-    np.testing.assert_allclose(out, (xv[:2] - xv.mean(0)) / np.sqrt(xv.var(0, ddof=1) + 1e-3),
-                               rtol=1e-4, atol=1e-4)
+
+
+def test_batch_normalization_over_another_axis():
+    # axis=1 of NCHW images: per channel over N, H and W, as TensorFlow's
+    # layer normalizes them; the gradient reaches x in its own layout
+    x = tf.placeholder(tf.float32, [None, 3, 4, 5])
+    y = tf.layers.batch_normalization(x, axis=1, training=True, momentum=0.5, name="nchw")
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    grad, = tf.gradients(tf.reduce_sum(y * tf.constant(np.arange(60, dtype=np.float32)
+                                                       .reshape(3, 4, 5))), [x])
+    xv = np.random.RandomState(5).randn(6, 3, 4, 5).astype(np.float32) * 2 + 1
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out, g = sess.run([y, grad], {x: xv})
+        sess.run(updates, {x: xv})
+        mean = sess.run(tf.get_default_graph().get_tensor_by_name("nchw/moving_mean:0"))
+    per_channel = xv.transpose(1, 0, 2, 3).reshape(3, -1)
+    want = (xv - per_channel.mean(1)[None, :, None, None]) / np.sqrt(
+        per_channel.var(1)[None, :, None, None] + 1e-3)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(mean, 0.5 * per_channel.mean(1), rtol=1e-5)
+    assert g.shape == xv.shape and np.isfinite(g).all() and np.abs(g).max() > 0
+    with pytest.raises(NotImplementedError, match="takes one axis"):
+        tf.layers.batch_normalization(x, axis=[1, 2], training=True, name="two")

@@ -143,6 +143,13 @@ static ct_output b_reversed_slice(ct_graph *g, const ct_output *x) {
   return ct_strided_slice(g, x[0], (const int64_t[]){0, 1}, (const int64_t[]){0, 3},
                           (const int64_t[]){-1, 1}, 0x1, 0x1);
 }
+/* axes (2, 0, 1) of [2, 3, 4]; NHWC [2, 3, 4, 5] to NCHW */
+static ct_output b_transpose(ct_graph *g, const ct_output *x) {
+  return ct_transpose(g, x[0], (const int[]){2, 0, 1});
+}
+static ct_output b_transpose_to_nchw(ct_graph *g, const ct_output *x) {
+  return ct_transpose(g, x[0], (const int[]){0, 3, 1, 2});
+}
 static ct_output b_sum(ct_graph *g, const ct_output *x) { return ct_reduce_sum(g, x[0], 0x2, 0); }
 static ct_output b_mean(ct_graph *g, const ct_output *x) { return ct_reduce_mean(g, x[0], 0x5, 1); }
 static ct_output b_mean_all(ct_graph *g, const ct_output *x) { return ct_reduce_mean(g, x[0], 0, 0); }
@@ -276,6 +283,9 @@ static void build_table(void) {
   add_case("Split sizes", 1, S3(6, 2, 3), none, none, VALUES_UNIFORM, b_split_sizes);
   add_case("StridedSlice", 1, S3(4, 5, 3), none, none, VALUES_UNIFORM, b_strided_slice);
   add_case("StridedSlice reversed", 1, S2(6, 4), none, none, VALUES_UNIFORM, b_reversed_slice);
+  add_case("Transpose", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_transpose);
+  add_case("Transpose to NCHW", 1, S4(2, 3, 4, 5), none, none, VALUES_UNIFORM,
+           b_transpose_to_nchw);
   add_case("Sum", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_sum);
   add_case("Mean keep_dims", 1, S3(2, 3, 4), none, none, VALUES_UNIFORM, b_mean);
   add_case("Mean all", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_mean_all);

@@ -92,6 +92,15 @@ void ct_cpu_strided_slice(ct_kernel_ctx *ctx) {
   copy_strided(&w, (const char *)x->data + base * (int64_t)size, y->data, size, 1);
 }
 
+/* y = x with its axes permuted (attrs.transpose), of any dtype. */
+void ct_cpu_transpose(ct_kernel_ctx *ctx) {
+  const ct_tensor *x = &ctx->inputs[0], *y = &ctx->outputs[0];
+  int64_t strides[CT_MAX_RANK];
+  ct_transpose_view(&ctx->attrs->transpose, &x->shape, strides);
+  const strided_walk w = {y->shape.rank, y->shape.dims, strides};
+  copy_strided(&w, x->data, y->data, ct_dtype_size(x->dtype), 1);
+}
+
 /* StridedSliceGrad(dy, x): zeros shaped like x, dy where the slice took. */
 void ct_cpu_strided_slice_grad(ct_kernel_ctx *ctx) {
   const ct_tensor *dy = &ctx->inputs[0], *dx = &ctx->outputs[0];

@@ -24,6 +24,7 @@ const ct_kernel_def ct_cpu_kernels[] = {
     K("Split", ct_cpu_split, NONE),
     K("StridedSlice", ct_cpu_strided_slice, NONE),
     K("StridedSliceGrad", ct_cpu_strided_slice_grad, NONE),
+    K("Transpose", ct_cpu_transpose, NONE),
     K("Neg", ct_cpu_neg, NONE),
     K("Add", ct_cpu_add, NONE),
     K("Sub", ct_cpu_sub, NONE),

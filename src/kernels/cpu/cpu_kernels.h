@@ -26,6 +26,7 @@ CT_CPU_KERNEL(ct_cpu_concat_grad);
 CT_CPU_KERNEL(ct_cpu_split);
 CT_CPU_KERNEL(ct_cpu_strided_slice);
 CT_CPU_KERNEL(ct_cpu_strided_slice_grad);
+CT_CPU_KERNEL(ct_cpu_transpose);
 /* elementwise.c */
 CT_CPU_KERNEL(ct_cpu_neg);
 CT_CPU_KERNEL(ct_cpu_add);

@@ -17,6 +17,7 @@ CT_GPU_KERNEL(ct_gpu_concat_grad);
 CT_GPU_KERNEL(ct_gpu_split);
 CT_GPU_KERNEL(ct_gpu_strided_slice);
 CT_GPU_KERNEL(ct_gpu_strided_slice_grad);
+CT_GPU_KERNEL(ct_gpu_transpose);
 /* gpu_elementwise.c */
 CT_GPU_KERNEL(ct_gpu_neg);
 CT_GPU_KERNEL(ct_gpu_add);

@@ -20,6 +20,7 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     K("Split", ct_gpu_split),
     K("StridedSlice", ct_gpu_strided_slice),
     K("StridedSliceGrad", ct_gpu_strided_slice_grad),
+    K("Transpose", ct_gpu_transpose),
     K("Neg", ct_gpu_neg),
     K("Add", ct_gpu_add),
     K("Sub", ct_gpu_sub),

@@ -89,3 +89,16 @@ void ct_gpu_strided_slice_grad(ct_kernel_ctx *ctx) {
   if (ct_kernel_launch_failed(ctx, err)) return;
   copy_slice(ctx, dx, &ctx->inputs[0], 0);
 }
+
+/* As the CPU's: x's elements gathered through the permuted strides. */
+void ct_gpu_transpose(ct_kernel_ctx *ctx) {
+  const ct_tensor *x = &ctx->inputs[0], *y = &ctx->outputs[0];
+  const int64_t n = ct_shape_elements(&y->shape);
+  if (n == 0) return;
+  ct_strided view = {y->shape.rank > 0 ? y->shape.rank : 1, {1}, {1}};
+  ct_transpose_view(&ctx->attrs->transpose, &x->shape, view.strides);
+  for (int d = 0; d < y->shape.rank; ++d) view.dims[d] = y->shape.dims[d];
+  cudaError_t err = ct_launch_strided_copy(x->data, y->data, ct_dtype_size(x->dtype), n, &view,
+                                           1, ct_kernel_gpu(ctx)->stream);
+  ct_kernel_launch_failed(ctx, err);
+}

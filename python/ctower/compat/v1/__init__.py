@@ -17,8 +17,8 @@ from ctower.compat.v1._nn import cast
 from ctower.compat.v1._ops import (add, add_n, argmax, concat, divide, expand_dims, fill, group,
                                    identity, matmul, multiply, negative, no_op, ones, ones_like,
                                    reduce_mean, reduce_sum, reshape, slice_, split, squeeze,
-                                   stack, stop_gradient, subtract, truediv, unstack, zeros,
-                                   zeros_like)
+                                   stack, stop_gradient, subtract, transpose, truediv, unstack,
+                                   zeros, zeros_like)
 from ctower.compat.v1._session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession,
                                        RunMetadata, RunOptions, Session, get_default_session)
 from ctower.compat.v1._variables import (AUTO_REUSE, GraphKeys, Variable, VariableScope,

@@ -203,18 +203,24 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
                         training=False, trainable=True, name=None, reuse=None, **unused):
     """tf.layers.batch_normalization: gamma, beta and the moving statistics
     as variables of scope `name`; in training the batch statistics, with
-    update ops in tf.GraphKeys.UPDATE_OPS."""
+    update ops in tf.GraphKeys.UPDATE_OPS. `training` is a Python bool, or
+    a bool tensor (_batch_norm_switched)."""
     graph, (x,) = _tensors([inputs])
-    if axis not in (-1, x.shape.ndims - 1):
-        raise NotImplementedError(
-            "ctower's batch normalization normalizes over the last axis (channels, as images "
-            "are NHWC), not axis %r of a tensor of rank %d" % (axis, x.shape.ndims))
-    if isinstance(training, fw.Tensor) or hasattr(training, "_read"):
-        raise NotImplementedError(
-            "ctower's batch normalization takes training as a Python bool (its graphs have no "
-            "conditionals): build the layer twice over the same variables, training=True for "
-            "the training step and training=False with the same name and reuse=True for "
-            "evaluation, and run the one you need")
+    rank = x.shape.ndims
+    if isinstance(axis, (list, tuple)):
+        if len(axis) != 1:
+            raise NotImplementedError("ctower's batch normalization takes one axis, not %r" %
+                                      (axis,))
+        axis = axis[0]
+    axis = _ops._axis(axis, rank)
+    if axis != rank - 1:  # the engine normalizes the last axis: move `axis` there and back
+        to_last = [d for d in range(rank) if d != axis] + [axis]
+        back = sorted(range(rank), key=to_last.__getitem__)
+        y = batch_normalization(_ops.transpose(x, to_last), -1, momentum, epsilon, center, scale,
+                                beta_initializer, gamma_initializer, moving_mean_initializer,
+                                moving_variance_initializer, training, trainable, name, reuse)
+        return _ops.transpose(y, back)
+    switched = isinstance(training, fw.Tensor) or hasattr(training, "_read")
     channels = x.shape.as_list()[-1]
     before = len(graph._c.update_ops())
     with vs.variable_scope(name, default_name="batch_normalization", reuse=reuse):
@@ -228,9 +234,37 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
         moving_var = vs.get_variable("moving_variance", [channels], trainable=False,
                                      initializer=moving_variance_initializer or
                                      vs.ones_initializer())
+        if switched:
+            return _batch_norm_switched(graph, x, gamma, beta, moving_mean, moving_var,
+                                        training, float(momentum), float(epsilon))
         y = graph._built(graph._c.batch_norm(x._output(), gamma._output(), beta._output(),
                                              moving_mean._output(), moving_var._output(),
                                              bool(training), float(momentum), float(epsilon)))
     for node in graph._c.update_ops()[before:]:
         graph.add_to_collection(vs.GraphKeys.UPDATE_OPS, graph._operation(node))
+    return y
+
+
+def _batch_norm_switched(graph, x, gamma, beta, moving_mean, moving_var, training, momentum,
+                         epsilon):
+    """Batch normalization whose `training` is a bool tensor, as TensorFlow's
+    layer decides with a conditional: the batch's statistics while it is
+    true, the moving ones while it is false, and update ops that move the
+    averages only while it is true. ctower's graphs have no conditionals, so
+    both normalizations run and a factor f (1.0 or 0.0) picks one:
+    f * batch + (1 - f) * moving is either one exactly (a finite value times
+    0 adds 0). The updates are TensorFlow's, variable -= (variable - value)
+    * (1 - momentum), with the step times f: 0 leaves the average as it is."""
+    f = cast(training, fw.float32)
+    by_batch = graph._built(graph._c.batch_norm(x._output(), gamma._output(), beta._output(),
+                                                None, None, True, momentum, epsilon))
+    by_moving = graph._built(graph._c.batch_norm(x._output(), gamma._output(), beta._output(),
+                                                 moving_mean._output(), moving_var._output(),
+                                                 False, momentum, epsilon))
+    y = _ops.add(_ops.multiply(f, by_batch), _ops.multiply(_ops.subtract(1.0, f), by_moving))
+    batch_mean, batch_var = by_batch.op.outputs[1:3]
+    step = _ops.multiply(f, 1.0 - momentum)
+    for average, value in ((moving_mean, batch_mean), (moving_var, batch_var)):
+        update = average.assign_sub(_ops.multiply(step, _ops.subtract(average.value(), value)))
+        graph.add_to_collection(vs.GraphKeys.UPDATE_OPS, update.op)
     return y

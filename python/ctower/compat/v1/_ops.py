@@ -154,6 +154,18 @@ def reshape(tensor, shape, name=None):
     return graph._built(graph._c.reshape(x._output(), _static_shape(shape)), name)
 
 
+def transpose(a, perm=None, name="transpose", conjugate=False):
+    """tf.transpose: output axis d is axis perm[d] of a; perm defaults to the
+    axes reversed."""
+    graph, (x,) = _tensors([a])
+    rank = x.shape.ndims
+    perm = list(range(rank))[::-1] if perm is None else [int(p) for p in perm]
+    if sorted(perm) != list(range(rank)):
+        raise ValueError("transpose: perm %s is not a permutation of the %d axes of a tensor of "
+                         "rank %d" % (perm, rank, rank))
+    return graph._built(graph._c.transpose(x._output(), perm), name)
+
+
 def _axis(axis, rank):
     axis = int(axis)
     if axis < 0:

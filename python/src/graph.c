@@ -73,6 +73,14 @@ static PyObject *built(ct_py_graph *g, ct_output o) {
   return output_tuple(o);
 }
 
+int ct_py_graph_check(ct_py_graph *g) {
+  const ct_status *status = ct_graph_status(g->graph);
+  if (ct_ok(status)) return 0;
+  PyErr_SetString(PyExc_ValueError, status->message);
+  ct_graph_clear_error(g->graph);
+  return -1;
+}
+
 /* ---- the type ------------------------------------------------------------------------ */
 
 static PyObject *graph_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {

@@ -2,10 +2,11 @@
  * (include/ctower). It holds the library's objects and converts arguments;
  * TensorFlow's vocabulary is the Python package's (python/ctower).
  *
- * Its files use one another without a circle: errors.c, host_tensor.c and
- * shape.c use no other file; graph.c, session_options.c, checkpoint.c,
- * data.c and train.c use only those; session.c uses graph.c; module.c, on
- * top, registers them all. */
+ * Its files use one another without a circle:
+ * errors.c, host_tensor.c, shape.c and graph_access.c use no other file;
+ * the Graph's builder files, session_options.c, checkpoint.c, data.c and
+ * train.c use only those; graph.c joins its builders' methods; session.c
+ * uses graph.c; module.c, on top, registers them all. */
 #ifndef CTOWER_PYTHON_BINDING_H
 #define CTOWER_PYTHON_BINDING_H
 
@@ -43,14 +44,15 @@ extern PyTypeObject ct_py_tensor_type;
 int ct_py_shape(PyObject *seq, ct_shape *shape);
 PyObject *ct_py_shape_tuple(const ct_shape *shape);
 
-/* graph.c. The output that obj, a tuple (node id, output index), names;
- * None is the null output. Returns 0, or -1 with a Python error set. */
+/* graph_access.c. The output that obj, a tuple (node id, output index),
+ * names; None is the null output. Returns 0, or -1 with a Python error set. */
 int ct_py_output(ct_py_graph *graph, PyObject *obj, ct_output *out);
-/* Raises ValueError with the graph's recorded error and clears it, as
- * TensorFlow raises when an op cannot be built. Returns -1 when the graph
- * holds an error, 0 when not. */
-int ct_py_graph_check(ct_py_graph *graph);
+
+/* graph.c. The Graph type, ready once its methods are joined from the
+ * files that hold them (call before using the type). Returns 0, or -1
+ * with a Python error set. */
 extern PyTypeObject ct_py_graph_type;
+int ct_py_graph_type_ready(void);
 
 /* session_options.c. The session options from keyword arguments
  * (ConfigProto's fields), and devices(**options). */

@@ -33,7 +33,7 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_ctower",
                                         module_methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__ctower(void) {
-  if (PyType_Ready(&ct_py_graph_type) < 0 || PyType_Ready(&ct_py_session_type) < 0 ||
+  if (ct_py_graph_type_ready() < 0 || PyType_Ready(&ct_py_session_type) < 0 ||
       PyType_Ready(&ct_py_tensor_type) < 0 || PyType_Ready(&ct_py_batcher_type) < 0)
     return NULL;
   PyObject *m = PyModule_Create(&module_def);

@@ -2,7 +2,7 @@
  * (include/ctower). It holds the library's objects and converts arguments;
  * TensorFlow's vocabulary is the Python package's (python/ctower).
  *
- * Its files use one another without a circle:
+ * Its files use one another without a circle (scripts/check-layers.py):
  * errors.c, host_tensor.c, shape.c and graph_access.c use no other file;
  * the Graph's builder files, session_options.c, checkpoint.c, data.c and
  * train.c use only those; graph.c joins its builders' methods; session.c

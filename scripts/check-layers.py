@@ -11,7 +11,8 @@ other. The layers, lowest first, are those of docs/architecture.md.
 
 Within a folder, the .c files may not use one another's functions and
 variables in a circle: the graph of "file A uses a symbol that file B
-defines" between the files of one top-level folder must be acyclic, so
+defines" between the files of one top-level folder of src/, or of
+python/src (the Python extension's, one folder), must be acyclic, so
 that each file can be read, tested and moved with the files below it
 alone. The graph comes from the sources (external definitions at file
 scope, and the identifiers each file uses), so the check needs no build.

@@ -1,7 +1,8 @@
 """Circles between the .c files of one folder, for check-layers.py.
 
-A file depends on another of its top-level folder under src/ when it uses
-an identifier that the other defines at file scope with external linkage
+The folders are the top-level folders of src/ (with their subfolders), and
+python/src, the Python extension's. A file depends on another of its folder
+when it uses an identifier that the other defines at file scope with external linkage
 (a function, or a variable). The definitions and uses are read from the
 sources with a small C scanner: comments, strings and #include lines
 dropped, identifiers after "." or "->" (members) ignored, a file's own
@@ -163,15 +164,28 @@ def _components(graph, nodes):
     return found
 
 
+# The folders of sources apart from src/, each one folder for the check.
+WHOLE_FOLDERS = ["python/src"]
+
+
+def folder_of(rel):
+    """The folder whose files may not use one another in a circle: src/'s
+    top-level folder of rel, else the one of WHOLE_FOLDERS that holds it."""
+    for whole in WHOLE_FOLDERS:
+        if rel.startswith(whole + "/"):
+            return whole
+    return rel.split("/")[1]
+
+
 def file_circles(root):
     """(problems, number of files): each circle between a folder's .c files."""
     files = {}
-    src = os.path.join(root, "src")
-    for folder, _, names in os.walk(src):
-        for name in sorted(names):
-            if name.endswith((".c", ".cu")):
-                path = os.path.join(folder, name)
-                files[os.path.relpath(path, root)] = scan(path)
+    for base in ["src"] + WHOLE_FOLDERS:
+        for folder, _, names in os.walk(os.path.join(root, base)):
+            for name in sorted(names):
+                if name.endswith((".c", ".cu")):
+                    path = os.path.join(folder, name)
+                    files[os.path.relpath(path, root)] = scan(path)
     owners = {}
     for rel, (external, _, _) in files.items():
         for name in external:
@@ -180,12 +194,12 @@ def file_circles(root):
     for rel, (_, defined, uses) in files.items():
         if rel in REGISTRATION_TABLES:
             continue
-        top = rel.split("/")[1]
+        top = folder_of(rel)
         for name, number in uses.items():
             if name in defined:
                 continue
             for other in owners.get(name, ()):
-                if other != rel and other.split("/")[1] == top:
+                if other != rel and folder_of(other) == top:
                     graph.setdefault(rel, {}).setdefault(other, (name, number))
     problems = []
     for component in _components(graph, files):
@@ -194,7 +208,7 @@ def file_circles(root):
         steps = " -> ".join(
             f"{b} ({graph[a][b][0]})" for a, b in zip(cycle, cycle[1:]))
         line = graph[cycle[0]][cycle[1]][1]
-        folder = start.split("/")[1]
+        folder = folder_of(start)
         problems.append(f"{start}:{line}: circle in {folder}: {start} -> {steps}"
                         + (f" (and {len(component)} files in all)" if len(component) > len(cycle) - 1
                            else ""))

@@ -128,112 +128,164 @@ static double seconds_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* A run's arguments read from Python (the feeds as headers over the
+ * callers' buffers, the outputs to fetch, the nodes to run) and what the
+ * run made. */
+typedef struct {
+  PyObject *feeds_fast, *fetches_fast, *targets_fast;
+  Py_ssize_t n_feeds, n_views, n_fetches, n_targets;
+  ct_feed *feeds;
+  ct_tensor *values;   /* the feeds' headers */
+  Py_buffer *views;    /* the first n_views hold the buffers under values */
+  ct_output *fetches;
+  ct_node **targets;
+  ct_tensor **results; /* the fetched tensors, owned until handed to Python */
+  int repeat;          /* runs to make (benchmarks); 0: one, and its tensors are the result */
+  double *times;       /* each run's seconds, with repeat > 0 */
+} run_call;
+
+/* The sequences of a run's arguments and the arrays they are read into.
+ * Returns 0, or -1 with a Python error set. */
+static int run_call_open(run_call *c, PyObject *feed_seq, PyObject *fetch_seq,
+                         PyObject *target_seq) {
+  c->feeds_fast = PySequence_Fast(feed_seq, "feeds are a sequence");
+  c->fetches_fast = PySequence_Fast(fetch_seq, "fetches are a sequence");
+  c->targets_fast = PySequence_Fast(target_seq, "targets are a sequence");
+  if (c->feeds_fast == NULL || c->fetches_fast == NULL || c->targets_fast == NULL) return -1;
+  c->n_feeds = PySequence_Fast_GET_SIZE(c->feeds_fast);
+  c->n_fetches = PySequence_Fast_GET_SIZE(c->fetches_fast);
+  c->n_targets = PySequence_Fast_GET_SIZE(c->targets_fast);
+  c->feeds = PyMem_Calloc((size_t)c->n_feeds + 1, sizeof *c->feeds);
+  c->values = PyMem_Calloc((size_t)c->n_feeds + 1, sizeof *c->values);
+  c->views = PyMem_Calloc((size_t)c->n_feeds + 1, sizeof *c->views);
+  c->fetches = PyMem_Calloc((size_t)c->n_fetches + 1, sizeof *c->fetches);
+  c->results = PyMem_Calloc((size_t)c->n_fetches + 1, sizeof *c->results);
+  c->targets = PyMem_Calloc((size_t)c->n_targets + 1, sizeof *c->targets);
+  if (!c->feeds || !c->values || !c->views || !c->fetches || !c->results || !c->targets) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  return 0;
+}
+
+/* The feeds, each (output, dtype, buffer), read in place. Returns 0, or -1
+ * with a Python error set. */
+static int read_feeds(ct_py_graph *g, run_call *c) {
+  for (Py_ssize_t i = 0; i < c->n_feeds; ++i) {
+    PyObject *output, *buffer;
+    int dtype;
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(c->feeds_fast, i), "OiO", &output, &dtype,
+                          &buffer) ||
+        ct_py_output(g, output, &c->feeds[i].output))
+      return -1;
+    if (ct_py_tensor_view(buffer, (ct_dtype)dtype, &c->views[i], &c->values[i])) return -1;
+    ++c->n_views;
+    c->feeds[i].value = &c->values[i];
+  }
+  return 0;
+}
+
+/* The outputs to fetch and the nodes to run (node ids). Returns 0, or -1
+ * with a Python error set. */
+static int read_fetches(ct_py_graph *g, run_call *c) {
+  for (Py_ssize_t i = 0; i < c->n_fetches; ++i)
+    if (ct_py_output(g, PySequence_Fast_GET_ITEM(c->fetches_fast, i), &c->fetches[i])) return -1;
+  for (Py_ssize_t i = 0; i < c->n_targets; ++i) {
+    long id = PyLong_AsLong(PySequence_Fast_GET_ITEM(c->targets_fast, i));
+    if (id == -1 && PyErr_Occurred()) return -1;
+    c->targets[i] = ct_graph_node(g->graph, (int)id);
+    if (c->targets[i] == NULL) {
+      PyErr_Format(PyExc_ValueError, "the graph has no node %ld", id);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Makes the run (`repeat` times with repeat > 0) with the GIL released,
+ * under the session's mutex and the graph's read lock. Returns 0; 1 when
+ * the engine failed (status filled); -1 with a Python error set when the
+ * session was closed before the run could start. */
+static int run_released(ct_py_session *s, run_call *c, ct_status *status) {
+  ct_py_graph *g = s->graph;
+  int failed = 0;
+  lock_session(s);
+  if (check_open(s)) {
+    pthread_mutex_unlock(&s->mutex);
+    return -1;
+  }
+  Py_BEGIN_ALLOW_THREADS
+  pthread_rwlock_rdlock(&g->lock);
+  for (int k = 0; k < (c->repeat > 0 ? c->repeat : 1); ++k) {
+    const double start = seconds_now();
+    if (k > 0)
+      for (Py_ssize_t i = 0; i < c->n_fetches; ++i) ct_tensor_free(c->results[i]);
+    ct_session_set_step(s->session, s->step++);
+    failed = ct_session_run(s->session, c->feeds, (int)c->n_feeds, c->fetches, (int)c->n_fetches,
+                            c->targets, (int)c->n_targets, c->results, status);
+    s->last_run_seconds = seconds_now() - start;
+    if (c->times) c->times[k] = s->last_run_seconds;
+    if (failed) break;
+  }
+  pthread_rwlock_unlock(&g->lock);
+  Py_END_ALLOW_THREADS
+  pthread_mutex_unlock(&s->mutex);
+  return failed ? 1 : 0;
+}
+
+/* What a run returns: each run's seconds with repeat > 0, else the fetched
+ * tensors as HostTensors (which take them over). NULL with a Python error
+ * set when a list cannot be made. */
+static PyObject *run_results(run_call *c) {
+  if (c->times) {
+    PyObject *result = PyList_New(c->repeat);
+    for (int k = 0; result && k < c->repeat; ++k)
+      PyList_SET_ITEM(result, k, PyFloat_FromDouble(c->times[k]));
+    return result;
+  }
+  PyObject *result = PyList_New(c->n_fetches);
+  for (Py_ssize_t i = 0; result && i < c->n_fetches; ++i) {
+    PyObject *t = ct_py_tensor_wrap(c->results[i]);
+    c->results[i] = NULL;
+    if (t == NULL) Py_CLEAR(result);
+    else PyList_SET_ITEM(result, i, t);
+  }
+  return result;
+}
+
+/* Releases the callers' buffers and frees what the run's arguments and
+ * results still hold. */
+static void run_call_close(run_call *c) {
+  for (Py_ssize_t i = 0; i < c->n_views; ++i) PyBuffer_Release(&c->views[i]);
+  for (Py_ssize_t i = 0; c->results && i < c->n_fetches; ++i) ct_tensor_free(c->results[i]);
+  PyMem_Free(c->feeds), PyMem_Free(c->values), PyMem_Free(c->views);
+  PyMem_Free(c->fetches), PyMem_Free(c->results), PyMem_Free(c->targets), PyMem_Free(c->times);
+  Py_XDECREF(c->feeds_fast), Py_XDECREF(c->fetches_fast), Py_XDECREF(c->targets_fast);
+}
+
 /* run([(output, dtype, buffer)], [output], [node id], repeat=0) -> [HostTensor]
  * With repeat > 0 (benchmarks: the same run from C, without Python between
  * the runs), the run is made `repeat` times and the result is the list of
  * each run's seconds. */
 static PyObject *s_run(ct_py_session *s, PyObject *args) {
   PyObject *feed_seq, *fetch_seq, *target_seq;
-  int repeat = 0;
-  if (!PyArg_ParseTuple(args, "OOO|i", &feed_seq, &fetch_seq, &target_seq, &repeat)) return NULL;
-  double *times = NULL;
-  if (repeat > 0 && (times = PyMem_Calloc((size_t)repeat, sizeof *times)) == NULL)
+  run_call c = {0};
+  if (!PyArg_ParseTuple(args, "OOO|i", &feed_seq, &fetch_seq, &target_seq, &c.repeat))
+    return NULL;
+  if (c.repeat > 0 && (c.times = PyMem_Calloc((size_t)c.repeat, sizeof *c.times)) == NULL)
     return PyErr_NoMemory();
-  if (check_open(s)) return NULL;
-  ct_py_graph *g = s->graph;
-  PyObject *feeds_fast = PySequence_Fast(feed_seq, "feeds are a sequence");
-  PyObject *fetches_fast = PySequence_Fast(fetch_seq, "fetches are a sequence");
-  PyObject *targets_fast = PySequence_Fast(target_seq, "targets are a sequence");
-  PyObject *result = NULL;
-  Py_ssize_t n_feeds = 0, n_views = 0, n_fetches = 0, n_targets = 0;
-  ct_feed *feeds = NULL;
-  ct_tensor *values = NULL, **results = NULL;
-  Py_buffer *views = NULL;
-  ct_output *fetches = NULL;
-  ct_node **targets = NULL;
-  if (feeds_fast == NULL || fetches_fast == NULL || targets_fast == NULL) goto done;
-  n_feeds = PySequence_Fast_GET_SIZE(feeds_fast);
-  n_fetches = PySequence_Fast_GET_SIZE(fetches_fast);
-  n_targets = PySequence_Fast_GET_SIZE(targets_fast);
-  feeds = PyMem_Calloc((size_t)n_feeds + 1, sizeof *feeds);
-  values = PyMem_Calloc((size_t)n_feeds + 1, sizeof *values);
-  views = PyMem_Calloc((size_t)n_feeds + 1, sizeof *views);
-  fetches = PyMem_Calloc((size_t)n_fetches + 1, sizeof *fetches);
-  results = PyMem_Calloc((size_t)n_fetches + 1, sizeof *results);
-  targets = PyMem_Calloc((size_t)n_targets + 1, sizeof *targets);
-  if (!feeds || !values || !views || !fetches || !results || !targets) {
-    PyErr_NoMemory();
-    goto done;
-  }
-  for (Py_ssize_t i = 0; i < n_feeds; ++i) {
-    PyObject *output, *buffer;
-    int dtype;
-    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(feeds_fast, i), "OiO", &output, &dtype,
-                          &buffer) ||
-        ct_py_output(g, output, &feeds[i].output))
-      goto done;
-    if (ct_py_tensor_view(buffer, (ct_dtype)dtype, &views[i], &values[i])) goto done;
-    ++n_views;
-    feeds[i].value = &values[i];
-  }
-  for (Py_ssize_t i = 0; i < n_fetches; ++i)
-    if (ct_py_output(g, PySequence_Fast_GET_ITEM(fetches_fast, i), &fetches[i])) goto done;
-  for (Py_ssize_t i = 0; i < n_targets; ++i) {
-    long id = PyLong_AsLong(PySequence_Fast_GET_ITEM(targets_fast, i));
-    if (id == -1 && PyErr_Occurred()) goto done;
-    targets[i] = ct_graph_node(g->graph, (int)id);
-    if (targets[i] == NULL) {
-      PyErr_Format(PyExc_ValueError, "the graph has no node %ld", id);
-      goto done;
-    }
-  }
   ct_status status = CT_STATUS_INIT;
-  int failed = 0;
-  lock_session(s);
-  if (check_open(s)) {
-    pthread_mutex_unlock(&s->mutex);
-    goto done;
-  }
-  Py_BEGIN_ALLOW_THREADS
-  pthread_rwlock_rdlock(&g->lock);
-  for (int k = 0; k < (repeat > 0 ? repeat : 1); ++k) {
-    const double start = seconds_now();
-    if (k > 0)
-      for (Py_ssize_t i = 0; i < n_fetches; ++i) ct_tensor_free(results[i]);
-    ct_session_set_step(s->session, s->step++);
-    failed = ct_session_run(s->session, feeds, (int)n_feeds, fetches, (int)n_fetches, targets,
-                            (int)n_targets, results, &status);
-    s->last_run_seconds = seconds_now() - start;
-    if (times) times[k] = s->last_run_seconds;
-    if (failed) break;
-  }
-  pthread_rwlock_unlock(&g->lock);
-  Py_END_ALLOW_THREADS
-  pthread_mutex_unlock(&s->mutex);
-  if (failed) {
+  int ran = -1;
+  if (check_open(s) == 0 && run_call_open(&c, feed_seq, fetch_seq, target_seq) == 0 &&
+      read_feeds(s->graph, &c) == 0 && read_fetches(s->graph, &c) == 0)
+    ran = run_released(s, &c, &status);
+  PyObject *result = NULL;
+  if (ran == 1)
     ct_py_raise(&status);
-    goto done;
-  }
   /* Ctrl-C during the run: the step has finished; the interrupt is raised now */
-  if (PyErr_CheckSignals() != 0) goto done;
-  if (times) {
-    result = PyList_New(repeat);
-    for (int k = 0; result && k < repeat; ++k) PyList_SET_ITEM(result, k, PyFloat_FromDouble(times[k]));
-    goto done;
-  }
-  result = PyList_New(n_fetches);
-  for (Py_ssize_t i = 0; result && i < n_fetches; ++i) {
-    PyObject *t = ct_py_tensor_wrap(results[i]);
-    results[i] = NULL;
-    if (t == NULL) Py_CLEAR(result);
-    else PyList_SET_ITEM(result, i, t);
-  }
-done:
-  for (Py_ssize_t i = 0; i < n_views; ++i) PyBuffer_Release(&views[i]);
-  for (Py_ssize_t i = 0; results && i < n_fetches; ++i) ct_tensor_free(results[i]);
-  PyMem_Free(feeds), PyMem_Free(values), PyMem_Free(views);
-  PyMem_Free(fetches), PyMem_Free(results), PyMem_Free(targets), PyMem_Free(times);
-  Py_XDECREF(feeds_fast), Py_XDECREF(fetches_fast), Py_XDECREF(targets_fast);
+  else if (ran == 0 && PyErr_CheckSignals() == 0)
+    result = run_results(&c);
+  run_call_close(&c);
   return result;
 }
 

@@ -9,7 +9,7 @@ import numpy as np
 from ctower.compat.v1 import _framework as fw
 from ctower.compat.v1._framework import Tensor, convert_to_tensor, get_default_graph
 
-# the extension's op codes (python/src/graph.c)
+# the extension's op codes (python/src/graph_ops.c)
 (_IDENTITY, _NEG, _RELU, _SIGMOID, _TANH, _ZEROS_LIKE, _ONES_LIKE, _L2_LOSS,
  _STOP_GRADIENT) = range(9)
 _ADD, _SUB, _MUL, _DIV, _SPARSE_XENT, _ACCURACY, _ASSIGN, _DROPOUT = range(8)

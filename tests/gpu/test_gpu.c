@@ -171,8 +171,10 @@ typedef struct train_setup {
   int virtual_gpus;        /* split /gpu:0 into this many logical GPUs (0: none) */
   ct_precision precision;  /* of the GPUs' matmuls and convolutions */
   ct_compression compression; /* with resolve */
-  int resolve;             /* towers from ct_towers_resolve: devices as listed, all_reduce
-                              auto, the compression; else update and reduce as given */
+  int resolve;             /* towers from ct_towers_resolve: devices as listed, the
+                              all-reduce as requested, the compression; else update and
+                              reduce as given */
+  ct_all_reduce_request request; /* with resolve */
 } train_setup;
 
 /* The towers t asks for, as ct_towers_resolve makes them on a session of
@@ -184,6 +186,7 @@ static void resolve_towers(const train_setup *t, const ct_session_options *so,
   r.n_listed = t->n_towers;
   for (int k = 0; k < t->n_towers; ++k) snprintf(r.listed[k], sizeof r.listed[k], "%s", t->devices[k]);
   r.compression = t->compression;
+  r.all_reduce = t->request;
   ct_status st = CT_STATUS_INIT;
   assert_int_equal(ct_towers_resolve(&r, so, o, &st), 0);
 }
@@ -302,7 +305,7 @@ static void test_training_steps_match_the_cpu(void **state) {
   const char *names[] = {"sgd", "momentum", "adam"};
   for (int k = 0; k < 3; ++k) {
     train_setup cpu = {"fmnist_cnn", 1, {"/cpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
-                       CT_ALL_REDUCE_RING, kinds[k], 0, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0};
+                       CT_ALL_REDUCE_RING, kinds[k], 0, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0, CT_ALL_REDUCE_REQUEST_AUTO};
     train_setup gpu = cpu;
     gpu.devices[0] = "/gpu:0";
     double d = compare_runs(&gpu, &cpu);
@@ -318,7 +321,7 @@ static void test_reduced_precision_tracks_fp32(void **state) {
   const ct_precision precisions[] = {CT_PRECISION_TF32, CT_PRECISION_BF16};
   const char *names[] = {"tf32", "bf16"};
   train_setup fp32 = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
-                      CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0};
+                      CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0, CT_ALL_REDUCE_REQUEST_AUTO};
   for (int k = 0; k < 2; ++k) {
     train_setup reduced = fp32;
     reduced.precision = precisions[k];
@@ -332,7 +335,7 @@ static void test_reduced_precision_tracks_fp32(void **state) {
 static void test_towers_on_two_virtual_gpus(void **state) {
   (void)state;
   train_setup one = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
-                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 2, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0};
+                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 2, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0, CT_ALL_REDUCE_REQUEST_AUTO};
   train_setup collective = one, ps = one;
   collective.n_towers = ps.n_towers = 2;
   collective.devices[1] = ps.devices[1] = "/gpu:1";
@@ -394,7 +397,7 @@ static void test_training_steps_wait_only_at_the_end(void **state) {
   (void)state;
   long counts[EMU_COUNT_KINDS] = {0};
   train_setup towers = {"fmnist_cnn", 2, {"/gpu:0", "/gpu:1"}, CT_VARIABLE_UPDATE_REPLICATED,
-                        CT_ALL_REDUCE_COLLECTIVE, CT_OPTIMIZER_MOMENTUM, 2, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0};
+                        CT_ALL_REDUCE_COLLECTIVE, CT_OPTIMIZER_MOMENTUM, 2, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0, CT_ALL_REDUCE_REQUEST_AUTO};
   int64_t n;
   free(train(&towers, &n, counts));
   const int steps = STEPS - 1, gpus = 2;
@@ -624,7 +627,7 @@ static void test_towers_on_two_physical_gpus(void **state) {
   (void)state;
   skip_unless_two_gpus();
   train_setup one = {"fmnist_cnn", 1, {"/gpu:0"}, CT_VARIABLE_UPDATE_REPLICATED,
-                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0};
+                     CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32, CT_COMPRESSION_NONE, 0, CT_ALL_REDUCE_REQUEST_AUTO};
   train_setup two = one;
   two.n_towers = 2;
   two.devices[1] = "/gpu:1";
@@ -641,25 +644,27 @@ static void test_towers_on_two_physical_gpus(void **state) {
   assert_true(d4 <= 1e-5);
 }
 
-/* The packings of a graph's all-reduce: CompressGradient nodes, each on a
- * GPU of towers (/gpu:k asked of it). */
-static int packings_on_gpus(const ct_graph *g) {
-  int packings = 0;
+/* The nodes of op `op` in a graph, those asked of `device` (a prefix of
+ * their requested device; NULL: all of them). */
+static int nodes_of(const ct_graph *g, const char *op, const char *device) {
+  int count = 0;
   for (int i = 0; i < ct_graph_node_count(g); ++i) {
     const ct_node *node = ct_graph_node(g, i);
-    if (strcmp(ct_node_op(node), "CompressGradient") != 0) continue;
-    assert_non_null(strstr(ct_node_requested_device(node), "/gpu:"));
-    ++packings;
+    count += strcmp(ct_node_op(node), op) == 0 &&
+             (device == NULL || strncmp(ct_node_requested_device(node), device, strlen(device)) == 0);
   }
-  return packings;
+  return count;
 }
 
-/* The graph of 2 towers on t's devices, resolved with t's compression:
- * its packings (packings_on_gpus) and the all-reduce it took. */
-static int packings_of(const train_setup *t, ct_all_reduce_algorithm *reduce) {
+/* The graph of mlp's towers on t's devices, resolved with t's compression
+ * and all-reduce: the nodes of `op` asked of `device` (nodes_of), and the
+ * all-reduce it took. */
+static int towers_nodes_of(const train_setup *t, const char *op, const char *device,
+                           ct_all_reduce_algorithm *reduce) {
   ct_session_options so;
   ct_session_options_defaults(&so);
   so.gpu_options.n_virtual_devices = t->virtual_gpus;
+  so.device_count_cpu = 2; /* room for towers on /cpu:0 and /cpu:1 */
   ct_tower_options o;
   resolve_towers(t, &so, &o);
   *reduce = o.all_reduce;
@@ -669,9 +674,17 @@ static int packings_of(const train_setup *t, ct_all_reduce_algorithm *reduce) {
   ct_classifier_towers towers;
   ct_classifier_towers_build(g, ct_model_find("mlp"), 28, 28, 1, 10, &o, &oc, &towers);
   assert_status_ok(ct_graph_status(g));
-  const int packings = packings_on_gpus(g);
+  const int count = nodes_of(g, op, device);
   ct_classifier_towers_free(&towers);
   ct_graph_free(g);
+  return count;
+}
+
+/* The packings of the all-reduce of t's towers (CompressGradient nodes),
+ * each on a GPU. */
+static int packings_of(const train_setup *t, ct_all_reduce_algorithm *reduce) {
+  const int packings = towers_nodes_of(t, "CompressGradient", NULL, reduce);
+  assert_int_equal(towers_nodes_of(t, "CompressGradient", "/gpu:", reduce), packings);
   return packings;
 }
 
@@ -686,7 +699,7 @@ static void test_compression_between_gpus(void **state) {
   skip_unless_two_gpus();
   train_setup exact = {"fmnist_cnn", 2, {"/gpu:0", "/gpu:1"}, CT_VARIABLE_UPDATE_REPLICATED,
                        CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32,
-                       CT_COMPRESSION_NONE, 1};
+                       CT_COMPRESSION_NONE, 1, CT_ALL_REDUCE_REQUEST_AUTO};
   const ct_compression kinds[] = {CT_COMPRESSION_BF16, CT_COMPRESSION_FP16, CT_COMPRESSION_ONEBIT};
   int packings_two_gpus = 0;
   for (int k = 0; k < 3; ++k) {
@@ -716,6 +729,36 @@ static void test_compression_between_gpus(void **state) {
   beside_cpu.devices[1] = "/cpu:0";
   beside_cpu.compression = CT_COMPRESSION_FP16;
   assert_int_equal(packings_of(&beside_cpu, &reduce), packings_two_gpus / 2);
+}
+
+/* An exact ring between two GPUs, or a GPU and the host: each tower unpacks
+ * the sum into its gradients itself (ConcatGrad beside it), so that they
+ * do not cross again as slices of the first tower's; towers on CPU devices
+ * share one unpack. The weights are those of one device. */
+static void test_ring_sums_unpack_beside_each_tower(void **state) {
+  (void)state;
+  skip_unless_two_gpus();
+  train_setup ring = {"fmnist_cnn", 2, {"/gpu:0", "/gpu:1"}, CT_VARIABLE_UPDATE_REPLICATED,
+                      CT_ALL_REDUCE_RING, CT_OPTIMIZER_MOMENTUM, 0, CT_PRECISION_FP32,
+                      CT_COMPRESSION_NONE, 1, CT_ALL_REDUCE_REQUEST_RING};
+  ct_all_reduce_algorithm reduce;
+  const char *const pairs[][2] = {{"/gpu:0", "/gpu:1"}, {"/gpu:0", "/cpu:0"}, {"/cpu:0", "/cpu:1"}};
+  for (int p = 0; p < 3; ++p) {
+    train_setup t = ring;
+    t.devices[0] = pairs[p][0], t.devices[1] = pairs[p][1];
+    const int first = towers_nodes_of(&t, "ConcatGrad", pairs[p][0], &reduce);
+    const int second = towers_nodes_of(&t, "ConcatGrad", pairs[p][1], &reduce);
+    printf("  %s and %s: %d unpacks beside the first tower, %d beside the second\n",
+           pairs[p][0], pairs[p][1], first, second);
+    assert_true(first > 0);
+    assert_int_equal(second, p < 2 ? first : 0);
+  }
+  train_setup one = ring;
+  one.n_towers = 1;
+  one.resolve = 0;
+  const double d = compare_runs(&ring, &one);
+  printf("  2 GPUs, replicated (ring): %.2e from 1 device\n", d);
+  assert_true(d <= 1e-5);
 }
 
 /* With a GPU, default placement puts ops on /gpu:0 (GPU before CPU), soft
@@ -975,6 +1018,7 @@ int main(void) {
 #endif
       cmocka_unit_test(test_towers_on_two_physical_gpus),
       cmocka_unit_test(test_compression_between_gpus),
+      cmocka_unit_test(test_ring_sums_unpack_beside_each_tower),
       cmocka_unit_test(test_staged_inputs_copy_under_the_last_run),
       cmocka_unit_test(test_feeds_in_pinned_memory_copy_in_place),
 #ifdef CT_GPU_EMULATED

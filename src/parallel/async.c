@@ -51,18 +51,4 @@ static int async_new(const ct_strategy_env *env, void **state, ct_status *status
   return ct_ps_tasks_new(env, 1, state, status);
 }
 
-const ct_strategy ct_strategy_async = {
-    .name = "async",
-    .one_copy = 1,
-    .on_ps_tasks = 1,
-    .describe = ct_ps_tasks_describe,
-    .run_new = async_new,
-    .run_free = ct_ps_tasks_free,
-    .own_step = async_step,
-    .step_targets = ct_ps_tasks_targets,
-    .step_fetches = ct_ps_tasks_fetches,
-    .after_run = ct_ps_tasks_worker_exchange,
-    .end_epoch = ct_ps_tasks_end_epoch,
-    .print_banner = ct_ps_tasks_print_banner,
-    .report = ct_ps_tasks_report,
-};
+const ct_strategy ct_strategy_async = CT_PS_TASKS_STRATEGY("async", async_new, async_step);

@@ -464,18 +464,4 @@ static int sync_new(const ct_strategy_env *env, void **state, ct_status *status)
   return ct_ps_tasks_new(env, 0, state, status);
 }
 
-const ct_strategy ct_strategy_ps_tasks = {
-    .name = "ps_tasks",
-    .one_copy = 1,
-    .on_ps_tasks = 1,
-    .describe = ct_ps_tasks_describe,
-    .run_new = sync_new,
-    .run_free = ct_ps_tasks_free,
-    .own_step = sync_step,
-    .step_targets = ct_ps_tasks_targets,
-    .step_fetches = ct_ps_tasks_fetches,
-    .after_run = ct_ps_tasks_worker_exchange,
-    .end_epoch = ct_ps_tasks_end_epoch,
-    .print_banner = ct_ps_tasks_print_banner,
-    .report = ct_ps_tasks_report,
-};
+const ct_strategy ct_strategy_ps_tasks = CT_PS_TASKS_STRATEGY("ps_tasks", sync_new, sync_step);

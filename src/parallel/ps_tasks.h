@@ -66,6 +66,17 @@ void ct_ps_tasks_print_banner(const void *state, int global_towers);
 int ct_ps_tasks_report(void *state, ct_status *status);
 void ct_ps_tasks_describe(const ct_tower_options *o, char *buf, size_t size);
 
+/* The table of a strategy on ps tasks: the shared functions above, with
+ * its own name, run_new and step. */
+#define CT_PS_TASKS_STRATEGY(strategy_name, new_fn, step_fn)                                    \
+  {                                                                                             \
+    .name = strategy_name, .one_copy = 1, .on_ps_tasks = 1, .describe = ct_ps_tasks_describe,   \
+    .run_new = new_fn, .run_free = ct_ps_tasks_free, .own_step = step_fn,                       \
+    .step_targets = ct_ps_tasks_targets, .step_fetches = ct_ps_tasks_fetches,                   \
+    .after_run = ct_ps_tasks_worker_exchange, .end_epoch = ct_ps_tasks_end_epoch,               \
+    .print_banner = ct_ps_tasks_print_banner, .report = ct_ps_tasks_report,                     \
+  }
+
 /* A ps task's parts of a step: applying the gradients at `data` (this
  * task's payload) at `rate`; answering every waiting worker whose read
  * the staleness bound allows; taking in the header of worker w's

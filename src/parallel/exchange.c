@@ -34,9 +34,7 @@ typedef struct tower_sum {
   int root;            /* the tower whose device holds the process's sum (ring, tree) */
 } tower_sum;
 
-/* Whether some tower computes on a GPU and another in other memory, so
- * that a sum between them crosses a link (ct_tower_options.memory_domain). */
-static int towers_span_memories(const ct_tower_options *o) {
+int ct_towers_span_memories(const ct_tower_options *o) {
   for (int k = 0; k < o->n_towers; ++k)
     for (int j = 0; j < o->n_towers; ++j)
       if (o->memory_domain[k] > 0 && o->memory_domain[j] != o->memory_domain[k]) return 1;
@@ -45,7 +43,7 @@ static int towers_span_memories(const ct_tower_options *o) {
 
 int ct_towers_compress_out_of_gpus(const ct_tower_options *o) {
   return o->compression != CT_COMPRESSION_NONE && o->all_reduce != CT_ALL_REDUCE_COLLECTIVE &&
-         towers_span_memories(o);
+         ct_towers_span_memories(o);
 }
 
 /* Whether a value computed on tower `from`'s device travels compressed to
@@ -273,7 +271,7 @@ static void all_reduce_bucket(ct_graph *g, const ct_tower_options *o, int count,
      * tree's that crossed to it (so that the gradients do not cross again,
      * as slices of the first tower's unpack) */
     const int collective = o->all_reduce == CT_ALL_REDUCE_COLLECTIVE;
-    const int per_tower = (!across && collective) || (!collective && towers_span_memories(o));
+    const int per_tower = (!across && collective) || (!collective && ct_towers_span_memories(o));
     for (int k = 0; k < (per_tower ? towers : 1); ++k) {
       ct_graph_push_device(g, devices[k]);
       ct_output in[65];

@@ -40,8 +40,11 @@ typedef struct ct_buckets {
 void ct_buckets_build(ct_graph *graph, const ct_tower_options *o, int n, const int *variables,
                       ct_output *grads, ct_buckets *buckets);
 
+/* Whether some tower of o computes on a GPU and another in other memory,
+ * so that a sum between them crosses a link (ct_tower_options.memory_domain). */
+int ct_towers_span_memories(const ct_tower_options *o);
 /* Whether o's ring or tree sends some sum compressed from a GPU to
- * another memory (o->compression, ct_tower_options.memory_domain). */
+ * another memory: o->compression, spanning memories, not the collective. */
 int ct_towers_compress_out_of_gpus(const ct_tower_options *o);
 
 /* The name of a device spec without its job, replica and task: "/cpu:0",

@@ -262,15 +262,13 @@ static void compression_note(const ct_tower_options *t) {
   if (t->compression == CT_COMPRESSION_NONE || t->across_ranks ||
       ct_towers_compress_out_of_gpus(t))
     return;
-  ct_tower_options ring = *t;
-  ring.all_reduce = CT_ALL_REDUCE_RING;
   fprintf(stderr,
           "ctower: note: devices.compression: %s applies between the ranks of an MPI job, and "
           "where a ring or tree all-reduce sends a sum from a GPU to another GPU or to the "
           "host; %s, so the towers sum their gradients exactly\n",
           ct_compression_name(t->compression),
-          ct_towers_compress_out_of_gpus(&ring) ? "devices.all_reduce is nccl, which moves f32"
-                                                : "here no sum leaves a GPU for other memory");
+          ct_towers_span_memories(t) ? "devices.all_reduce is nccl, which moves f32"
+                                     : "here no sum leaves a GPU for other memory");
 }
 
 /* The variable update the request names, as this job runs it: the
@@ -334,8 +332,8 @@ int ct_towers_resolve(const ct_tower_request *r, const ct_session_options *so,
     return 1;
   }
   memory_domains(so, &t);
-  t.all_reduce = CT_ALL_REDUCE_RING; /* would a ring compress? */
-  const int compress_in_ring = ct_towers_compress_out_of_gpus(&t);
+  const int compress_in_ring =
+      t.compression != CT_COMPRESSION_NONE && ct_towers_span_memories(&t);
   t.all_reduce = r->all_reduce == CT_ALL_REDUCE_REQUEST_TREE   ? CT_ALL_REDUCE_TREE
                  : r->all_reduce == CT_ALL_REDUCE_REQUEST_RING ? CT_ALL_REDUCE_RING
                  : r->all_reduce == CT_ALL_REDUCE_REQUEST_NCCL ? CT_ALL_REDUCE_COLLECTIVE

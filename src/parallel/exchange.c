@@ -34,10 +34,16 @@ typedef struct tower_sum {
   int root;            /* the tower whose device holds the process's sum (ring, tree) */
 } tower_sum;
 
+/* Whether a value on tower `from`'s device leaves a GPU for another memory
+ * on its way to tower `to`'s (ct_tower_options.memory_domain). */
+static int leaves_a_gpu(const ct_tower_options *o, int from, int to) {
+  return o->memory_domain[from] > 0 && o->memory_domain[from] != o->memory_domain[to];
+}
+
 int ct_towers_span_memories(const ct_tower_options *o) {
   for (int k = 0; k < o->n_towers; ++k)
     for (int j = 0; j < o->n_towers; ++j)
-      if (o->memory_domain[k] > 0 && o->memory_domain[j] != o->memory_domain[k]) return 1;
+      if (leaves_a_gpu(o, k, j)) return 1;
   return 0;
 }
 
@@ -47,11 +53,9 @@ int ct_towers_compress_out_of_gpus(const ct_tower_options *o) {
 }
 
 /* Whether a value computed on tower `from`'s device travels compressed to
- * tower `to`'s: it leaves a GPU for another memory (ct_tower_options). */
+ * tower `to`'s: it leaves a GPU for another memory. */
 static int compressed_way(const tower_sum *s, int from, int to) {
-  const ct_tower_options *o = s->o;
-  return o->compression != CT_COMPRESSION_NONE && o->memory_domain[from] > 0 &&
-         o->memory_domain[from] != o->memory_domain[to];
+  return s->o->compression != CT_COMPRESSION_NONE && leaves_a_gpu(s->o, from, to);
 }
 
 /* x packed on tower `from`'s GPU (ONEBIT with a residual of its own there). */

@@ -1,14 +1,25 @@
 /* Session options from keyword arguments (ConfigProto's fields), and
  * ctower._ctower.devices: the devices a session with such options has. */
+#include <limits.h>
 #include <string.h>
 
 #include "binding.h"
 
-static int get_int(PyObject *kwargs, const char *key, int *out) {
+/* kwargs[key] into *out; an integer past int's range is a ValueError that
+ * names `field` (TensorFlow's spelling), as protobuf's int32 fields refuse it. */
+static int get_int(PyObject *kwargs, const char *key, const char *field, int *out) {
   PyObject *v = PyDict_GetItemString(kwargs, key);
   if (v == NULL || v == Py_None) return 0;
-  long x = PyLong_AsLong(v);
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
   if (x == -1 && PyErr_Occurred()) return -1;
+  if (overflow || x < INT_MIN || x > INT_MAX) {
+    PyObject *text = PyObject_Repr(v);
+    PyErr_Format(PyExc_ValueError, "%s = %s is out of range: it must fit a 32-bit int (at most %d)",
+                 field, text ? PyUnicode_AsUTF8(text) : "?", INT_MAX);
+    Py_XDECREF(text);
+    return -1;
+  }
   *out = (int)x;
   return 0;
 }
@@ -16,13 +27,15 @@ static int get_int(PyObject *kwargs, const char *key, int *out) {
 int ct_py_session_options(PyObject *kwargs, ct_session_options *o) {
   ct_session_options_defaults(o);
   if (kwargs == NULL) return 0;
-  if (get_int(kwargs, "log_device_placement", &o->log_device_placement) ||
-      get_int(kwargs, "allow_soft_placement", &o->allow_soft_placement) ||
-      get_int(kwargs, "cpu", &o->device_count_cpu) ||
-      get_int(kwargs, "gpu", &o->device_count_gpu) ||
-      get_int(kwargs, "intra_op_parallelism_threads", &o->intra_op_parallelism_threads) ||
-      get_int(kwargs, "inter_op_parallelism_threads", &o->inter_op_parallelism_threads) ||
-      get_int(kwargs, "allow_growth", &o->gpu_options.allow_growth))
+  if (get_int(kwargs, "log_device_placement", "log_device_placement", &o->log_device_placement) ||
+      get_int(kwargs, "allow_soft_placement", "allow_soft_placement", &o->allow_soft_placement) ||
+      get_int(kwargs, "cpu", "device_count['CPU']", &o->device_count_cpu) ||
+      get_int(kwargs, "gpu", "device_count['GPU']", &o->device_count_gpu) ||
+      get_int(kwargs, "intra_op_parallelism_threads", "intra_op_parallelism_threads",
+              &o->intra_op_parallelism_threads) ||
+      get_int(kwargs, "inter_op_parallelism_threads", "inter_op_parallelism_threads",
+              &o->inter_op_parallelism_threads) ||
+      get_int(kwargs, "allow_growth", "gpu_options.allow_growth", &o->gpu_options.allow_growth))
     return -1;
   PyObject *fraction = PyDict_GetItemString(kwargs, "per_process_gpu_memory_fraction");
   if (fraction && fraction != Py_None) {

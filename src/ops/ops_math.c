@@ -118,18 +118,32 @@ ct_output ct_tanh(ct_graph *g, ct_output x) { return ct_out(add1(g, &ct_op_tanh,
 
 /* ---- AddN ----------------------------------------------------------------- */
 
+/* TensorFlow's rule: every input has one shape (no broadcasting) and one
+ * dtype. A dimension still unknown when the graph is built matches any; the
+ * run checks again with the fed shapes. */
 static int infer_add_n(ct_infer_ctx *ctx) {
+  ct_shape out = ctx->in_shapes[0];
   for (int k = 1; k < ctx->n_inputs; ++k) {
-    ct_shape out;
-    if (ct_broadcast_shapes(ctx, &ctx->in_shapes[0], &ctx->in_shapes[k], &out)) return 1;
-    if (out.rank != ctx->in_shapes[0].rank || ctx->in_dtypes[k] != ctx->in_dtypes[0]) {
+    const ct_shape *s = &ctx->in_shapes[k];
+    int same = s->rank == out.rank && ctx->in_dtypes[k] == ctx->in_dtypes[0];
+    for (int d = 0; same && d < out.rank; ++d) {
+      if (out.dims[d] < 0) out.dims[d] = s->dims[d];
+      else if (s->dims[d] >= 0 && s->dims[d] != out.dims[d]) same = 0;
+    }
+    if (!same) {
       char a[96], b[96];
-      return ct_infer_fail(ctx, "AddN inputs must have one shape and dtype: %s vs %s",
-                           ct_shape_str(&ctx->in_shapes[0], a, sizeof a),
-                           ct_shape_str(&ctx->in_shapes[k], b, sizeof b));
+      return ct_infer_fail(ctx,
+                           "AddN inputs must have one shape and dtype: input 0 is %s %s, input "
+                           "%d is %s %s; reshape or broadcast them first (tf.add_n does not "
+                           "broadcast)",
+                           ct_dtype_name(ctx->in_dtypes[0]),
+                           ct_shape_str(&ctx->in_shapes[0], a, sizeof a), k,
+                           ct_dtype_name(ctx->in_dtypes[k]), ct_shape_str(s, b, sizeof b));
     }
   }
-  return ct_infer_unary_f32(ctx);
+  if (ct_infer_unary_f32(ctx)) return 1;
+  ctx->out_shapes[0] = out;
+  return 0;
 }
 
 static void grad_add_n(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {

@@ -180,6 +180,28 @@ static void test_rename_keeps_every_name_found(void **state) {
   ct_graph_free(g);
 }
 
+/* AddN takes one shape (TensorFlow's rule): shapes that would broadcast are
+ * refused, naming both; an unknown dimension matches a known one. */
+static void test_add_n_takes_one_shape(void **state) {
+  (void)state;
+  ct_graph *g = ct_graph_new();
+  ct_output eight = ct_placeholder(g, "eight", CT_F32, ct_shape_of(1, (int64_t)8));
+  ct_output one = ct_placeholder(g, "one", CT_F32, ct_shape_of(1, (int64_t)1));
+  assert_null(ct_add_n(g, 2, (ct_output[]){eight, one}).node);
+  const ct_status *st = ct_graph_status(g);
+  assert_int_equal(st->code, CT_INVALID_ARGUMENT);
+  assert_non_null(strstr(st->message, "input 0 is f32 [8], input 1 is f32 [1]"));
+  ct_graph_clear_error(g);
+  ct_output batch = ct_placeholder(g, "batch", CT_F32, ct_shape_of(2, (int64_t)-1, (int64_t)4));
+  ct_output three = ct_placeholder(g, "three", CT_F32, ct_shape_of(2, (int64_t)3, (int64_t)4));
+  ct_output sum = ct_add_n(g, 2, (ct_output[]){batch, three});
+  assert_non_null(sum.node);
+  ct_shape want = ct_shape_of(2, (int64_t)3, (int64_t)4), got = ct_output_shape(sum);
+  assert_true(ct_shape_equal(&got, &want));
+  assert_null(ct_add_n(g, 2, (ct_output[]){three, ct_transpose(g, three, (int[]){1, 0})}).node);
+  ct_graph_free(g);
+}
+
 /* After ct_graph_clear_error the graph builds again; the failed call added nothing. */
 static void test_clear_error_goes_on_building(void **state) {
   (void)state;
@@ -224,6 +246,7 @@ int main(void) {
       cmocka_unit_test(test_gradient_through_non_differentiable_op_fails_clearly),
       cmocka_unit_test(test_rename_keeps_every_name_found),
       cmocka_unit_test(test_clear_error_goes_on_building),
+      cmocka_unit_test(test_add_n_takes_one_shape),
       cmocka_unit_test(test_placeholder_shape_is_set_before_its_first_use),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

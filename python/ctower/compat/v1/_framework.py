@@ -106,15 +106,35 @@ class Dimension:
         return "?" if self.value is None else str(self.value)
 
 
+def _dimension_value(d):
+    """A dimension as TensorFlow's Dimension takes it: None, or an integer >= 0."""
+    if isinstance(d, Dimension):
+        d = d.value
+    if d is None:
+        return None
+    if not hasattr(d, "__index__"):
+        raise TypeError("Dimension value must be integer or None or have an __index__ method, "
+                        "got value %r with type %r" % (d, type(d)))
+    value = int(d.__index__())
+    if value < 0:
+        raise ValueError("Dimension %d must be >= 0 (None is a dimension of any size)" % value)
+    return value
+
+
 class TensorShape:
     """A static shape: dims are ints, None where unknown."""
 
     def __init__(self, dims):
         if isinstance(dims, TensorShape):
             dims = dims._dims
-        self._dims = None if dims is None else [None if d is None or (not isinstance(d, Dimension)
-                                                                     and d < 0) else int(d)
-                                                for d in dims]
+        if dims is not None and not hasattr(dims, "__iter__"):
+            dims = [dims]  # TensorFlow reads a bare int as a rank-1 shape
+        self._dims = None if dims is None else [_dimension_value(d) for d in dims]
+
+    @classmethod
+    def _from_engine(cls, dims):
+        """The shape the engine reports: -1 where a dimension is unknown."""
+        return cls(None if dims is None else [None if d < 0 else d for d in dims])
 
     @property
     def ndims(self):
@@ -170,6 +190,15 @@ class TensorShape:
         if len(self._dims) == 1:
             return "(%s,)" % ("?" if self._dims[0] is None else self._dims[0])
         return "(%s)" % ", ".join("?" if d is None else str(d) for d in self._dims)
+
+
+def _known_dims(shape, what):
+    """The dims of a shape that must be fully known (a constant's, a new
+    variable's): integers >= 0, as TensorFlow's Dimension takes them."""
+    shape = TensorShape(shape)
+    if not shape.is_fully_defined():
+        raise ValueError("Shape of %s must be fully defined, but instead was %s." % (what, shape))
+    return shape.as_list()
 
 
 def _c_shape(shape):
@@ -239,7 +268,7 @@ class Tensor:
         self._id = node_id
         self._index = index
         shape, code = graph._c.output_info((node_id, index))
-        self._shape = TensorShape(None if node_id in graph._open_ranks else shape)
+        self._shape = TensorShape._from_engine(None if node_id in graph._open_ranks else shape)
         self._dtype = _BY_CODE[code]
 
     @property
@@ -265,7 +294,7 @@ class Tensor:
     @property
     def shape(self):
         if self._shape.ndims is None and self._id not in self._graph._open_ranks:
-            self._shape = TensorShape(self._graph._c.output_info(self._output())[0])
+            self._shape = TensorShape._from_engine(self._graph._c.output_info(self._output())[0])
         return self._shape
 
     @property
@@ -618,6 +647,10 @@ def _as_op(graph, x):
 
 def _numpy_value(value, dtype=None):
     """A NumPy array of the engine's dtype for a Python or NumPy value."""
+    if value is None or (isinstance(value, (list, tuple)) and
+                         np.asarray(value, dtype=object).dtype == object and
+                         any(v is None for v in np.asarray(value, dtype=object).reshape(-1))):
+        raise ValueError("None values not supported.")
     if dtype is not None:
         dtype = _engine_dtype(dtype, "constant")
         return np.asarray(value, dtype=dtype.as_numpy_dtype), dtype
@@ -643,7 +676,7 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     graph = get_default_graph()
     array, dtype = _numpy_value(value, dtype)
     if shape is not None:
-        shape = [int(d) for d in shape]
+        shape = _known_dims(shape, "a constant")
         if array.size == 1 and int(np.prod(shape)) != 1:
             array = np.full(shape, array.reshape(()), dtype=array.dtype)
         elif array.size == int(np.prod(shape)):

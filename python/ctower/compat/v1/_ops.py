@@ -126,18 +126,18 @@ def ones_like(tensor, dtype=None, name=None, optimize=True):
 
 def zeros(shape, dtype=fw.float32, name=None):
     dtype = fw.as_dtype(dtype)
-    return fw.constant(np.zeros([int(d) for d in shape], dtype.as_numpy_dtype), dtype=dtype,
+    return fw.constant(np.zeros(fw._known_dims(shape, "zeros"), dtype.as_numpy_dtype), dtype=dtype,
                        name=name or "zeros")
 
 
 def ones(shape, dtype=fw.float32, name=None):
     dtype = fw.as_dtype(dtype)
-    return fw.constant(np.ones([int(d) for d in shape], dtype.as_numpy_dtype), dtype=dtype,
+    return fw.constant(np.ones(fw._known_dims(shape, "ones"), dtype.as_numpy_dtype), dtype=dtype,
                        name=name or "ones")
 
 
 def fill(dims, value, name=None):
-    return fw.constant(np.full([int(d) for d in dims], value), name=name or "Fill")
+    return fw.constant(np.full(fw._known_dims(dims, "fill"), value), name=name or "Fill")
 
 
 # ---- shapes -------------------------------------------------------------------------------

@@ -391,7 +391,7 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         if shape is None:
             raise ValueError("Shape of a new variable (%s) must be fully defined, but instead "
                              "was None." % full)
-        shape = [int(d) for d in shape]
+        shape = fw._known_dims(shape, "a new variable (%s)" % full)
         spec = _initializer_spec(initializer, shape)
     v = Variable(trainable=True if trainable is None else trainable, collections=collections,
                  _spec=spec, _shape=shape, _full_name=full)

@@ -7,7 +7,8 @@
 
 enum {
   YT_MAX_DEPTH = 64,     /* nesting deeper than this is surely a mistake */
-  YT_MAX_NODES = 1 << 20 /* bounds alias expansion ("billion laughs") */
+  YT_MAX_NODES = 1 << 20, /* bound alias expansion ("billion laughs"): in nodes, */
+  YT_MAX_MIB = 64          /* and in the bytes the tree holds, its texts included */
 };
 
 typedef struct yt_anchor {
@@ -21,6 +22,7 @@ typedef struct yt_parser {
   yt_anchor *anchors;
   size_t n_anchors, cap_anchors;
   size_t n_nodes;
+  size_t n_bytes; /* held by the tree: its nodes and their texts */
   long reader_offset; /* byte of a reader (encoding) error, or -1 */
 } yt_parser;
 
@@ -69,12 +71,40 @@ static int yt_next(yt_parser *p, yaml_event_t *event) {
   return 0;
 }
 
+/* Counts `bytes` more held by the tree; 1 (with the error) past the bound. */
+static int yt_charge(yt_parser *p, size_t bytes, const yaml_mark_t *mark) {
+  const size_t bound = (size_t)YT_MAX_MIB << 20;
+  if (bytes > bound - p->n_bytes) {
+    yt_fail(p, mark,
+            "document too large (more than %d MiB after expanding aliases): an alias copies "
+            "what its anchor holds each time it is used; use fewer aliases of long values",
+            YT_MAX_MIB);
+    return 1;
+  }
+  p->n_bytes += bytes;
+  return 0;
+}
+
+/* A copy of text[0..len) and a NUL, charged to the tree. */
+static char *yt_text(yt_parser *p, const void *text, size_t len, const yaml_mark_t *mark) {
+  if (yt_charge(p, len + 1, mark)) return NULL;
+  char *copy = malloc(len + 1);
+  if (copy == NULL) {
+    yt_fail(p, mark, "out of memory");
+    return NULL;
+  }
+  memcpy(copy, text, len);
+  copy[len] = '\0';
+  return copy;
+}
+
 static ct_ynode *yt_new_node(yt_parser *p, ct_ynode_kind kind, const yaml_mark_t *mark) {
   if (++p->n_nodes > YT_MAX_NODES) {
     yt_fail(p, mark, "document too large (more than %d nodes after expanding aliases)",
             YT_MAX_NODES);
     return NULL;
   }
+  if (yt_charge(p, sizeof(ct_ynode), mark)) return NULL;
   ct_ynode *node = calloc(1, sizeof *node);
   if (node == NULL) {
     yt_fail(p, mark, "out of memory");
@@ -113,11 +143,7 @@ static ct_ynode *yt_copy(yt_parser *p, const ct_ynode *src, const yaml_mark_t *m
   node->column = src->column;
   node->plain = src->plain;
   node->text_len = src->text_len;
-  if (src->text) {
-    node->text = malloc(src->text_len + 1);
-    if (node->text == NULL) goto oom;
-    memcpy(node->text, src->text, src->text_len + 1);
-  }
+  if (src->text && (node->text = yt_text(p, src->text, src->text_len, mark)) == NULL) goto fail;
   if (src->n > 0) {
     node->items = calloc(src->n, sizeof *node->items);
     if (node->items == NULL) goto oom;
@@ -203,14 +229,11 @@ static ct_ynode *yt_parse_scalar(yt_parser *p, const yaml_event_t *event, const 
   ct_ynode *node = yt_new_node(p, CT_YNODE_SCALAR, mark);
   if (node == NULL) return NULL;
   node->text_len = event->data.scalar.length;
-  node->text = malloc(node->text_len + 1);
+  node->text = yt_text(p, event->data.scalar.value, node->text_len, mark);
   if (node->text == NULL) {
-    yt_fail(p, mark, "out of memory");
     ct_ynode_free(node);
     return NULL;
   }
-  memcpy(node->text, event->data.scalar.value, node->text_len);
-  node->text[node->text_len] = '\0';
   node->plain = event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
   if (yt_remember_anchor(p, event->data.scalar.anchor, node, mark) != 0) {
     ct_ynode_free(node);

@@ -303,6 +303,28 @@ static void test_missing_file(void **state) {
   assert_non_null(strstr(st.message, "directory"));
 }
 
+/* Aliases are bounded in the bytes they copy, not only in nodes: a 64 KB
+ * text used 1,100 times would be 70 MB; refused before it is, naming the cause. */
+static void test_aliases_of_long_texts_are_bounded(void **state) {
+  (void)state;
+  enum { TEXT = 64 * 1024, USES = 1100 };
+  const char head[] = "model:\n  name: &long ";
+  char *yaml = malloc(sizeof head + TEXT + 64 + USES * 8);
+  assert_non_null(yaml);
+  char *w = yaml + sprintf(yaml, "%s", head);
+  memset(w, 'x', TEXT);
+  w += TEXT;
+  w += sprintf(w, "\nextra: [");
+  for (int i = 0; i < USES; ++i) w += sprintf(w, "%s*long", i ? ", " : "");
+  sprintf(w, "]\n");
+  ct_config c;
+  ct_status st = CT_STATUS_INIT;
+  assert_int_not_equal(load_text(&c, yaml, &st), 0);
+  const char *const needles[] = {"cfg.yaml:3:", "more than 64 MiB after expanding aliases", NULL};
+  assert_message_has(st.message, needles);
+  free(yaml);
+}
+
 typedef struct error_case {
   const char *yaml;
   const char *needles[4];
@@ -612,6 +634,7 @@ int main(void) {
       cmocka_unit_test(test_full_file),
       cmocka_unit_test(test_partial_and_empty_files),
       cmocka_unit_test(test_missing_file),
+      cmocka_unit_test(test_aliases_of_long_texts_are_bounded),
       cmocka_unit_test(test_file_errors),
       cmocka_unit_test(test_overrides),
       cmocka_unit_test(test_override_errors),

@@ -64,9 +64,11 @@ ct_dataset *ct_dataset_open_mnist(const char *dir, int train, ct_status *status)
  * (1..256), the same for the same arguments on every platform. Labels are
  * uniform; each image is uniform noise in 0..127 plus 128 on the band of
  * pixels that belongs to its class, so a model can learn it (useful for
- * benchmarks and smoke tests). Returns a dataset the caller frees with
- * ct_dataset_free, or NULL with CT_INVALID_ARGUMENT for bad sizes or
- * CT_RESOURCE_EXHAUSTED when it would not fit in memory. */
+ * benchmarks and smoke tests). The examples are generated, all at once,
+ * when the first is read: a dataset only asked its size and shape holds
+ * nothing (a read then fails with CT_RESOURCE_EXHAUSTED when they do not fit
+ * in memory). Returns a dataset the caller frees with ct_dataset_free, or
+ * NULL with CT_INVALID_ARGUMENT for bad sizes. */
 ct_dataset *ct_dataset_new_synthetic(int64_t n, int64_t h, int64_t w, int64_t c, int num_classes,
                                      uint64_t seed, ct_status *status);
 

@@ -1,4 +1,4 @@
-/* Datasets: MNIST-format IDX pairs, deterministic synthetic data, and what
+/* Datasets: MNIST-format IDX pairs, and what
  * every dataset shares (reading an example, skipping bad ones). */
 #include <limits.h>
 #include <stdint.h>
@@ -9,10 +9,8 @@
 
 #include "core/files.h"
 #include "data/dataset_internal.h"
-#include "data/rng.h"
 
 #define MNIST_CLASSES 10
-#define DATASET_MAX_BYTES (1ll << 34)
 
 enum { PATH_MAX_LEN = 4096 };
 
@@ -158,54 +156,6 @@ ct_dataset *ct_dataset_open_mnist(const char *dir, int train, ct_status *status)
   return ds;
 }
 
-ct_dataset *ct_dataset_new_synthetic(int64_t n, int64_t h, int64_t w, int64_t c, int num_classes,
-                                     uint64_t seed, ct_status *status) {
-  if (n < 0 || h < 1 || w < 1 || c < 1 || num_classes < 1 || num_classes > 256) {
-    ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "a synthetic dataset needs n >= 0, h, w, c >= 1 and 1..256 classes, got n=%lld "
-                  "h=%lld w=%lld c=%lld classes=%d",
-                  (long long)n, (long long)h, (long long)w, (long long)c, num_classes);
-    return NULL;
-  }
-  if (h > DATASET_MAX_BYTES / w || h * w > DATASET_MAX_BYTES / c ||
-      (n > 0 && h * w * c > DATASET_MAX_BYTES / n)) {
-    ct_status_set(status, CT_INVALID_ARGUMENT,
-                  "a synthetic dataset of %lld images of %lldx%lldx%lld is over 2^34 bytes; "
-                  "make it smaller",
-                  (long long)n, (long long)h, (long long)w, (long long)c);
-    return NULL;
-  }
-  const int64_t pixels = h * w * c;
-  ct_shape is = ct_shape_of(4, n, h, w, c), ls = ct_shape_of(1, n);
-  ct_dataset *ds = ct_dataset_alloc(NULL, status);
-  if (ds == NULL) return NULL;
-  ds->images = ct_tensor_new(CT_U8, &is, status);
-  ds->labels = ct_tensor_new(CT_U8, &ls, status);
-  if (ds->images == NULL || ds->labels == NULL) {
-    ct_dataset_free(ds);
-    return NULL;
-  }
-  ds->n = n, ds->h = h, ds->w = w, ds->c = c;
-  ds->num_classes = num_classes;
-  ct_xoshiro rng;
-  ct_xoshiro_seed(&rng, seed, 0x5EED);
-  uint8_t *img = ds->images->data, *lab = ds->labels->data;
-  for (int64_t i = 0; i < n; ++i) {
-    const int label = (int)ct_xoshiro_below(&rng, (uint64_t)num_classes);
-    lab[i] = (uint8_t)label;
-    /* Class k owns pixels [k * pixels / classes, (k + 1) * pixels / classes). */
-    const int64_t band_lo = label * pixels / num_classes;
-    const int64_t band_hi = (label + 1) * pixels / num_classes;
-    uint8_t *x = img + i * pixels;
-    for (int64_t p = 0; p < pixels; p += 8) {
-      uint64_t r = ct_xoshiro_next(&rng);
-      for (int64_t k = p; k < p + 8 && k < pixels; ++k, r >>= 8)
-        x[k] = (uint8_t)((r & 0x7F) + (k >= band_lo && k < band_hi ? 128 : 0));
-    }
-  }
-  return ds;
-}
-
 static int read_example(const ct_dataset *ds, int64_t i, uint8_t *pixels, int32_t *label,
                         ct_status *status) {
   if (ds->source) return ds->source->read(ds, i, pixels, label, status);
@@ -219,7 +169,8 @@ static int read_checked(const ct_dataset *ds, int64_t index, uint8_t *pixels, in
                         ct_status *status);
 
 int ct_dataset_enable_cache(ct_dataset *ds, ct_status *status) {
-  if (ds->source == NULL || ds->cache != NULL) return 0; /* in memory already */
+  if (ds->source == NULL || ds->source->held_in_memory || ds->cache != NULL)
+    return 0; /* in memory already */
   const size_t bytes = (size_t)(ds->h * ds->w * ds->c);
   const size_t n = (size_t)(ds->n > 0 ? ds->n : 1);
   ds->cache = bytes <= SIZE_MAX / n ? malloc(n * bytes) : NULL;

@@ -16,6 +16,7 @@ typedef struct ct_dataset_source {
   int (*read)(const ct_dataset *ds, int64_t index, uint8_t *pixels, int32_t *label,
               ct_status *status);
   void (*free_state)(void *state);
+  int held_in_memory; /* 1: every example is in memory once read (dataset.cache adds nothing) */
 } ct_dataset_source;
 
 struct ct_dataset {

@@ -42,7 +42,7 @@ static int read_folder_example(const ct_dataset *ds, int64_t index, uint8_t *pix
   return failed;
 }
 
-static const ct_dataset_source k_folder_source = {read_folder_example, free_folder_state};
+static const ct_dataset_source k_folder_source = {read_folder_example, free_folder_state, 0};
 
 static int is_image_name(const char *name) {
   const char *dot = strrchr(name, '.');

@@ -137,7 +137,8 @@ static int read_tfrecord_example(const ct_dataset *ds, int64_t index, uint8_t *p
   return failed;
 }
 
-static const ct_dataset_source k_tfrecord_source = {read_tfrecord_example, free_tfrecord_state};
+static const ct_dataset_source k_tfrecord_source = {read_tfrecord_example, free_tfrecord_state,
+                                                    0};
 
 static int add_record(tfrecord_state *s, int64_t offset) {
   if (s->n == s->capacity) {

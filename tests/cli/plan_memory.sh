@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Memory is checked before it is taken: `ctower plan` of a step far too
 # large for its limit says DOES NOT FIT (exit 1) without building the batch
-# it predicts (its resident memory stays under 300 MiB, under a 2 GiB address-space cap,
-# and it answers in seconds); a batch larger than the training split is a
+# it predicts or generating a synthetic dataset (its resident memory stays
+# under 300 MiB, under a 2 GiB address-space cap, and it answers in
+# seconds); a batch larger than the training split is a
 # config error naming both sizes (exit 2) for plan and train alike; and the
 # CPU devices without a limit are held to the machine's memory, by the
 # figures the plan prints.
@@ -32,6 +33,21 @@ if [ "$rc" -eq 1 ] && grep -q "DOES NOT FIT" <<<"$out" &&
   pass "a step over its limit: DOES NOT FIT, exit 1, in $rss_kb KiB"
 else
   fail "a step over its limit: rc $rc, $rss_kb KiB: $out $err"
+fi
+
+# a synthetic training set of 3 GiB (256 images of 2048x2048x3): the plan
+# asks it its size and shape and generates none of it
+cat >images.yaml <<'YAML'
+model: {name: resnet20}
+dataset: {name: synthetic, image_shape: [2048, 2048, 3], num_classes: 10, train_size: 256,
+          test_size: 16, batch_size: 8}
+train: {epochs: 1, checkpoint: ""}
+YAML
+capped plan images.yaml --calibration none.json
+if grep -q "^predicted step: " <<<"$out" && [ "$rss_kb" -lt 307200 ]; then
+  pass "a plan of 3 GiB of synthetic images generates none of them ($rss_kb KiB)"
+else
+  fail "a plan of 3 GiB of synthetic images: rc $rc, $rss_kb KiB: $err"
 fi
 
 for command in plan train; do

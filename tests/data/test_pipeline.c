@@ -38,7 +38,7 @@ static int read_example(const ct_dataset *ds, int64_t index, uint8_t *pixels, in
 
 static void free_state(void *state) { free(state); }
 
-static const ct_dataset_source k_source = {read_example, free_state};
+static const ct_dataset_source k_source = {read_example, free_state, 0};
 
 /* A dataset read "from files" (k_source), example `broken` unreadable. */
 static ct_dataset *lazy_dataset(int64_t broken) {

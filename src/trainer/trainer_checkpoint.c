@@ -385,6 +385,31 @@ static const ct_tensor *find_saved(void *source, const char *name) {
  * where it has one (replica_<rank>/), else the original's; one of the
  * variables a rank holds its own of (compression's residuals) that the
  * checkpoint lacks starts afresh, counted in the value returned. */
+/* The index of t's first NaN or Inf element, or -1 when every one is finite. */
+static int64_t first_non_finite(const ct_tensor *t) {
+  const float *x = ct_tensor_f32(t);
+  for (int64_t k = 0; k < ct_tensor_elements(t); ++k)
+    if (!isfinite(x[k])) return k;
+  return -1;
+}
+
+/* FAILED_PRECONDITION when a saved value is not finite: ctower never writes
+ * one (a diverged run keeps its last good checkpoint), so the file was
+ * damaged or written by something else, and nothing trained from it or
+ * evaluated with it would mean anything. */
+static int check_finite(const ct_tensor *saved, const char *path, const char *name,
+                        ct_status *status) {
+  const int64_t k = first_non_finite(saved);
+  if (k < 0) return 0;
+  ct_status_set(status, CT_FAILED_PRECONDITION,
+                "checkpoint '%s' holds %s in variable '%s' (element %lld of %lld): the file is "
+                "damaged or was not written by a finite run (ctower never saves a NaN or Inf); "
+                "use an earlier checkpoint (or, to train, start afresh without --resume)",
+                path, isnan(ct_tensor_f32(saved)[k]) ? "NaN" : "Inf", name, (long long)k,
+                (long long)ct_tensor_elements(saved));
+  return 1;
+}
+
 static int restore_variables(ct_session *s, const ct_training_graph *tg, const ct_checkpoint *ck,
                              const char *path, ct_status *status) {
   const ct_graph *g = tg->graph;
@@ -408,7 +433,9 @@ static int restore_variables(ct_session *s, const ct_training_graph *tg, const c
                     path, name, ct_shape_str(&shape, want, sizeof want));
       return missing;
     }
-    if (ct_session_assign_variable(s, i, saved, status)) return missing;
+    if (check_finite(saved, path, name, status) ||
+        ct_session_assign_variable(s, i, saved, status))
+      return missing;
   }
   return missing;
 }

@@ -3,8 +3,9 @@
 # or epoch_example that is not a plain count ("-1", "abc", "0x32", "1e3",
 # 2^63-1), an epoch_example past the epoch, a missing field or a missing
 # __metadata__, and a dtype "F32\u0000" are each one clear error naming the
-# field (exit 1), never a silent start from step 0. Another optimizer than
-# the checkpoint's is refused naming both (exit 2).
+# field (exit 1), never a silent start from step 0. A NaN or Inf in a
+# variable is refused naming it, by --resume and eval (exit 1). Another
+# optimizer than the checkpoint's is refused naming both (exit 2).
 # Usage: bash resume_metadata.sh /path/to/ctower
 source "$(dirname "$0")/lib/common.sh" resume_metadata "${1:-}"
 
@@ -74,6 +75,37 @@ expect_optimizer_refused() {
 expect_optimizer_refused good.safetensors "momentum's checkpoint resumed with adam"
 tamper bad.safetensors "del h['__metadata__']['optimizer']"
 expect_optimizer_refused bad.safetensors "momentum's slots without the optimizer recorded, resumed with adam"
+
+# poison NAME VALUE: good.safetensors with the first element of its first
+# tensor set to VALUE (nan or inf), written to NAME
+poison() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+raw = bytearray(open("good.safetensors", "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+start = min(v["data_offsets"][0] for k, v in h.items() if k != "__metadata__")
+raw[8 + n + start:8 + n + start + 4] = struct.pack("<f", float(sys.argv[2]))
+open(sys.argv[1], "wb").write(raw)
+PY
+}
+
+# a NaN or an Inf in a checkpoint (ctower never saves one) is named where it
+# is, for --resume and eval alike, and the file is left as it was
+for value in nan inf; do
+  poison bad.safetensors "$value"
+  cp bad.safetensors bad.before
+  word=$([ "$value" = nan ] && echo NaN || echo Inf)
+  run train job.yaml train.checkpoint=bad.safetensors train.max_steps=6 --quiet --resume
+  [ "$rc" -eq 1 ] && [[ "$err" == *"checkpoint 'bad.safetensors' holds $word in variable '"*"(element 0 of "* ]] &&
+    cmp -s bad.safetensors bad.before && ! grep -q '^done' <<<"$out" &&
+    pass "--resume of a checkpoint holding $word is refused: ${err#ctower: error: }" ||
+    fail "--resume of a checkpoint holding $word: rc $rc: $err"
+  run eval job.yaml --checkpoint bad.safetensors
+  [ "$rc" -eq 1 ] && [[ "$err" == *"holds $word in variable '"* ]] && ! grep -q 'accuracy' <<<"$out" &&
+    pass "eval of a checkpoint holding $word is refused" ||
+    fail "eval of a checkpoint holding $word: rc $rc: $out $err"
+done
 
 # the untouched one still resumes
 run train job.yaml train.max_steps=6 --quiet --resume

@@ -21,9 +21,8 @@ def devices(device_count=None, visible_device_list=None):
 
 
 def _yaml_value(value):
-    """VALUE of a KEY=VALUE override: JSON is YAML."""
-    if isinstance(value, str):
-        return value
+    """VALUE of a KEY=VALUE override: JSON is YAML, and a Python str stays
+    that string (quoted, so '~', 'null' or ' #run2' are not read as YAML)."""
     return _json.dumps(value)
 
 
@@ -44,6 +43,7 @@ def train(config=None, quiet=False, resume=False, **overrides):
     config: a YAML file's path, or a dict of the same keys (sections of
     keys: {'model': {'name': 'mlp'}, 'train': {'epochs': 1}}); overrides:
     dotted keys, as the command's, e.g. train(path, **{'train.epochs': 2}).
+    Values are Python values (a list for a list); a str is that string.
     Ctrl-C stops after the step with a checkpoint and raises KeyboardInterrupt."""
     path, assignments = None, []
     if isinstance(config, dict):

@@ -1,5 +1,6 @@
 """ctower.train runs what `ctower train` runs and returns the history;
 ctower.devices lists the devices."""
+import json
 import os
 import signal
 import subprocess
@@ -34,10 +35,10 @@ MLP_YAML = os.path.join(SOURCE, "examples", "mlp.yaml")
 
 def test_train_returns_the_history_and_writes_what_the_command_writes(tmp_path):
     ours, theirs = tmp_path / "python.safetensors", tmp_path / "command.safetensors"
-    overrides = {"dataset.name": "synthetic", "dataset.image_shape": "[28,28,1]",
-                 "dataset.num_classes": "10", "dataset.train_size": "256",
-                 "dataset.test_size": "64", "dataset.batch_size": "64", "train.epochs": "2",
-                 "train.optimizer.name": "sgd", "train.optimizer.learning_rate": "0.05"}
+    overrides = {"dataset.name": "synthetic", "dataset.image_shape": [28, 28, 1],
+                 "dataset.num_classes": 10, "dataset.train_size": 256,
+                 "dataset.test_size": 64, "dataset.batch_size": 64, "train.epochs": 2,
+                 "train.optimizer.name": "sgd", "train.optimizer.learning_rate": 0.05}
     history = ctower.train(MLP_YAML, quiet=True, **overrides, **{"train.checkpoint": str(ours)})
     assert [h["epoch"] for h in history] == [1, 2] and history[1]["step"] == 8
     assert history[1]["train_loss"] < history[0]["train_loss"]
@@ -45,7 +46,7 @@ def test_train_returns_the_history_and_writes_what_the_command_writes(tmp_path):
     # the same run through the command: the same weights, bit for bit
     command = os.path.join(os.environ["CT_BINARY_DIR"], "ctower")
     done = subprocess.run([command, "train", MLP_YAML, "--quiet", "train.checkpoint=%s" % theirs]
-                          + ["%s=%s" % kv for kv in overrides.items()],
+                          + ["%s=%s" % (k, json.dumps(v)) for k, v in overrides.items()],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     a, meta = _read(ours)
@@ -72,6 +73,21 @@ def test_train_from_a_yaml_file_with_overrides(tmp_path):
                            **{"dataset": SYNTHETIC, "train.epochs": 1, "train.checkpoint": "",
                               "dataset.batch_size": 128})
     assert len(history) == 1 and history[0]["step"] == 2
+
+
+def test_a_str_value_stays_that_string(tmp_path, monkeypatch):
+    # read as YAML, ' #run2' would be a comment and 'null' or '~' no value
+    monkeypatch.chdir(tmp_path)
+    for name in ("model #run2.safetensors", "null", "~", "[not, a, list]"):
+        ctower.train({"model": {"name": "mlp"}, "dataset": SYNTHETIC,
+                      "train": {"epochs": 1, "max_steps": 1, "checkpoint": name}}, quiet=True)
+        assert (tmp_path / name).is_file(), name
+    ctower.train({"model": {"name": "mlp"}, "dataset": SYNTHETIC}, quiet=True,
+                 **{"train.epochs": 1, "train.max_steps": 1, "train.checkpoint": "x #run3"})
+    assert (tmp_path / "x #run3").is_file()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="dataset.image_shape"):
+        ctower.train({"model": {"name": "mlp"}, "dataset": SYNTHETIC}, quiet=True,
+                     **{"dataset.image_shape": "[28, 28, 1]"})
 
 
 def test_bad_configs_are_invalid_argument(tmp_path):

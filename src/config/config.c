@@ -40,6 +40,18 @@ typedef struct walk {
                       an error; NULL: no check */
 } walk;
 
+/* 'text' for a message, cut to its first max - 3 bytes and "..." when it is
+ * longer than max, so that what follows it (the reason) is never lost. */
+static const char *quoted(const char *text, size_t max, char *buf, size_t size) {
+  if (strlen(text) > max)
+    snprintf(buf, size, "'%.*s...' (%zu characters)", (int)(max - 3), text, strlen(text));
+  else
+    snprintf(buf, size, "'%s'", text);
+  return buf;
+}
+
+enum { QUOTED_MAX = 60, QUOTED_SIZE = QUOTED_MAX + 40 };
+
 static int fail(walk *w, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Records "file:line: <message>" or "override 'k=v': <message>"; returns 1. */
@@ -49,8 +61,10 @@ static int fail(walk *w, int line, const char *fmt, ...) {
   va_start(args, fmt);
   vsnprintf(message, sizeof message, fmt, args);
   va_end(args);
+  char echo[2 * QUOTED_SIZE];
   if (w->override)
-    ct_status_set(w->status, CT_INVALID_ARGUMENT, "override '%s': %s", w->override, message);
+    ct_status_set(w->status, CT_INVALID_ARGUMENT, "override %s: %s",
+                  quoted(w->override, 2 * QUOTED_MAX, echo, sizeof echo), message);
   else if (line > 0)
     ct_status_set(w->status, CT_INVALID_ARGUMENT, "%s:%d: %s", w->file, line, message);
   else
@@ -63,16 +77,12 @@ static const char *describe(const ct_ynode *node, char *buf, size_t size) {
   if (node == NULL || ct_ynode_is_null(node)) return "an empty value";
   if (node->kind == CT_YNODE_MAP) return "a mapping";
   if (node->kind == CT_YNODE_SEQ) return "a list";
-  if (node->text_len > 60)
-    snprintf(buf, size, "'%.57s...'", node->text);
-  else
-    snprintf(buf, size, "'%s'", node->text);
-  return buf;
+  return quoted(node->text, QUOTED_MAX, buf, size);
 }
 
 static int fail_type(walk *w, const char *path, const ct_ynode *node, int line,
                      const char *expected) {
-  char buf[80];
+  char buf[QUOTED_SIZE];
   return fail(w, line, "'%s' must be %s, got %s", path, expected, describe(node, buf, sizeof buf));
 }
 
@@ -165,10 +175,12 @@ static int parse_int(walk *w, const char *path, const ct_ynode *node, int line, 
   long long v = strtoll(text, &end, 10);
   if (end == text || *end != '\0' || text[0] == ' ' || text[0] == '\t')
     return fail_type(w, path, node, line, "an integer");
+  char got[QUOTED_SIZE];
+  quoted(text, QUOTED_MAX, got, sizeof got);
   if (errno == ERANGE)
-    return fail(w, line, "'%s' must be a 64-bit integer, got '%s' which is too large", path, text);
-  if (v < min) return fail(w, line, "'%s' must be >= %lld, got '%s'", path, (long long)min, text);
-  if (v > max) return fail(w, line, "'%s' must be <= %lld, got '%s'", path, (long long)max, text);
+    return fail(w, line, "'%s' must be a 64-bit integer, got %s which is too large", path, got);
+  if (v < min) return fail(w, line, "'%s' must be >= %lld, got %s", path, (long long)min, got);
+  if (v > max) return fail(w, line, "'%s' must be <= %lld, got %s", path, (long long)max, got);
   *out = v;
   return 0;
 }
@@ -196,7 +208,9 @@ static int parse_float(walk *w, const ct_config_field *f, const ct_ynode *node, 
   if (below || above) {
     char range[64];
     describe_range(f, range, sizeof range);
-    return fail(w, line, "'%s' must be %s, got '%s'", f->path, range, text);
+    char got[QUOTED_SIZE];
+    return fail(w, line, "'%s' must be %s, got %s", f->path, range,
+                quoted(text, QUOTED_MAX, got, sizeof got));
   }
   *out = v;
   return 0;
@@ -239,7 +253,9 @@ static int check_one_of(walk *w, int line, const char *path, const char *const *
   list[0] = '\0';
   for (const char *const *a = allowed; *a && used < sizeof list; ++a)
     used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", a == allowed ? "" : ", ", *a);
-  return fail(w, line, "'%s' must be one of %s, got '%s'%s", path, list, text, more);
+  char got[QUOTED_SIZE];
+  return fail(w, line, "'%s' must be one of %s, got %s%s", path, list,
+              quoted(text, QUOTED_MAX, got, sizeof got), more);
 }
 
 /* Checks a string value for f and copies it into out[size]. */
@@ -393,7 +409,7 @@ static int apply_field(walk *w, const ct_config_field *f, const ct_ynode *node, 
 static int apply_section(walk *w, const char *section, const ct_ynode *node, int line) {
   if (ct_ynode_is_null(node)) return 0; /* "train:" with everything commented out */
   if (node->kind != CT_YNODE_MAP) {
-    char children[MAX_CHILDREN][64], list[512], buf[80];
+    char children[MAX_CHILDREN][64], list[512], buf[QUOTED_SIZE];
     join_names(list, sizeof list, children,
                ct_config_section_children(section, children, MAX_CHILDREN));
     if (section[0] == '\0')

@@ -465,6 +465,35 @@ static void test_file_errors(void **state) {
   }
 }
 
+/* A long override is echoed cut, and the reason after it is whole. */
+static void test_long_overrides_keep_the_reason(void **state) {
+  (void)state;
+  enum { LONG = 1500 };
+  static const struct {
+    const char *key, *reason;
+  } cases[] = {
+      {"train.epochs=", "'train.epochs' must be an integer, got 'xxxx"},
+      {"train.optimizer.name=", "'train.optimizer.name' must be one of sgd, momentum, adam, got"},
+      {"model.name=", "'model.name' is too long: at most 63 characters, got 1500"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    char text[LONG + 64];
+    const size_t k = strlen(cases[i].key);
+    memcpy(text, cases[i].key, k);
+    memset(text + k, 'x', LONG);
+    text[k + LONG] = '\0';
+    ct_config c;
+    ct_status st = CT_STATUS_INIT;
+    ct_config_defaults(&c);
+    assert_int_not_equal(ct_config_apply_override(&c, text, &st), 0);
+    char cut[64];
+    snprintf(cut, sizeof cut, "...' (%zu characters): ", k + LONG);
+    const char *const needles[] = {cut, cases[i].reason, NULL};
+    assert_message_has(st.message, needles);
+    assert_true(strlen(st.message) < 400);
+  }
+}
+
 static void test_overrides(void **state) {
   (void)state;
   ct_config c;
@@ -635,6 +664,7 @@ int main(void) {
       cmocka_unit_test(test_partial_and_empty_files),
       cmocka_unit_test(test_missing_file),
       cmocka_unit_test(test_aliases_of_long_texts_are_bounded),
+      cmocka_unit_test(test_long_overrides_keep_the_reason),
       cmocka_unit_test(test_file_errors),
       cmocka_unit_test(test_overrides),
       cmocka_unit_test(test_override_errors),

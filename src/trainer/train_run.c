@@ -72,6 +72,37 @@ static ct_session *open_session(ct_train_run *r, ct_status *status) {
   return session;
 }
 
+/* Two towers on one device would run one after the other and sum nothing:
+ * refused whether the config names a device twice (ct_towers_build says so)
+ * or soft placement moved a tower whose device the session lacks onto
+ * another tower's. */
+static int placed_as_asked(const char *asked, const char *placed) {
+  ct_device_spec want, got;
+  if (ct_device_spec_parse(asked, &want, NULL) || ct_device_spec_parse(placed, &got, NULL))
+    return 0;
+  return ct_device_spec_matches(&want, got.job, got.task, got.kind, got.id);
+}
+
+static int check_towers_apart(const ct_train_run *r, ct_status *status) {
+  const char *placed[CT_MAX_DEVICES];
+  for (int k = 0; k < r->towers.n_towers; ++k) {
+    placed[k] = ct_session_node_device(r->session, r->tg.train.logits[k].node, status);
+    if (placed[k] == NULL) return 1;
+    for (int j = 0; j < k; ++j) {
+      if (strcmp(placed[j], placed[k]) != 0) continue;
+      const int moved = placed_as_asked(r->towers.devices[k], placed[k]) ? j : k;
+      ct_status_set(status, CT_INVALID_ARGUMENT,
+                    "towers %d and %d would both run on %s: this session has no device '%s' "
+                    "(tower %d's), and soft placement put it there; give each tower a device "
+                    "the session has (`ctower devices` lists them; session.device_count gives "
+                    "more CPU devices)",
+                    j, k, placed[k], r->towers.devices[moved], moved);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* The two splits of a dataset, against each other as soon as they are
  * open: examples in each, one image shape, one class count. */
 static int check_splits(const ct_trainer_options *o, const ct_dataset *train,
@@ -174,7 +205,7 @@ int ct_train_run_setup_graph(ct_train_run *r, const ct_trainer_options *o,
                               &r->towers, &o->train.optimizer, status))
     return 1;
   r->session = open_session(r, status);
-  if (r->session == NULL || start_strategy(r, status)) return 1;
+  if (r->session == NULL || check_towers_apart(r, status) || start_strategy(r, status)) return 1;
   const int n_towers = r->towers.n_towers;
   r->step.feeds = calloc(1, sizeof *r->step.feeds);
   r->step.weights = calloc((size_t)(o->dataset.batch_size + n_towers), sizeof *r->step.weights);

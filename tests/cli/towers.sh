@@ -87,6 +87,11 @@ expect_resumed "a run stopped inside an epoch by max_steps and resumed" \
 # --- bad tower configurations ---------------------------------------------------------
 expect_usage_error "more towers than devices" '8 towers need 8 CPU devices but the session has 4' train mlp.yaml devices.n_towers=8
 expect_usage_error "the same device twice" "both on '/cpu:1'" train mlp.yaml 'devices.towers=[/cpu:1, /cpu:1]'
+expect_usage_error "a tower soft-placed onto another's device" \
+  "towers 0 and 1 would both run on /job:localhost/replica:0/task:0/device:CPU:0: this session has no device '/cpu:7' (tower 1's)" \
+  train mlp.yaml 'devices.towers=[/cpu:0, /cpu:7]'
+expect_usage_error "a tower soft-placed onto a later tower's device" "no device '/cpu:7' (tower 0's)" \
+  plan mlp.yaml 'devices.towers=[/cpu:7, /cpu:0]'
 "$CTOWER" train mlp.yaml 'devices.towers=[/cpu:0, /cpu:7]' session.allow_soft_placement=false >bad.txt 2>&1
 rc=$?
 if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] && grep -q "Cannot assign a device for operation 'tower_1/" bad.txt; then

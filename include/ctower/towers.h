@@ -290,6 +290,9 @@ ct_tensor *ct_towers_concat(int n_towers, ct_tensor *const *parts, const int64_t
 int ct_variable_is_original(const ct_graph *graph, int index);
 /* The checkpoint name of variable i: its own, or its original's. */
 const char *ct_variable_checkpoint_name(const ct_graph *graph, int index);
+/* The tower (of this process) whose copy variable i is: k for tower k's
+ * replica, 0 for an original. */
+int ct_variable_tower(const ct_graph *graph, int index);
 
 #ifdef __cplusplus
 }

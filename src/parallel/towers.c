@@ -51,6 +51,13 @@ const char *ct_variable_checkpoint_name(const ct_graph *g, int index) {
   return g->variables[original >= 0 ? original : index].name;
 }
 
+int ct_variable_tower(const ct_graph *g, int index) {
+  int k = 0;
+  if (g->variables[index].replica_of >= 0 && sscanf(g->variables[index].name, "tower_%d/", &k) != 1)
+    k = 0;
+  return k;
+}
+
 static int find_variable(const ct_graph *g, const char *name) {
   for (int i = 0; i < g->n_variables; ++i)
     if (strcmp(g->variables[i].name, name) == 0) return i;

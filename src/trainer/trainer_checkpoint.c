@@ -154,12 +154,31 @@ static void replica_name(int rank, const char *name, char *buf, size_t size) {
   snprintf(buf, size, "replica_%d/%s", rank, name);
 }
 
+/* "learner_<k>/<name>": where a checkpoint written inside a block of block
+ * momentum keeps learner k's copy of variable `name` (its tower-free name).
+ * The learner, a tower of the job counted in rank order, is the unit: any
+ * layout of as many learners over processes and towers finds its own. */
+static void learner_name(int learner, const char *name, char *buf, size_t size) {
+  snprintf(buf, size, "learner_%d/%s", learner, name);
+}
+
+/* The learner variable i of rank `rank` belongs to (every rank has the same
+ * towers). */
+static int learner_of(const ct_training_graph *tg, int rank, int i) {
+  return rank * tg->train.towers.n_towers + ct_variable_tower(tg->graph, i);
+}
+
 /* Whether each rank saves its own value of graph variable i: the
  * variables whose value is a rank's own (compression's residuals), and
  * every variable while the strategy's replicas differ (`every`: inside a
  * block of block momentum). */
 static int saved_per_rank(const ct_training_graph *tg, int every, int i) {
   return every || ct_towers_is_local(&tg->train.towers, i);
+}
+
+/* The job's learners: every rank's towers. */
+static int learners_here(const ct_training_graph *tg) {
+  return ct_cluster_size() * tg->train.towers.n_towers;
 }
 
 /* Whether the strategy's replicas differ now. */
@@ -228,8 +247,9 @@ static int saved_add(void *sink, const char *name, const ct_tensor *value, ct_st
   return 0;
 }
 
-/* Rank r's own variables from the gathered bytes, as tensors named
- * replica_<r>/<name>, appended to l. */
+/* Rank r's own variables from the gathered bytes, appended to l: a rank's
+ * own (compression's residuals) as replica_<r>/<name>, a learner's copy
+ * (inside a block) as learner_<k>/<name>. */
 static int add_replicas(const ct_training_graph *tg, int every, const char *all,
                         size_t all_bytes, saved_list *l, ct_status *status) {
   const ct_graph *g = tg->graph;
@@ -242,7 +262,10 @@ static int add_replicas(const ct_training_graph *tg, int every, const char *all,
       if (at + ct_tensor_nbytes(&value) > all_bytes) return 0;
       at += ct_tensor_nbytes(&value);
       char name[256];
-      replica_name(r, ct_graph_variable_name(g, i), name, sizeof name);
+      if (ct_towers_is_local(&tg->train.towers, i))
+        replica_name(r, ct_graph_variable_name(g, i), name, sizeof name);
+      else
+        learner_name(learner_of(tg, r, i), ct_variable_checkpoint_name(g, i), name, sizeof name);
       if (saved_add(l, name, &value, status)) return 1;
     }
   return 0;
@@ -276,18 +299,31 @@ static int add_originals(ct_session *s, const ct_training_graph *tg, const ct_tr
 /* The checkpoint's metadata and its writing, from the tensors of l. */
 static int write_checkpoint(const ct_training_graph *tg, const ct_trainer_options *o,
                             const ct_dataset *train_set, const ct_train_position *at,
-                            double test_accuracy, const saved_list *l, ct_status *status) {
-  char step_text[32], epoch_text[32], example_text[32], accuracy_text[32];
+                            double test_accuracy, int every, const saved_list *l,
+                            ct_status *status) {
+  char step_text[32], epoch_text[32], example_text[32], accuracy_text[32], learners_text[32],
+      layout_text[64];
   snprintf(step_text, sizeof step_text, "%lld", (long long)at->step);
   snprintf(epoch_text, sizeof epoch_text, "%lld", (long long)at->epoch);
   snprintf(example_text, sizeof example_text, "%lld", (long long)at->example);
   snprintf(accuracy_text, sizeof accuracy_text, "%.4f", test_accuracy);
-  const char *metadata[2 * (8 + N_FACTS)] = {
+  const char *metadata[2 * (10 + N_FACTS)] = {
       "format",        "ctower",     "ctower_version", CTOWER_VERSION,
       "model",         o->model,     "optimizer",      ct_optimizer_name(o->train.optimizer.kind),
       "global_step",   step_text,    "epoch",          epoch_text,
       "epoch_example", example_text, "test_accuracy",  accuracy_text};
   int pairs = 8;
+  if (every) { /* inside a block: each learner's copy is saved (learner_name) */
+    const int towers = tg->train.towers.n_towers;
+    snprintf(learners_text, sizeof learners_text, "%d", learners_here(tg));
+    snprintf(layout_text, sizeof layout_text, "%d process%s x %d tower%s", ct_cluster_size(),
+             ct_cluster_size() == 1 ? "" : "es", towers, towers == 1 ? "" : "s");
+    metadata[2 * pairs] = "learners";
+    metadata[2 * pairs + 1] = learners_text;
+    metadata[2 * pairs + 2] = "learner_layout";
+    metadata[2 * pairs + 3] = layout_text;
+    pairs += 2;
+  }
   data_facts facts;
   data_facts_init(&facts, o, train_set, tg);
   for (int i = 0; i < N_FACTS; ++i) {
@@ -329,7 +365,7 @@ int ct_trainer_save_checkpoint(ct_session *s, const ct_training_graph *tg,
   failed = failed || add_originals(s, tg, o, at->step, &l, status) ||
            (own && add_replicas(tg, every, own, own_bytes, &l, status)) ||
            (strategy && strategy->save && strategy->save(strategy_state, saved_add, &l, status)) ||
-           write_checkpoint(tg, o, train_set, at, test_accuracy, &l, status);
+           write_checkpoint(tg, o, train_set, at, test_accuracy, every, &l, status);
   free(own);
   for (int i = 0; i < l.n; ++i) ct_tensor_free((ct_tensor *)l.tensors[i].tensor);
   free(l.tensors);
@@ -381,10 +417,6 @@ static const ct_tensor *find_saved(void *source, const char *name) {
   return ct_checkpoint_find(source, name);
 }
 
-/* Every variable of the graph from the checkpoint: this rank's own value
- * where it has one (replica_<rank>/), else the original's; one of the
- * variables a rank holds its own of (compression's residuals) that the
- * checkpoint lacks starts afresh, counted in the value returned. */
 /* The index of t's first NaN or Inf element, or -1 when every one is finite. */
 static int64_t first_non_finite(const ct_tensor *t) {
   const float *x = ct_tensor_f32(t);
@@ -410,20 +442,77 @@ static int check_finite(const ct_tensor *saved, const char *path, const char *na
   return 1;
 }
 
+/* Where the checkpoint holds variable i's value for this rank (its name
+ * written into name[size]): a rank's own (compression's residuals) under
+ * replica_<rank>/; when the run keeps each learner's copy (`copies`: block
+ * momentum resumed), this rank's learner's, under learner_<k>/ (or
+ * replica_<rank>/, where checkpoints of earlier versions kept it); else the
+ * original's, so that replicas start equal. NULL when it holds none there. */
+static const ct_tensor *saved_value(const ct_training_graph *tg, const ct_checkpoint *ck, int i,
+                                    int copies, char *name, size_t size) {
+  const ct_graph *g = tg->graph;
+  const int rank = ct_cluster_rank();
+  const ct_tensor *t;
+  if (ct_towers_is_local(&tg->train.towers, i)) {
+    replica_name(rank, ct_graph_variable_name(g, i), name, size);
+    return ct_checkpoint_find(ck, name);
+  }
+  if (copies) {
+    learner_name(learner_of(tg, rank, i), ct_variable_checkpoint_name(g, i), name, size);
+    if ((t = ct_checkpoint_find(ck, name)) != NULL) return t;
+    replica_name(rank, ct_graph_variable_name(g, i), name, size);
+    if ((t = ct_checkpoint_find(ck, name)) != NULL) return t;
+  }
+  snprintf(name, size, "%s", ct_variable_checkpoint_name(g, i));
+  return ct_checkpoint_find(ck, name);
+}
+
+/* A checkpoint written inside a block of block momentum holds each
+ * learner's copy ("learners" in its metadata): it resumes only with a
+ * strategy that keeps such copies (`copies`) and as many learners in all,
+ * laid out over processes and towers as they may be. INVALID_ARGUMENT
+ * naming both layouts otherwise. */
+static int check_learners(const ct_checkpoint *ck, const char *path, const ct_training_graph *tg,
+                          int copies, ct_status *status) {
+  if (ct_checkpoint_metadata(ck, "learners") == NULL) return 0;
+  int64_t saved;
+  if (metadata_count(ck, path, "learners", &saved, status)) return 1;
+  const char *layout = ct_checkpoint_metadata(ck, "learner_layout");
+  const int here = learners_here(tg), towers = tg->train.towers.n_towers;
+  if (copies && saved == here) return 0;
+  if (!copies)
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "checkpoint '%s' was written inside a block of block momentum, where its %lld "
+                  "learners' copies (%s) differ, but this run keeps one value of each "
+                  "variable; resume it with devices.variable_update: block_momentum, or resume "
+                  "a checkpoint written at the end of an epoch (a block ends with each)",
+                  path, (long long)saved, layout ? layout : "?");
+  else
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "checkpoint '%s' was written inside a block of block momentum by %lld "
+                  "learners (%s), but this run has %d (%d process%s x %d tower%s); resume it "
+                  "with %lld towers in all, or resume a checkpoint written at the end of an "
+                  "epoch (a block ends with each)",
+                  path, (long long)saved, layout ? layout : "?", here, ct_cluster_size(),
+                  ct_cluster_size() == 1 ? "" : "es", towers, towers == 1 ? "" : "s",
+                  (long long)saved);
+  return 1;
+}
+
+/* Every variable of the graph from the checkpoint (saved_value); one of
+ * the variables a rank holds its own of (compression's residuals) that the
+ * checkpoint lacks starts afresh, counted in the value returned. */
 static int restore_variables(ct_session *s, const ct_training_graph *tg, const ct_checkpoint *ck,
-                             const char *path, ct_status *status) {
+                             const char *path, int copies, ct_status *status) {
   const ct_graph *g = tg->graph;
   int missing = 0;
   for (int i = 0; i < ct_graph_variable_count(g); ++i) {
-    char mine[256];
-    replica_name(ct_cluster_rank(), ct_graph_variable_name(g, i), mine, sizeof mine);
-    const ct_tensor *own = ct_checkpoint_find(ck, mine);
-    const char *name = own ? mine : ct_variable_checkpoint_name(g, i);
-    if (own == NULL && ct_towers_is_local(&tg->train.towers, i)) { /* none: starts afresh */
+    char name[256];
+    const ct_tensor *saved = saved_value(tg, ck, i, copies, name, sizeof name);
+    if (saved == NULL && ct_towers_is_local(&tg->train.towers, i)) { /* none: starts afresh */
       missing++;
       continue;
     }
-    const ct_tensor *saved = own ? own : ct_checkpoint_find(ck, name);
     ct_shape shape = ct_graph_variable_shape(g, i);
     if (saved == NULL || saved->dtype != CT_F32 || !ct_shape_equal(&saved->shape, &shape)) {
       char want[96];
@@ -457,13 +546,16 @@ int ct_trainer_restore_checkpoint(ct_session *s, const ct_training_graph *tg,
     ct_checkpoint_free(ck);
     return 1;
   }
+  /* resumed by a strategy whose learners keep copies of their own */
+  const int copies = at && strategy && strategy->replicas_differ;
   if (at && (metadata_count(ck, path, "global_step", &at->step, status) ||
              metadata_count(ck, path, "epoch", &at->epoch, status) ||
-             metadata_count(ck, path, "epoch_example", &at->example, status))) {
+             metadata_count(ck, path, "epoch_example", &at->example, status) ||
+             check_learners(ck, path, tg, copies, status))) {
     ct_checkpoint_free(ck);
     return 1;
   }
-  int locals_missing = restore_variables(s, tg, ck, path, status);
+  int locals_missing = restore_variables(s, tg, ck, path, copies, status);
   if (status->code == CT_OK && at && strategy && strategy->restore)
     strategy->restore(strategy_state, find_saved, ck,
                       o->dataset.batch_size > 0 ? at->example / o->dataset.batch_size : 0, status);

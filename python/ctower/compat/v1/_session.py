@@ -324,10 +324,10 @@ class Session:
     # -- for Variable.load, Saver and optimizers --
     def _assign(self, variable, value):
         array = np.asarray(value, dtype=np.float32, order="C")
-        self._engine().assign_variable(variable._index, array)
+        self._engine().assign_variable(variable._index_in(self._graph), array)
 
     def _read(self, variable):
-        return np.asarray(self._engine().read_variable(variable._index))
+        return np.asarray(self._engine().read_variable(variable._index_in(self._graph)))
 
     def partial_run_setup(self, *args, **kwargs):
         raise NotImplementedError("ctower has no partial runs")

@@ -49,10 +49,10 @@ class Optimizer:
         var_list = list(var_list)
         if not var_list:
             raise ValueError("No variables to optimize.")
-        grads = dict(graph._c.variable_gradients(loss._output()))
+        grads = dict(graph._c.variable_gradients(loss._output(graph)))
         out = []
         for v in var_list:
-            g = grads.get(v._index)
+            g = grads.get(v._index_in(graph))
             out.append((None if g is None else graph._built(g, rename=False), v))
         return out
 
@@ -66,8 +66,8 @@ class Optimizer:
             grads = [fw.convert_to_tensor(g) for g, _ in pairs]
             op_id, lr = graph._c.apply_gradients(
                 self._kind, float(self._momentum), bool(self._nesterov), float(self._beta1),
-                float(self._beta2), float(self._epsilon), [v._index for _, v in pairs],
-                [g._output() for g in grads])
+                float(self._beta2), float(self._epsilon), [v._index_in(graph) for _, v in pairs],
+                [g._output(graph) for g in grads])
             graph._c.rename(op_id, name or self._name)
             train_op = graph._operation(op_id)
             graph._add_run_hook(op_id, self._feeder(op_id, lr))

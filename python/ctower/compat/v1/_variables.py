@@ -208,8 +208,13 @@ class Variable:
     def read_value(self):
         return _ops.identity(self._read)
 
-    def _output(self):
-        return self._read._output()
+    def _output(self, graph):
+        return self._read._output(graph)
+
+    def _index_in(self, graph):
+        """The C graph's index of the variable, which must be of `graph`."""
+        fw._check_graph(self, graph)
+        return self._index
 
     @property
     def _id(self):
@@ -241,8 +246,8 @@ class Variable:
         graph = self._graph
         with graph.as_default():
             value = fw.convert_to_tensor(value, dtype=fw.float32)
-            return graph._built(graph._c.binary(_ops._ASSIGN, self._read._output(),
-                                                value._output()), name)
+            return graph._built(graph._c.binary(_ops._ASSIGN, self._read._output(graph),
+                                                value._output(graph)), name)
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         return self.assign(_ops.add(self._read, delta), name=name)

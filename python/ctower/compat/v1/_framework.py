@@ -393,6 +393,7 @@ class Graph:
         self._ranked_on_use = set()    # those that took their rank where first used
         self._finalized = False
         self._var_scope = None         # the current VariableScope (set by _variables)
+        self._value_variables = []     # Variables whose initial value is a value, as made
         self._lock = threading.RLock()
 
     # -- elements --

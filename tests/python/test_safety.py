@@ -44,6 +44,30 @@ def test_bad_labels_are_invalid_argument():
         assert sess.run(loss, {logits: np.zeros((1, 3)), labels: [2]}).shape == (1,)
 
 
+def test_int64_labels_out_of_the_int32_range_are_invalid_argument():
+    logits = tf.placeholder(tf.float32, [None, 3])
+    labels = tf.placeholder(tf.int64, [None])
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    with tf.Session() as sess:
+        for bad in (2**32 + 1, -2**32 + 2, 2**62):  # 1 and 2 when wrapped to 32 bits
+            with pytest.raises(tf.errors.InvalidArgumentError, match="of example 1 is outside"):
+                sess.run(loss, {logits: np.zeros((2, 3)), labels: np.array([0, bad])})
+        assert sess.run(loss, {logits: np.zeros((2, 3)), labels: [2, 1]}).shape == (2,)
+
+
+def test_integer_casts_saturate_rather_than_wrap():
+    big = tf.constant([2**33 + 1, -2**33 + 1, 5], tf.int64)
+    floats = tf.constant([1e10, -1e10, float("nan"), 3.7, 1e30], tf.float32)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(tf.cast(big, tf.int32)), [2**31 - 1, -2**31, 5])
+        np.testing.assert_array_equal(sess.run(tf.cast(big, tf.uint8)), [255, 0, 5])
+        np.testing.assert_array_equal(sess.run(tf.cast(floats, tf.int32)),
+                                      [2**31 - 1, -2**31, 0, 3, 2**31 - 1])
+        np.testing.assert_array_equal(sess.run(tf.cast(floats, tf.int64)),
+                                      [10**10, -10**10, 0, 3, 2**63 - 1])
+        assert sess.run(tf.cast(big, tf.int64)).tolist() == [2**33 + 1, -2**33 + 1, 5]
+
+
 def test_a_closed_session_refuses_to_run():
     a = tf.constant(1.0)
     sess = tf.Session()

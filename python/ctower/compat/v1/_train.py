@@ -192,10 +192,11 @@ class Saver:
                 if os.path.exists(old):
                     os.remove(old)
             folder = os.path.dirname(os.path.abspath(save_path))
-            with open(os.path.join(folder, latest_filename or "checkpoint"), "w") as f:
-                f.write("model_checkpoint_path: \"%s\"\n" % os.path.basename(save_path))
-                for p in self._last:
-                    f.write("all_model_checkpoint_paths: \"%s\"\n" % os.path.basename(p))
+            lines = ["model_checkpoint_path: \"%s\"\n" % os.path.basename(save_path)]
+            lines += ["all_model_checkpoint_paths: \"%s\"\n" % os.path.basename(p)
+                      for p in self._last]
+            _ctower.file_write(os.path.join(folder, latest_filename or "checkpoint"),
+                               "".join(lines).encode(), *_STATE_FILE)
         return save_path
 
     def restore(self, sess, save_path):
@@ -218,13 +219,18 @@ class Saver:
             sess._steps[op_id] = step
 
 
+# what the checkpoint state file is to the user, for core/files' messages
+_STATE_FILE = ("checkpoint state file", "remove it or give Saver another latest_filename")
+
+
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
     path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
-    if not os.path.exists(path):
+    try:
+        text = _ctower.file_read(path, *_STATE_FILE).decode("utf-8", "replace")
+    except errors.NotFoundError:
         return None
-    with open(path) as f:
-        for line in f:
-            if line.startswith("model_checkpoint_path:"):
-                name = line.split(":", 1)[1].strip().strip('"')
-                return os.path.join(checkpoint_dir, name)
+    for line in text.splitlines():
+        if line.startswith("model_checkpoint_path:"):
+            name = line.split(":", 1)[1].strip().strip('"')
+            return os.path.join(checkpoint_dir, name)
     return None

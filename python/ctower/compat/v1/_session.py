@@ -183,7 +183,8 @@ class Session:
         self._steps = {}        # apply op id -> updates applied (Adam's t)
         self._given_values = set()  # indices of the graph's value variables given a value
         self._values_checked = 0    # graph._value_variables seen by _initialize_values
-        self._initializing = False
+        self._initializing = False  # in _initialize_values, under _values_lock
+        self._values_lock = threading.RLock()  # runs from other threads wait for the values
         self._context = None
         options = _engine_options(self._config)
         try:
@@ -280,22 +281,28 @@ class Session:
         request, or a value was assigned to it). The engine initializes the
         other variables on first use by itself."""
         pending = self._graph._value_variables
-        if self._initializing or self._values_checked == len(pending):
+        if self._values_checked == len(pending):
             return
-        self._initializing = True
-        try:
-            while self._values_checked < len(pending):
-                v = pending[self._values_checked]
-                self._values_checked += 1
-                if v._index in self._given_values:
-                    continue
+        with self._values_lock:
+            if self._initializing:  # the runs of initial tensors below
+                return
+            self._initializing = True
+            try:
+                self._give_values(pending, feed_dict)
+            finally:
+                self._initializing = False
+
+    def _give_values(self, pending, feed_dict):
+        # counted once given: another thread's run returns early only then
+        while self._values_checked < len(pending):
+            v = pending[self._values_checked]
+            if v._index not in self._given_values:
                 self._given_values.add(v._index)
                 if isinstance(v._initial, Tensor):
                     self.run(v.initializer, feed_dict)
                 else:
                     self._assign(v, v._initial)
-        finally:
-            self._initializing = False
+            self._values_checked += 1
 
     def _request(self, fetches, feed_dict):
         graph = self._graph

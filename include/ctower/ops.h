@@ -263,7 +263,10 @@ ct_output ct_argmax(ct_graph *g, ct_output x); /* ct_argmax_axis over the last a
  * one shape, or one a scalar. No gradient. */
 ct_output ct_equal(ct_graph *g, ct_output a, ct_output b);
 /* x converted to `dtype` element by element as C converts (floats to
- * integers truncate toward zero). No gradient. */
+ * integers truncate toward zero), except that a value outside an integer
+ * dtype's range saturates at its end (a NaN gives 0): a narrowed integer
+ * never wraps into range, so an int64 label of 2^32 + 1 stays an invalid
+ * class. No gradient. */
 ct_output ct_cast(ct_graph *g, ct_output x, ct_dtype dtype);
 /* Fraction of rows whose argmax equals the label: f32 scalar. */
 ct_output ct_accuracy(ct_graph *g, ct_output logits, ct_output labels);

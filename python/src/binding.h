@@ -65,6 +65,8 @@ extern PyTypeObject ct_py_batcher_type; /* data.c */
 /* checkpoint.c */
 PyObject *ct_py_checkpoint_write(PyObject *self, PyObject *args);
 PyObject *ct_py_checkpoint_read(PyObject *self, PyObject *args);
+PyObject *ct_py_file_write(PyObject *self, PyObject *args); /* files.c */
+PyObject *ct_py_file_read(PyObject *self, PyObject *args);
 
 PyObject *ct_py_train(PyObject *self, PyObject *args, PyObject *kwargs); /* train.c */
 

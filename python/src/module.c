@@ -18,6 +18,8 @@ static PyObject *optimizer_learning_rate(PyObject *self, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"checkpoint_write", ct_py_checkpoint_write, METH_VARARGS, "write a safetensors checkpoint"},
     {"checkpoint_read", ct_py_checkpoint_read, METH_VARARGS, "read a safetensors checkpoint"},
+    {"file_write", ct_py_file_write, METH_VARARGS, "replace a file whole (core/files)"},
+    {"file_read", ct_py_file_read, METH_VARARGS, "read a regular file whole (core/files)"},
     {"_set_error_classes", ct_py_set_error_classes, METH_O, "register {code: exception class}"},
     {"devices", (PyCFunction)(void (*)(void))ct_py_devices, METH_VARARGS | METH_KEYWORDS,
      "the devices a session with these options has"},

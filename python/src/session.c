@@ -35,6 +35,17 @@ static int check_open(ct_py_session *s) {
   return -1;
 }
 
+/* Takes the session's mutex and checks, under it, that the session is open:
+ * a close from another thread waits for the mutex, so the session stays
+ * alive until the caller unlocks. Returns 0 holding the mutex, or -1 with
+ * the closed session's RuntimeError set and the mutex released. */
+static int lock_open(ct_py_session *s) {
+  lock_session(s);
+  if (check_open(s) == 0) return 0;
+  pthread_mutex_unlock(&s->mutex);
+  return -1;
+}
+
 static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
   PyObject *graph_obj;
   if (!PyArg_ParseTuple(args, "O!", &ct_py_graph_type, &graph_obj)) return NULL;
@@ -209,11 +220,7 @@ static int read_fetches(ct_py_graph *g, run_call *c) {
 static int run_released(ct_py_session *s, run_call *c, ct_status *status) {
   ct_py_graph *g = s->graph;
   int failed = 0;
-  lock_session(s);
-  if (check_open(s)) {
-    pthread_mutex_unlock(&s->mutex);
-    return -1;
-  }
+  if (lock_open(s)) return -1;
   Py_BEGIN_ALLOW_THREADS
   pthread_rwlock_rdlock(&g->lock);
   for (int k = 0; k < (c->repeat > 0 ? c->repeat : 1); ++k) {
@@ -293,10 +300,9 @@ static PyObject *s_run(ct_py_session *s, PyObject *args) {
  * initialize_variable(index) */
 static PyObject *s_read_variable(ct_py_session *s, PyObject *args) {
   int index;
-  if (!PyArg_ParseTuple(args, "i", &index) || check_open(s)) return NULL;
+  if (!PyArg_ParseTuple(args, "i", &index) || lock_open(s)) return NULL;
   ct_status status = CT_STATUS_INIT;
   ct_tensor *t;
-  lock_session(s);
   Py_BEGIN_ALLOW_THREADS
   t = ct_session_read_variable(s->session, index, &status);
   Py_END_ALLOW_THREADS
@@ -307,13 +313,16 @@ static PyObject *s_read_variable(ct_py_session *s, PyObject *args) {
 static PyObject *s_assign_variable(ct_py_session *s, PyObject *args) {
   int index;
   PyObject *obj;
-  if (!PyArg_ParseTuple(args, "iO", &index, &obj) || check_open(s)) return NULL;
+  if (!PyArg_ParseTuple(args, "iO", &index, &obj)) return NULL;
   Py_buffer view;
   ct_tensor value;
   if (ct_py_tensor_view(obj, CT_F32, &view, &value)) return NULL;
+  if (lock_open(s)) {
+    PyBuffer_Release(&view);
+    return NULL;
+  }
   ct_status status = CT_STATUS_INIT;
   int failed;
-  lock_session(s);
   Py_BEGIN_ALLOW_THREADS
   failed = ct_session_assign_variable(s->session, index, &value, &status);
   Py_END_ALLOW_THREADS
@@ -325,10 +334,9 @@ static PyObject *s_assign_variable(ct_py_session *s, PyObject *args) {
 
 static PyObject *s_initialize_variable(ct_py_session *s, PyObject *args) {
   int index;
-  if (!PyArg_ParseTuple(args, "i", &index) || check_open(s)) return NULL;
+  if (!PyArg_ParseTuple(args, "i", &index) || lock_open(s)) return NULL;
   ct_status status = CT_STATUS_INIT;
   int failed;
-  lock_session(s);
   Py_BEGIN_ALLOW_THREADS
   failed = ct_session_initialize_variable(s->session, index, &status);
   Py_END_ALLOW_THREADS
@@ -340,18 +348,20 @@ static PyObject *s_initialize_variable(ct_py_session *s, PyObject *args) {
 /* node_device(node id) -> canonical device name */
 static PyObject *s_node_device(ct_py_session *s, PyObject *args) {
   long id;
-  if (!PyArg_ParseTuple(args, "l", &id) || check_open(s)) return NULL;
+  if (!PyArg_ParseTuple(args, "l", &id)) return NULL;
   ct_node *n = ct_graph_node(s->graph->graph, (int)id);
   if (n == NULL) return PyErr_Format(PyExc_ValueError, "the graph has no node %ld", id);
   ct_status status = CT_STATUS_INIT;
   int device = -1;
   ct_placement_reason reason = CT_PLACED_DEFAULT;
-  lock_session(s);
+  if (lock_open(s)) return NULL;
   int failed = ct_session_node_placement(s->session, n, &device, &reason, &status);
+  PyObject *result = NULL;
+  if (!failed)
+    result = Py_BuildValue("(ss)", ct_session_device_name(s->session, device),
+                           ct_placement_reason_name(reason));
   pthread_mutex_unlock(&s->mutex);
-  if (failed) return ct_py_raise(&status);
-  return Py_BuildValue("(ss)", ct_session_device_name(s->session, device),
-                       ct_placement_reason_name(reason));
+  return failed ? ct_py_raise(&status) : result;
 }
 
 static PyObject *s_last_run_seconds(ct_py_session *s, PyObject *unused) {
@@ -361,11 +371,12 @@ static PyObject *s_last_run_seconds(ct_py_session *s, PyObject *unused) {
 
 static PyObject *s_devices(ct_py_session *s, PyObject *unused) {
   (void)unused;
-  if (check_open(s)) return NULL;
+  if (lock_open(s)) return NULL;
   int n = ct_session_device_count(s->session);
   PyObject *list = PyList_New(n);
   for (int i = 0; list && i < n; ++i)
     PyList_SET_ITEM(list, i, PyUnicode_FromString(ct_session_device_name(s->session, i)));
+  pthread_mutex_unlock(&s->mutex);
   return list;
 }
 

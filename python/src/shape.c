@@ -1,6 +1,24 @@
 /* Shapes from and to Python: sequences of ints, -1 for an unknown dimension. */
 #include "binding.h"
 
+/* Refuses a shape of more than 2^63 - 1 elements, as TensorFlow's shape
+ * rules do: the engine counts elements in an int64_t. Returns 0, or -1 with
+ * a ValueError set. */
+static int check_elements(const ct_shape *shape) {
+  int64_t elements = 1;
+  for (int d = 0; d < shape->rank; ++d)
+    if (shape->dims[d] > 0 && elements > INT64_MAX / shape->dims[d]) {
+      PyObject *dims = ct_py_shape_tuple(shape);
+      if (dims) PyErr_Format(PyExc_ValueError, "Shape %R is too large (more than 2**63 - 1 "
+                             "entries)", dims);
+      Py_XDECREF(dims);
+      return -1;
+    } else if (shape->dims[d] >= 0) {
+      elements *= shape->dims[d];
+    }
+  return 0;
+}
+
 int ct_py_shape(PyObject *seq, ct_shape *shape) {
   PyObject *fast = PySequence_Fast(seq, "a shape is a sequence of ints");
   if (fast == NULL) return -1;
@@ -20,7 +38,7 @@ int ct_py_shape(PyObject *seq, ct_shape *shape) {
     shape->dims[i] = (int64_t)d;
   }
   Py_DECREF(fast);
-  return 0;
+  return check_elements(shape);
 }
 
 PyObject *ct_py_shape_tuple(const ct_shape *shape) {

@@ -4,6 +4,7 @@ graph stay usable."""
 import gc
 import os
 import signal
+import textwrap
 import threading
 import time
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import ctower.compat.v1 as tf
+from conftest import run_script
 
 
 def test_feeds_of_the_wrong_shape_or_dtype():
@@ -42,6 +44,52 @@ def test_bad_labels_are_invalid_argument():
         with pytest.raises(tf.errors.InvalidArgumentError, match="label 7 of example 1"):
             sess.run(loss, {logits: np.zeros((2, 3)), labels: [0, 7]})
         assert sess.run(loss, {logits: np.zeros((1, 3)), labels: [2]}).shape == (1,)
+
+
+def test_int64_labels_out_of_the_int32_range_are_invalid_argument():
+    logits = tf.placeholder(tf.float32, [None, 3])
+    labels = tf.placeholder(tf.int64, [None])
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    with tf.Session() as sess:
+        for bad in (2**32 + 1, -2**32 + 2, 2**62):  # 1 and 2 when wrapped to 32 bits
+            with pytest.raises(tf.errors.InvalidArgumentError, match="of example 1 is outside"):
+                sess.run(loss, {logits: np.zeros((2, 3)), labels: np.array([0, bad])})
+        assert sess.run(loss, {logits: np.zeros((2, 3)), labels: [2, 1]}).shape == (2,)
+
+
+def test_integer_casts_saturate_rather_than_wrap():
+    big = tf.constant([2**33 + 1, -2**33 + 1, 5], tf.int64)
+    floats = tf.constant([1e10, -1e10, float("nan"), 3.7, 1e30], tf.float32)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(tf.cast(big, tf.int32)), [2**31 - 1, -2**31, 5])
+        np.testing.assert_array_equal(sess.run(tf.cast(big, tf.uint8)), [255, 0, 5])
+        np.testing.assert_array_equal(sess.run(tf.cast(floats, tf.int32)),
+                                      [2**31 - 1, -2**31, 0, 3, 2**31 - 1])
+        np.testing.assert_array_equal(sess.run(tf.cast(floats, tf.int64)),
+                                      [10**10, -10**10, 0, 3, 2**63 - 1])
+        assert sess.run(tf.cast(big, tf.int64)).tolist() == [2**33 + 1, -2**33 + 1, 5]
+
+
+def test_variables_too_large_to_address():
+    # 2^62 floats are 2^64 bytes; in a process of its own, so that a crash fails this test alone
+    code, out, err = run_script(textwrap.dedent("""
+        import ctower.compat.v1 as tf
+        v = tf.get_variable("v", [2**61, 2])
+        with tf.Session() as sess:
+            try:
+                sess.run(v)
+            except tf.errors.ResourceExhaustedError as e:
+                print(e)
+    """))
+    assert code == 0, err[-2000:]
+    assert "variable 'v' of 4611686018427387904 elements needs more bytes" in out
+    with pytest.raises(ValueError, match=r"too large \(more than 2\*\*63 - 1 entries\)"):
+        tf.get_variable("w", [2**62, 2])
+    with pytest.raises(ValueError, match="too large"):
+        tf.placeholder(tf.float32, [None, 2**40, 2**40])
+    w = tf.get_variable("w", [2], initializer=tf.ones_initializer())
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(w), [1.0, 1.0])
 
 
 def test_a_closed_session_refuses_to_run():

@@ -1,4 +1,5 @@
 /* Equal and Cast (src/ops/ops_compare.c). */
+#include <stdint.h>
 #include <string.h>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -28,6 +29,17 @@ void ct_cpu_equal(ct_kernel_ctx *ctx) {
   for (int64_t i = 0; i < n; ++i) out[i] = element(a, i) == element(b, i);
 }
 
+/* v within [lo, hi], saturating (ct_cast: a narrowed value never wraps). */
+static int64_t clamped(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* v truncated toward zero within [lo, hi], saturating; a NaN gives 0.
+ * (double)INT64_MAX is 2^63: a v below it converts exactly. */
+static int64_t truncated(double v, int64_t lo, int64_t hi) {
+  if (v != v) return 0;
+  if (v <= (double)lo) return lo;
+  return v >= (double)hi ? hi : (int64_t)v;
+}
+
 void ct_cpu_cast(ct_kernel_ctx *ctx) {
   const ct_tensor *x = &ctx->inputs[0];
   ct_tensor *y = &ctx->outputs[0];
@@ -39,16 +51,16 @@ void ct_cpu_cast(ct_kernel_ctx *ctx) {
   for (int64_t i = 0; i < n; ++i) {
     if (x->dtype == CT_I64 && y->dtype != CT_F32) { /* exactly, not through a double */
       const int64_t v = ((const int64_t *)x->data)[i];
-      if (y->dtype == CT_I32) ((int32_t *)y->data)[i] = (int32_t)v;
-      else ((uint8_t *)y->data)[i] = (uint8_t)v;
+      if (y->dtype == CT_I32) ((int32_t *)y->data)[i] = (int32_t)clamped(v, INT32_MIN, INT32_MAX);
+      else ((uint8_t *)y->data)[i] = (uint8_t)clamped(v, 0, UINT8_MAX);
       continue;
     }
     const double v = element(x, i);
     switch (y->dtype) {
       case CT_F32: ((float *)y->data)[i] = (float)v; break;
-      case CT_I32: ((int32_t *)y->data)[i] = (int32_t)v; break;
-      case CT_I64: ((int64_t *)y->data)[i] = (int64_t)v; break;
-      case CT_U8: ((uint8_t *)y->data)[i] = (uint8_t)v; break;
+      case CT_I32: ((int32_t *)y->data)[i] = (int32_t)truncated(v, INT32_MIN, INT32_MAX); break;
+      case CT_I64: ((int64_t *)y->data)[i] = truncated(v, INT64_MIN, INT64_MAX); break;
+      case CT_U8: ((uint8_t *)y->data)[i] = (uint8_t)truncated(v, 0, UINT8_MAX); break;
       default: break;
     }
   }

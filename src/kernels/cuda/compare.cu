@@ -19,9 +19,21 @@ __global__ static void equal_kernel(const T *a, const T *b, uint8_t *out, int64_
   FOR_EACH(i, n) out[i] = a[a_scalar ? 0 : i] == b[b_scalar ? 0 : i];
 }
 
+/* As the CPU's Cast (kernels/cpu/compare.c): to an integer dtype, a value
+ * outside [lo, hi] saturates and a NaN gives 0, so a narrowed value never
+ * wraps into range. Compared as doubles: exact for every pair of dtypes but
+ * i64 to i64, which ct_launch_cast copies. */
 template <typename X, typename Y>
-__global__ static void cast_kernel(const X *x, Y *y, int64_t n) {
-  FOR_EACH(i, n) y[i] = (Y)x[i];
+__global__ static void cast_kernel(const X *x, Y *y, int64_t n, int integer, int64_t lo,
+                                   int64_t hi) {
+  FOR_EACH(i, n) {
+    const double v = (double)x[i];
+    if (!integer) y[i] = (Y)x[i];
+    else if (v != v) y[i] = 0;
+    else if (v <= (double)lo) y[i] = (Y)lo;
+    else if (v >= (double)hi) y[i] = (Y)hi;
+    else y[i] = (Y)x[i];
+  }
 }
 
 template <typename T>
@@ -44,22 +56,27 @@ extern "C" cudaError_t ct_launch_equal(const void *a, const void *b, uint8_t *ou
 }
 
 template <typename X, typename Y>
-static void cast_to(const void *x, void *y, int64_t n, cudaStream_t stream) {
-  cast_kernel<X, Y><<<blocks_for(n), THREADS, 0, stream>>>((const X *)x, (Y *)y, n);
+static void cast_to(const void *x, void *y, int64_t n, int integer, int64_t lo, int64_t hi,
+                    cudaStream_t stream) {
+  cast_kernel<X, Y><<<blocks_for(n), THREADS, 0, stream>>>((const X *)x, (Y *)y, n, integer, lo,
+                                                           hi);
 }
 
 template <typename X>
 static void cast_from(const void *x, void *y, int to, int64_t n, cudaStream_t stream) {
   switch (to) {
-    case 0: cast_to<X, float>(x, y, n, stream); break;
-    case 1: cast_to<X, int32_t>(x, y, n, stream); break;
-    case 2: cast_to<X, int64_t>(x, y, n, stream); break;
-    default: cast_to<X, uint8_t>(x, y, n, stream);
+    case 0: cast_to<X, float>(x, y, n, 0, 0, 0, stream); break;
+    case 1: cast_to<X, int32_t>(x, y, n, 1, INT32_MIN, INT32_MAX, stream); break;
+    case 2: cast_to<X, int64_t>(x, y, n, 1, INT64_MIN, INT64_MAX, stream); break;
+    default: cast_to<X, uint8_t>(x, y, n, 1, 0, UINT8_MAX, stream);
   }
 }
 
 extern "C" cudaError_t ct_launch_cast(const void *x, void *y, int from, int to, int64_t n,
                                       cudaStream_t stream) {
+  static const size_t bytes[4] = {4, 4, 8, 1};
+  if (from == to && from >= 0 && from < 4)
+    return cudaMemcpyAsync(y, x, (size_t)n * bytes[from], cudaMemcpyDeviceToDevice, stream);
   switch (from) {
     case 0: cast_from<float>(x, y, to, n, stream); break;
     case 1: cast_from<int32_t>(x, y, to, n, stream); break;

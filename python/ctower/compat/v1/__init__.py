@@ -76,7 +76,7 @@ def set_random_seed(seed):
 
 def equal(x, y, name=None):
     graph, (a, b) = _ops._tensors([x, y], ranks=_ops._BROADCAST)
-    out = graph._built(graph._c.equal(a._output(), b._output()), name)
+    out = graph._built(graph._c.equal(a._output(graph), b._output(graph)), name)
     out._dtype = bool
     return out
 
@@ -95,7 +95,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         stop_gradients = []
     elif not isinstance(stop_gradients, (list, tuple)):
         stop_gradients = [stop_gradients]
-    stops = [(s._read if isinstance(s, Variable) else convert_to_tensor(s))._output()
+    stops = [(s._read if isinstance(s, Variable) else convert_to_tensor(s))._output(graph)
              for s in stop_gradients]
     if grad_ys is not None:
         grad_ys = grad_ys if isinstance(grad_ys, (list, tuple)) else [grad_ys]
@@ -104,7 +104,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                     for y, g in zip(ys_t, grad_ys)]
     per_x = [[] for _ in xs_t]
     for y in ys_t:
-        for k, g in enumerate(graph._c.gradients(y._output(), [x._output() for x in xs_t],
+        for k, g in enumerate(graph._c.gradients(y._output(graph), [x._output(graph) for x in xs_t],
                                                  stops)):
             if g is not None:
                 per_x[k].append(graph._built(g, rename=False))

@@ -208,6 +208,13 @@ def _c_shape(shape):
 
 # ---- tensors and operations ----------------------------------------------------------------
 
+def _check_graph(element, graph):
+    """Refuses a Tensor, Operation or Variable of a graph other than `graph`:
+    the C graphs know their nodes by index alone."""
+    if element.graph is not graph:
+        raise ValueError("%r must be from the same graph as the others: it belongs to %r, not "
+                         "%r." % (element, element.graph, graph))
+
 class Operation:
     """A node of a graph."""
 
@@ -294,7 +301,8 @@ class Tensor:
     @property
     def shape(self):
         if self._shape.ndims is None and self._id not in self._graph._open_ranks:
-            self._shape = TensorShape._from_engine(self._graph._c.output_info(self._output())[0])
+            shape = self._graph._c.output_info(self._output(self._graph))[0]
+            self._shape = TensorShape._from_engine(shape)
         return self._shape
 
     @property
@@ -320,7 +328,10 @@ class Tensor:
         from ctower.compat.v1._session import _session_for
         return _session_for(session, self._graph).run(self, feed_dict)
 
-    def _output(self):
+    def _output(self, graph):
+        """(node id, output index) for a builder or a run of `graph`: a
+        tensor of another graph is refused, as TensorFlow refuses it."""
+        _check_graph(self, graph)
         if self._id in self._graph._open_ranks:
             raise ValueError(
                 "Placeholder %r was made without a shape, and ctower needs the rank of an op's "
@@ -382,6 +393,7 @@ class Graph:
         self._ranked_on_use = set()    # those that took their rank where first used
         self._finalized = False
         self._var_scope = None         # the current VariableScope (set by _variables)
+        self._value_variables = []     # Variables whose initial value is a value, as made
         self._lock = threading.RLock()
 
     # -- elements --

@@ -53,7 +53,7 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     sh, sw = _window(strides, "strides")
     dh, dw = _window(dilations or 1, "dilations")
     graph, (x, f) = _tensors([input, filter], ranks=[4, 4])
-    return graph._built(graph._c.conv2d(x._output(), f._output(), sh, sw, dh, dw,
+    return graph._built(graph._c.conv2d(x._output(graph), f._output(graph), sh, sw, dh, dw,
                                         _padding(padding)), name)
 
 
@@ -66,7 +66,7 @@ def _pool(is_max, value, ksize, strides, padding, data_format, name):
     _nhwc(data_format)
     (kh, kw), (sh, sw) = _window(ksize, "ksize"), _window(strides, "strides")
     graph, (x,) = _tensors([value], ranks=[4])
-    return graph._built(graph._c.pool(is_max, x._output(), kh, kw, sh, sw, _padding(padding)),
+    return graph._built(graph._c.pool(is_max, x._output(graph), kh, kw, sh, sw, _padding(padding)),
                         name)
 
 
@@ -82,7 +82,7 @@ def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, inpu
 
 def lrn(input, depth_radius=5, bias=1, alpha=1, beta=0.5, name=None):
     graph, (x,) = _tensors([input])
-    return graph._built(graph._c.lrn(x._output(), int(depth_radius), float(bias), float(alpha),
+    return graph._built(graph._c.lrn(x._output(graph), int(depth_radius), float(bias), float(alpha),
                                      float(beta)), name)
 
 
@@ -125,7 +125,7 @@ def _dropout(x, rate, name):
     if isinstance(rate, fw.Tensor) or hasattr(rate, "_read"):
         return _ops._binary(_ops._DROPOUT, x, rate, name, ranks=[None, 0])
     graph, (t,) = _tensors([x])
-    return graph._built(graph._c.dropout(t._output(), float(rate)), name)
+    return graph._built(graph._c.dropout(t._output(graph), float(rate)), name)
 
 
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
@@ -151,8 +151,8 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
     graph, (labels_t,) = _tensors([labels], ranks=[logits_t.shape.ndims - 1])
     if labels_t.dtype is fw.int64:
         labels_t = cast(labels_t, fw.int32)
-    return graph._built(graph._c.binary(_ops._SPARSE_XENT, logits_t._output(),
-                                        labels_t._output()), name)
+    return graph._built(graph._c.binary(_ops._SPARSE_XENT, logits_t._output(graph),
+                                        labels_t._output(graph)), name)
 
 
 def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1,
@@ -161,7 +161,8 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
         raise ValueError("Only call `softmax_cross_entropy_with_logits` with named arguments "
                          "(labels=..., logits=..., ...)")
     graph, (logits_t, labels_t) = _tensors([logits, labels], ranks=_BROADCAST)
-    return graph._built(graph._c.softmax_xent(logits_t._output(), labels_t._output()), name)
+    return graph._built(graph._c.softmax_xent(logits_t._output(graph),
+                                              labels_t._output(graph)), name)
 
 
 softmax_cross_entropy_with_logits_v2 = softmax_cross_entropy_with_logits
@@ -176,7 +177,7 @@ def cast(x, dtype, name=None):
     dtype = fw._engine_dtype(dtype, "cast")
     if dtype is t.dtype:
         return t
-    out = graph._built(graph._c.cast(t._output(), dtype._code), name or "Cast")
+    out = graph._built(graph._c.cast(t._output(graph), dtype._code), name or "Cast")
     out._dtype = dtype
     return out
 
@@ -188,9 +189,9 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
     if not is_training and (mean is None or variance is None):
         raise ValueError("Both 'mean' and 'variance' must be a 1-D tensor when is_training is "
                          "False.")
-    m = None if mean is None else fw.convert_to_tensor(mean)._output()
-    v = None if variance is None else fw.convert_to_tensor(variance)._output()
-    y = graph._built(graph._c.batch_norm(t._output(), s._output(), o._output(),
+    m = None if mean is None else fw.convert_to_tensor(mean)._output(graph)
+    v = None if variance is None else fw.convert_to_tensor(variance)._output(graph)
+    y = graph._built(graph._c.batch_norm(t._output(graph), s._output(graph), o._output(graph),
                                          m if not is_training else None,
                                          v if not is_training else None, bool(is_training),
                                          0.0, float(epsilon)), name)
@@ -237,9 +238,9 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
         if switched:
             return _batch_norm_switched(graph, x, gamma, beta, moving_mean, moving_var,
                                         training, float(momentum), float(epsilon))
-        y = graph._built(graph._c.batch_norm(x._output(), gamma._output(), beta._output(),
-                                             moving_mean._output(), moving_var._output(),
-                                             bool(training), float(momentum), float(epsilon)))
+        outputs = [t._output(graph) for t in (x, gamma, beta, moving_mean, moving_var)]
+        y = graph._built(graph._c.batch_norm(*outputs, bool(training), float(momentum),
+                                             float(epsilon)))
     for node in graph._c.update_ops()[before:]:
         graph.add_to_collection(vs.GraphKeys.UPDATE_OPS, graph._operation(node))
     return y
@@ -256,11 +257,10 @@ def _batch_norm_switched(graph, x, gamma, beta, moving_mean, moving_var, trainin
     0 adds 0). The updates are TensorFlow's, variable -= (variable - value)
     * (1 - momentum), with the step times f: 0 leaves the average as it is."""
     f = cast(training, fw.float32)
-    by_batch = graph._built(graph._c.batch_norm(x._output(), gamma._output(), beta._output(),
-                                                None, None, True, momentum, epsilon))
-    by_moving = graph._built(graph._c.batch_norm(x._output(), gamma._output(), beta._output(),
-                                                 moving_mean._output(), moving_var._output(),
-                                                 False, momentum, epsilon))
+    outputs = [t._output(graph) for t in (x, gamma, beta, moving_mean, moving_var)]
+    by_batch = graph._built(graph._c.batch_norm(*outputs[:3], None, None, True, momentum,
+                                                epsilon))
+    by_moving = graph._built(graph._c.batch_norm(*outputs, False, momentum, epsilon))
     y = _ops.add(_ops.multiply(f, by_batch), _ops.multiply(_ops.subtract(1.0, f), by_moving))
     batch_mean, batch_var = by_batch.op.outputs[1:3]
     step = _ops.multiply(f, 1.0 - momentum)

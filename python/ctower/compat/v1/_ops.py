@@ -52,18 +52,18 @@ def _tensors(values, dtype=None, ranks=None):
     for t, rank in zip(out, ranks or [None] * len(out)):
         if rank is not None:
             fw._take_rank(t, [None] * rank)
-        t._output()  # refuses a placeholder whose rank is still open
+        t._output(graph)  # refuses a placeholder whose rank is still open
     return graph, out
 
 
 def _unary(kind, x, name):
     graph, (x,) = _tensors([x])
-    return graph._built(graph._c.unary(kind, x._output()), name)
+    return graph._built(graph._c.unary(kind, x._output(graph)), name)
 
 
 def _binary(kind, x, y, name, ranks=_BROADCAST):
     graph, (x, y) = _tensors([x, y], ranks=ranks)
-    return graph._built(graph._c.binary(kind, x._output(), y._output()), name)
+    return graph._built(graph._c.binary(kind, x._output(graph), y._output(graph)), name)
 
 
 def identity(input, name=None):
@@ -101,7 +101,7 @@ def truediv(x, y, name=None):
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
            a_is_sparse=False, b_is_sparse=False, name=None):
     graph, (a, b) = _tensors([a, b], ranks=[2, 2])
-    out = graph._c.matmul(a._output(), b._output(), bool(transpose_a or adjoint_a),
+    out = graph._c.matmul(a._output(graph), b._output(graph), bool(transpose_a or adjoint_a),
                           bool(transpose_b or adjoint_b))
     return graph._built(out, name)
 
@@ -113,7 +113,7 @@ def add_n(inputs, name=None):
     graph, xs = _tensors(list(inputs), ranks=_BROADCAST)
     if len(xs) == 1 and not name:
         return xs[0]
-    return graph._built(graph._c.add_n([x._output() for x in xs]), name)
+    return graph._built(graph._c.add_n([x._output(graph) for x in xs]), name)
 
 
 def zeros_like(tensor, dtype=None, name=None, optimize=True):
@@ -151,7 +151,7 @@ def _static_shape(shape):
 
 def reshape(tensor, shape, name=None):
     graph, (x,) = _tensors([tensor])
-    return graph._built(graph._c.reshape(x._output(), _static_shape(shape)), name)
+    return graph._built(graph._c.reshape(x._output(graph), _static_shape(shape)), name)
 
 
 def transpose(a, perm=None, name="transpose", conjugate=False):
@@ -163,7 +163,7 @@ def transpose(a, perm=None, name="transpose", conjugate=False):
     if sorted(perm) != list(range(rank)):
         raise ValueError("transpose: perm %s is not a permutation of the %d axes of a tensor of "
                          "rank %d" % (perm, rank, rank))
-    return graph._built(graph._c.transpose(x._output(), perm), name)
+    return graph._built(graph._c.transpose(x._output(graph), perm), name)
 
 
 def _axis(axis, rank):
@@ -184,7 +184,7 @@ def expand_dims(input, axis=None, name=None, dim=None):
     if sum(d is None for d in dims) > 1:
         raise ValueError("ctower's expand_dims needs all dimensions but one known, got %s"
                          % x.shape)
-    return graph._built(graph._c.reshape(x._output(), [-1 if d is None else d for d in dims]),
+    return graph._built(graph._c.reshape(x._output(graph), [-1 if d is None else d for d in dims]),
                         name or "ExpandDims")
 
 
@@ -197,7 +197,7 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):
     else:
         axes = [_axis(a, len(dims)) for a in (axis if isinstance(axis, (list, tuple)) else [axis])]
     kept = [d for i, d in enumerate(dims) if i not in axes]
-    return graph._built(graph._c.reshape(x._output(), [-1 if d is None else d for d in kept]),
+    return graph._built(graph._c.reshape(x._output(graph), [-1 if d is None else d for d in kept]),
                         name or "Squeeze")
 
 
@@ -206,7 +206,7 @@ def concat(values, axis, name="concat"):
     if len(xs) == 1:
         return identity(xs[0], name=name)
     axis = _axis(axis, xs[0].shape.ndims)
-    return graph._built(graph._c.concat([x._output() for x in xs], axis), name)
+    return graph._built(graph._c.concat([x._output(graph) for x in xs], axis), name)
 
 
 def split(value, num_or_size_splits, axis=0, num=None, name="split"):
@@ -221,7 +221,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
         parts = [int(s) for s in np.asarray(num_or_size_splits).reshape(-1)]
         if num is not None and int(num) != len(parts):
             raise ValueError("num (%d) is not the number of sizes (%d)" % (num, len(parts)))
-    outs = graph._c.split(x._output(), axis, parts)
+    outs = graph._c.split(x._output(graph), axis, parts)
     if name:
         graph._c.rename(outs[0][0], name)
     return [graph._built(o, rename=False) for o in outs]
@@ -240,7 +240,7 @@ def slice_(input_, begin, size, name=None):
                          % (begin, size))
     end = [b + s for b, s in zip(begin, size)]
     to_end = sum(1 << d for d, s in enumerate(size) if s == -1)
-    out = graph._c.strided_slice(x._output(), begin, end, [1] * len(begin), 0, to_end)
+    out = graph._c.strided_slice(x._output(graph), begin, end, [1] * len(begin), 0, to_end)
     return graph._built(out, name or "Slice")
 
 
@@ -252,7 +252,7 @@ def stack(values, axis=0, name="stack"):
         parts = [expand_dims(x, axis) for x in xs]
     if len(parts) == 1:
         return identity(parts[0], name=name)
-    return graph._built(graph._c.concat([p._output() for p in parts], axis), scope[:-1])
+    return graph._built(graph._c.concat([p._output(graph) for p in parts], axis), scope[:-1])
 
 
 def unstack(value, num=None, axis=0, name="unstack"):
@@ -280,7 +280,7 @@ def _reduce(mean, input_tensor, axis, keepdims, name, reduction_indices, keep_di
             mask |= 1 << _axis(a, x.shape.ndims)
         if mask == 0:
             return identity(x, name=name)
-    return graph._built(graph._c.reduce(mean, x._output(), mask, keep), name)
+    return graph._built(graph._c.reduce(mean, x._output(graph), mask, keep), name)
 
 
 def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
@@ -303,10 +303,10 @@ def argmax(input, axis=None, name=None, dimension=None, output_type=fw.int64):
     if output_type is not fw.int32 and output_type is not fw.int64:
         raise TypeError("argmax's output_type is int32 or int64, not %s" % output_type.name)
     if output_type is fw.int32:
-        return graph._built(graph._c.argmax(x._output(), axis), name)
+        return graph._built(graph._c.argmax(x._output(graph), axis), name)
     # the engine's ArgMax gives int32: TensorFlow's default int64 is its Cast
-    index = graph._built(graph._c.argmax(x._output(), axis))
-    out = graph._built(graph._c.cast(index._output(), fw.int64._code), name)
+    index = graph._built(graph._c.argmax(x._output(graph), axis))
+    out = graph._built(graph._c.cast(index._output(graph), fw.int64._code), name)
     out._dtype = fw.int64
     return out
 
@@ -398,7 +398,7 @@ def _getitem(tensor, key):
             begin, end, strides, from_start, to_end = zip(*ranges)
             masks = [sum(1 << d for d, bit in enumerate(bits) if bit) for bits in (from_start,
                                                                                   to_end)]
-            out = graph._built(graph._c.strided_slice(x._output(), list(begin), list(end),
+            out = graph._built(graph._c.strided_slice(x._output(graph), list(begin), list(end),
                                                       list(strides), *masks))
         sliced = out.shape.as_list()
         shape = [1 if a is None else sliced[a] for a in kept]

@@ -181,6 +181,10 @@ class Session:
         self._c = None
         self._deferred = None
         self._steps = {}        # apply op id -> updates applied (Adam's t)
+        self._given_values = set()  # indices of the graph's value variables given a value
+        self._values_checked = 0    # graph._value_variables seen by _initialize_values
+        self._initializing = False  # in _initialize_values, under _values_lock
+        self._values_lock = threading.RLock()  # runs from other threads wait for the values
         self._context = None
         options = _engine_options(self._config)
         try:
@@ -251,6 +255,7 @@ class Session:
         engine = self._engine()
         leaves, positions, rebuild, feeds, fetch_list, targets = self._request(fetches,
                                                                                feed_dict)
+        self._initialize_values(feed_dict)
         results = engine.run(feeds, fetch_list, targets)
         self._print_log()
         values = []
@@ -265,7 +270,39 @@ class Session:
         first); each run's seconds."""
         engine = self._engine()
         _, _, _, feeds, fetch_list, targets = self._request(fetches, feed_dict)
+        self._initialize_values(feed_dict)
         return engine.run(feeds, fetch_list, targets, repeat)
+
+    def _initialize_values(self, feed_dict):
+        """Gives each variable whose initial value is a value (a list, an
+        array, a tensor), made since the last call, that value, in the order
+        they were made (an initial tensor may read an earlier variable),
+        unless this session already gave it one (its initializer ran in the
+        request, or a value was assigned to it). The engine initializes the
+        other variables on first use by itself."""
+        pending = self._graph._value_variables
+        if self._values_checked == len(pending):
+            return
+        with self._values_lock:
+            if self._initializing:  # the runs of initial tensors below
+                return
+            self._initializing = True
+            try:
+                self._give_values(pending, feed_dict)
+            finally:
+                self._initializing = False
+
+    def _give_values(self, pending, feed_dict):
+        # counted once given: another thread's run returns early only then
+        while self._values_checked < len(pending):
+            v = pending[self._values_checked]
+            if v._index not in self._given_values:
+                self._given_values.add(v._index)
+                if isinstance(v._initial, Tensor):
+                    self.run(v.initializer, feed_dict)
+                else:
+                    self._assign(v, v._initial)
+            self._values_checked += 1
 
     def _request(self, fetches, feed_dict):
         graph = self._graph
@@ -324,10 +361,13 @@ class Session:
     # -- for Variable.load, Saver and optimizers --
     def _assign(self, variable, value):
         array = np.asarray(value, dtype=np.float32, order="C")
-        self._engine().assign_variable(variable._index, array)
+        self._engine().assign_variable(variable._index_in(self._graph), array)
+        self._given_values.add(variable._index)
 
     def _read(self, variable):
-        return np.asarray(self._engine().read_variable(variable._index))
+        index = variable._index_in(self._graph)
+        self._initialize_values(None)
+        return np.asarray(self._engine().read_variable(index))
 
     def partial_run_setup(self, *args, **kwargs):
         raise NotImplementedError("ctower has no partial runs")

@@ -49,10 +49,10 @@ class Optimizer:
         var_list = list(var_list)
         if not var_list:
             raise ValueError("No variables to optimize.")
-        grads = dict(graph._c.variable_gradients(loss._output()))
+        grads = dict(graph._c.variable_gradients(loss._output(graph)))
         out = []
         for v in var_list:
-            g = grads.get(v._index)
+            g = grads.get(v._index_in(graph))
             out.append((None if g is None else graph._built(g, rename=False), v))
         return out
 
@@ -66,8 +66,8 @@ class Optimizer:
             grads = [fw.convert_to_tensor(g) for g, _ in pairs]
             op_id, lr = graph._c.apply_gradients(
                 self._kind, float(self._momentum), bool(self._nesterov), float(self._beta1),
-                float(self._beta2), float(self._epsilon), [v._index for _, v in pairs],
-                [g._output() for g in grads])
+                float(self._beta2), float(self._epsilon), [v._index_in(graph) for _, v in pairs],
+                [g._output(graph) for g in grads])
             graph._c.rename(op_id, name or self._name)
             train_op = graph._operation(op_id)
             graph._add_run_hook(op_id, self._feeder(op_id, lr))
@@ -192,10 +192,11 @@ class Saver:
                 if os.path.exists(old):
                     os.remove(old)
             folder = os.path.dirname(os.path.abspath(save_path))
-            with open(os.path.join(folder, latest_filename or "checkpoint"), "w") as f:
-                f.write("model_checkpoint_path: \"%s\"\n" % os.path.basename(save_path))
-                for p in self._last:
-                    f.write("all_model_checkpoint_paths: \"%s\"\n" % os.path.basename(p))
+            lines = ["model_checkpoint_path: \"%s\"\n" % os.path.basename(save_path)]
+            lines += ["all_model_checkpoint_paths: \"%s\"\n" % os.path.basename(p)
+                      for p in self._last]
+            _ctower.file_write(os.path.join(folder, latest_filename or "checkpoint"),
+                               "".join(lines).encode(), *_STATE_FILE)
         return save_path
 
     def restore(self, sess, save_path):
@@ -218,13 +219,18 @@ class Saver:
             sess._steps[op_id] = step
 
 
+# what the checkpoint state file is to the user, for core/files' messages
+_STATE_FILE = ("checkpoint state file", "remove it or give Saver another latest_filename")
+
+
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
     path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
-    if not os.path.exists(path):
+    try:
+        text = _ctower.file_read(path, *_STATE_FILE).decode("utf-8", "replace")
+    except errors.NotFoundError:
         return None
-    with open(path) as f:
-        for line in f:
-            if line.startswith("model_checkpoint_path:"):
-                name = line.split(":", 1)[1].strip().strip('"')
-                return os.path.join(checkpoint_dir, name)
+    for line in text.splitlines():
+        if line.startswith("model_checkpoint_path:"):
+            name = line.split(":", 1)[1].strip().strip('"')
+            return os.path.join(checkpoint_dir, name)
     return None

@@ -4,8 +4,11 @@ A Variable is one of the C graph's variables (float32; ct_variable): the
 engine initializes it from its initializer (ct_initializer, seeded by the
 graph seed and its name, or by the initializer's seed) when a session first
 uses it, and `initializer` sets it to that value again. A variable whose
-initial value is a tensor starts at zeros and takes that value when its
-initializer runs, as in TensorFlow.
+initial value is a value (a list, an array, a tensor) is given it by each
+session before the session first runs, reads or saves anything after the
+variable was made (Session._initialize_values), unless its initializer
+runs or a value is assigned to it first: every variable is initialized on
+first use, whichever kind its initial value is.
 """
 import collections
 import contextlib
@@ -165,6 +168,8 @@ class Variable:
         self._initializer_op = None
         graph._variable_store[full] = self
         graph._variable_by_index[index] = self
+        if initial is not None:
+            graph._value_variables.append(self)
         for key in (collections if collections is not None else [GraphKeys.GLOBAL_VARIABLES]):
             graph.add_to_collection(key, self)
         if self._trainable and GraphKeys.TRAINABLE_VARIABLES not in (collections or []):
@@ -208,8 +213,13 @@ class Variable:
     def read_value(self):
         return _ops.identity(self._read)
 
-    def _output(self):
-        return self._read._output()
+    def _output(self, graph):
+        return self._read._output(graph)
+
+    def _index_in(self, graph):
+        """The C graph's index of the variable, which must be of `graph`."""
+        fw._check_graph(self, graph)
+        return self._index
 
     @property
     def _id(self):
@@ -230,10 +240,13 @@ class Variable:
                         index = self._index
                         graph._add_run_hook(
                             op._id, lambda s, feeds: s._c.initialize_variable(index))
-                    elif isinstance(self._initial, Tensor):
-                        op = self.assign(self._initial).op
                     else:
-                        op = self.assign(fw.constant(self._initial, name="initial_value")).op
+                        initial = self._initial if isinstance(self._initial, Tensor) else \
+                            fw.constant(self._initial, name="initial_value")
+                        op = self.assign(initial).op
+                        index = self._index
+                        graph._add_run_hook(  # the session need not give it its value first
+                            op._id, lambda s, feeds: s._given_values.add(index))
             self._initializer_op = op
         return self._initializer_op
 
@@ -241,8 +254,8 @@ class Variable:
         graph = self._graph
         with graph.as_default():
             value = fw.convert_to_tensor(value, dtype=fw.float32)
-            return graph._built(graph._c.binary(_ops._ASSIGN, self._read._output(),
-                                                value._output()), name)
+            return graph._built(graph._c.binary(_ops._ASSIGN, self._read._output(graph),
+                                                value._output(graph)), name)
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         return self.assign(_ops.add(self._read, delta), name=name)

@@ -32,10 +32,27 @@ static int grad_list_push(grad_list *list, ct_output value) {
   return 1;
 }
 
+enum { ADD_N_MAX = 64 }; /* the inputs of one AddN (ct_add_n) */
+
+/* The sum of parts[0..n) in order: one AddN, or a chain of them past
+ * ADD_N_MAX (each taking the sum so far and the next parts). */
+static ct_output sum_in_order(ct_graph *g, int n, const ct_output *parts) {
+  if (n == 0) return ct_out(NULL, 0);
+  if (n == 1) return parts[0];
+  int done = n < ADD_N_MAX ? n : ADD_N_MAX;
+  ct_output sum = ct_add_n(g, done, parts);
+  while (done < n && sum.node) {
+    ct_output chunk[ADD_N_MAX];
+    int k = 0;
+    chunk[k++] = sum;
+    while (k < ADD_N_MAX && done < n) chunk[k++] = parts[done++];
+    sum = ct_add_n(g, k, chunk);
+  }
+  return sum;
+}
+
 static ct_output grad_list_sum(ct_graph *g, const grad_list *list) {
-  if (list->n == 0) return ct_out(NULL, 0);
-  if (list->n == 1) return list->items[0];
-  return ct_add_n(g, list->n, list->items);
+  return sum_in_order(g, list->n, list->items);
 }
 
 static int is_stopped(const ct_node *n, int output, int n_stops, const ct_output *stops) {
@@ -155,13 +172,11 @@ int ct_gradients_stopping(ct_graph *g, ct_output y, int n_xs, const ct_output *x
 
 /* Adds the gradients of every read of variable v that reaches the loss. */
 static ct_output variable_gradient(ct_graph *g, int v, int n_reads, ct_node **reads,
-                                   const ct_output *grads) {
-  ct_output parts[64];
+                                   const ct_output *grads, ct_output *parts) {
   int n = 0;
   for (int k = 0; k < n_reads; ++k)
-    if (reads[k]->variable == v && grads[k].node && n < 64) parts[n++] = grads[k];
-  if (n == 0) return ct_out(NULL, 0);
-  return n == 1 ? parts[0] : ct_add_n(g, n, parts);
+    if (reads[k]->variable == v && grads[k].node) parts[n++] = grads[k];
+  return sum_in_order(g, n, parts);
 }
 
 int ct_variable_gradients(ct_graph *g, ct_output loss, int *variables, ct_output *grads,
@@ -196,7 +211,8 @@ int ct_variable_gradients(ct_graph *g, ct_output loss, int *variables, ct_output
     for (int v = 0; v < n_variables; ++v) {
       if (!g->variables[v].trainable) continue;
       ct_graph_push_device(g, g->variables[v].device);
-      ct_output grad = variable_gradient(g, v, n_reads, reads, read_grads);
+      /* xs, which ct_gradients no longer needs, holds the parts to sum */
+      ct_output grad = variable_gradient(g, v, n_reads, reads, read_grads, xs);
       ct_graph_pop_device(g);
       if (grad.node == NULL) continue; /* does not affect the loss */
       variables[*n_out] = v;

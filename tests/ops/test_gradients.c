@@ -285,10 +285,57 @@ static void test_stopped_gradients(void **state) {
   ct_graph_free(g);
 }
 
+/* More than one AddN's worth of gradients (100) reaching one output, or
+ * one variable through 100 reads, are summed whole: d/dx sum_k k x = 5050. */
+static void test_many_gradients_are_summed_whole(void **state) {
+  (void)state;
+  enum { USES = 100 };
+  ct_status st = CT_STATUS_INIT;
+  ct_graph *g = ct_graph_new();
+  const ct_shape s = ct_shape_of(1, (int64_t)2);
+  ct_output x = ct_placeholder(g, "x", CT_F32, s);
+  ct_initializer ones = {CT_INIT_ONES, 0};
+  ct_output x_terms[USES], w_terms[USES];
+  for (int k = 0; k < USES; ++k) {
+    if (k == 1) ct_graph_push_variable_reuse(g);
+    ct_output w = ct_variable(g, "w", s, ones, 1);
+    ct_output times = ct_scalar(g, (float)(k + 1));
+    x_terms[k] = ct_reduce_sum(g, ct_mul(g, x, times), 0, 0);
+    w_terms[k] = ct_reduce_sum(g, ct_mul(g, w, times), 0, 0);
+  }
+  ct_graph_pop_variable_reuse(g);
+  ct_output dx, dw;
+  ct_output x_loss = ct_add(g, ct_add_n(g, 50, x_terms), ct_add_n(g, 50, x_terms + 50));
+  assert_int_equal(ct_gradients(g, x_loss, 1, &x, &dx), 0);
+  int variable, n = 0;
+  ct_output w_loss = ct_add(g, ct_add_n(g, 50, w_terms), ct_add_n(g, 50, w_terms + 50));
+  assert_int_equal(ct_variable_gradients(g, w_loss, &variable, &dw, &n), 0);
+  assert_int_equal(n, 1);
+  assert_status_ok(ct_graph_status(g));
+  float xv[2] = {1.0f, -2.0f};
+  ct_tensor xt = {CT_F32, s, xv, 0};
+  ct_feed feed = {x, &xt};
+  ct_session *sess = ct_session_new(g, NULL, &st);
+  assert_status_ok(&st);
+  ct_output fetches[2] = {dx, dw};
+  ct_tensor *out[2];
+  ct_session_run(sess, &feed, 1, fetches, 2, NULL, 0, out, &st);
+  assert_status_ok(&st);
+  for (int i = 0; i < 2; ++i) {
+    assert_float_equal(ct_tensor_f32(out[0])[i], 5050.0f, 0);
+    assert_float_equal(ct_tensor_f32(out[1])[i], 5050.0f, 0);
+  }
+  printf("  %d gradients of one tensor, and of one variable's %d reads: summed whole\n", USES, USES);
+  for (int i = 0; i < 2; ++i) ct_tensor_free(out[i]);
+  ct_session_free(sess);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_all_gradients),
                                      cmocka_unit_test(test_max_pool_of_relu),
                                      cmocka_unit_test(test_conv_bias_relu_fused),
-                                     cmocka_unit_test(test_stopped_gradients)};
+                                     cmocka_unit_test(test_stopped_gradients),
+                                     cmocka_unit_test(test_many_gradients_are_summed_whole)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

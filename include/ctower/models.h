@@ -174,7 +174,10 @@ typedef struct ct_model_def {
 
 /* Builds a model: its build function, or its layers. Logits that are not
  * an f32 [N, num_classes] output of g record INVALID_ARGUMENT in g and give
- * a null output. */
+ * a null output; a build function that returns with the graph's scopes
+ * (name, device, variable, variable device, reuse) not where it found them
+ * records FAILED_PRECONDITION naming the model and the scope, with the
+ * scopes it left open popped, and gives a null output. */
 ct_output ct_model_build(const ct_model_def *model, ct_graph *g, ct_output images, int num_classes,
                          int training);
 

@@ -4,7 +4,9 @@
 # without trusting it: a count it cannot hold, no array, or a name that
 # points nowhere is a clear error naming the library (exit 1), never
 # SIGSEGV; so is a layer list that a config could not give (a repeat past
-# 1000, a device with no NUL in its field), naming the layer. Logits of another class count, or an output of no graph, are an
+# 1000, a device with no NUL in its field), naming the layer, and a build
+# function that leaves its device scope open (it would move the next
+# tower), naming the model and the scope. Logits of another class count, or an output of no graph, are an
 # error naming the model (exit 2, as any model that does not fit its data). A crash in the library's own code (a constructor
 # or a build function) names the library and the call, and the process
 # ends by that signal; a constructor calling exit(0) ends ctower with
@@ -45,4 +47,5 @@ expect crashing_load 139 "libmodel_library_crashing_load.so' (in its constructor
 expect exiting_load 1 "(in its constructors, run as it loads) called exit(), ending ctower before it trained anything"
 expect repeat_int_max 1 "model 0 ('dense') of its exports table: its layer list: layers[1] (dense 'dense_1'): repeat must lie in 1 ... 1000, got 2147483647"
 expect unterminated_device 1 "its layer list: layers[1] (dense 'dense_1'): its device fills all 64 bytes of its field with no terminating NUL"
+expect leaked_device_scope 1 "model 'dense': its build function returned with the device scope '/cpu:1' still open"
 finish

@@ -161,7 +161,10 @@ static int init_variables(ct_session *s, ct_status *status) {
     ct_device *device = s->devices[ct_session_variable_device(s, i)];
     s->variable_device[i] = device;
     if (device->remote) continue; /* its task holds it */
-    size_t nbytes = (size_t)ct_shape_elements(&g->variables[i].shape) * sizeof(float);
+    size_t nbytes = 0;
+    if (ct_shape_check_bytes(&g->variables[i].shape, CT_F32, g->variables[i].name, &nbytes,
+                             status))
+      return 1;
     void *data = ct_allocator_alloc(device->allocator, nbytes, status);
     if (data == NULL) return 1;
     s->variables[i] = ct_tensor_wrap(CT_F32, &g->variables[i].shape, data, status);

@@ -375,6 +375,15 @@ ct_node *ct_graph_add_node(ct_graph *g, const ct_op_def *op, const char *base_na
     free_node(n);
     return NULL;
   }
+  /* every byte count of the graph's values fits in a size_t from here on */
+  for (int o = 0; o < n_outputs; ++o) {
+    char what[320];
+    snprintf(what, sizeof what, "output %d of '%s' (%s)", o, n->name, op->name);
+    if (ct_shape_check_bytes(&n->shapes[o], n->dtypes[o], what, NULL, &g->status)) {
+      free_node(n);
+      return NULL;
+    }
+  }
   n->id = g->n_nodes;
   g->nodes[g->n_nodes++] = n;
   g->name_table[name_slot(g, n->name)] = n;

@@ -6,7 +6,8 @@
 # SIGSEGV; so is a layer list that a config could not give (a repeat past
 # 1000, a device with no NUL in its field), naming the layer, and a build
 # function that leaves its device scope open (it would move the next
-# tower), naming the model and the scope. Logits of another class count, or an output of no graph, are an
+# tower), naming the model and the scope. A variable of 2^62 f32 elements
+# (2^64 bytes, a count that would wrap to 0) is an error naming it. Logits of another class count, or an output of no graph, are an
 # error naming the model (exit 2, as any model that does not fit its data). A crash in the library's own code (a constructor
 # or a build function) names the library and the call, and the process
 # ends by that signal; a constructor calling exit(0) ends ctower with
@@ -47,5 +48,6 @@ expect crashing_load 139 "libmodel_library_crashing_load.so' (in its constructor
 expect exiting_load 1 "(in its constructors, run as it loads) called exit(), ending ctower before it trained anything"
 expect repeat_int_max 1 "model 0 ('dense') of its exports table: its layer list: layers[1] (dense 'dense_1'): repeat must lie in 1 ... 1000, got 2147483647"
 expect unterminated_device 1 "its layer list: layers[1] (dense 'dense_1'): its device fills all 64 bytes of its field with no terminating NUL"
+expect huge_variable 2 "variable 'huge' of shape [2147483648, 2147483648] (f32) takes more bytes than 64 bits count"
 expect leaked_device_scope 1 "model 'dense': its build function returned with the device scope '/cpu:1' still open"
 finish

@@ -101,6 +101,22 @@ void ct_graph_pop_variable_reuse(ct_graph *graph);
 void ct_graph_push_variable_device(ct_graph *graph, const char *device);
 void ct_graph_pop_variable_device(ct_graph *graph);
 
+/* The depths of a graph's scope stacks (name, device, variable, variable
+ * device, variable reuse), taken before code that builds part of a graph
+ * runs, to see that it leaves every scope as it found it. */
+typedef struct ct_graph_scope_mark {
+  int name, device, variable, variable_device, reuse;
+} ct_graph_scope_mark;
+ct_graph_scope_mark ct_graph_scope_mark_now(const ct_graph *graph);
+
+/* Whether the scopes are where `mark` found them: 0. Else 1 with the
+ * first scope that is not written into what ("the device scope '/cpu:1'
+ * still open", "its caller's name scope popped (more pops than pushes)"),
+ * and every stack deeper than at the mark popped back to it, so that what
+ * is built next is not built inside a scope left open. */
+int ct_graph_scopes_return_to(ct_graph *graph, const ct_graph_scope_mark *mark, char *what,
+                              size_t size);
+
 /* Forgets the error recorded in the graph, so that building goes on: for a
  * front end that reports each failed call at once (the Python binding
  * raises it as TensorFlow raises a ValueError). A builder that fails adds

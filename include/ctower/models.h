@@ -88,13 +88,14 @@ typedef enum ct_layer_type {
   CT_LAYER_TYPE_COUNT
 } ct_layer_type;
 
-enum { CT_MAX_LAYERS = 64, CT_LAYER_NAME = 64 };
+enum { CT_MAX_LAYERS = 64, CT_LAYER_NAME = 64, CT_LAYER_MAX_REPEAT = 1000 };
 
 typedef struct ct_layer_spec {
   ct_layer_type type;
   char name[CT_LAYER_NAME];   /* its scope; "": <type>_<index in its list> */
   char device[CT_LAYER_NAME]; /* its device scope ("/cpu:1"); "": the tower's */
-  int repeat;                 /* >= 1; copies after the first are "<name>_2", "<name>_3"... */
+  int repeat;                 /* 1 ... CT_LAYER_MAX_REPEAT; copies after the first are
+                                 "<name>_2", "<name>_3"... */
   int units;                  /* conv2d: filters; dense: units */
   int kernel;                 /* conv2d: kernel size; pools: window size */
   int stride;                 /* conv2d, pools */
@@ -138,13 +139,26 @@ void ct_layer_spec_name(const ct_layer_spec *spec, int index, char *out, size_t 
 int ct_layer_list_check_names(const ct_layer_list *layers, const char *prefix, int *entry,
                               ct_status *status);
 
+/* Whether a layer list, wherever it comes from (a config, a model
+ * library's exports, a C program), is one ctower can build: 1 to
+ * CT_MAX_LAYERS entries; each of a known type, its name and device ended
+ * by a NUL inside their fields, repeat 1 ... CT_LAYER_MAX_REPEAT, filters,
+ * units, kernel and stride at least 1, a dropout rate in [0, 1); each
+ * residual block's entries inside its list; and names that do not clash
+ * (ct_layer_list_check_names). Returns 0, or 1 and INVALID_ARGUMENT naming
+ * the first layer at fault by its place after `prefix`
+ * ("model.layers[1] (dense 'fc'): repeat must lie in 1 ... 1000, got 0");
+ * *entry, when not NULL, is then the index in layers->layers at fault. */
+int ct_layer_list_check(const ct_layer_list *layers, const char *prefix, int *entry,
+                        ct_status *status);
+
 /* Builds the layers on x [N, H, W, C]. Before each layer its input shape is
  * checked: a kernel or pool window larger than its input, a pool that
  * leaves no pixels, a residual branch whose shape the shortcut cannot
  * match, or a last layer that does not give [N, num_classes] records
  * INVALID_ARGUMENT naming the layer's index, its name and both shapes, and
- * returns a null output; so does a list whose names clash
- * (ct_layer_list_check_names), before any layer is built. A dense layer
+ * returns a null output; so does a list that fails ct_layer_list_check,
+ * before any layer is built. A dense layer
  * flattens its input. */
 ct_output ct_layers_build(ct_graph *g, ct_output x, const ct_layer_list *layers, int num_classes,
                           int training);
@@ -160,7 +174,10 @@ typedef struct ct_model_def {
 
 /* Builds a model: its build function, or its layers. Logits that are not
  * an f32 [N, num_classes] output of g record INVALID_ARGUMENT in g and give
- * a null output. */
+ * a null output; a build function that returns with the graph's scopes
+ * (name, device, variable, variable device, reuse) not where it found them
+ * records FAILED_PRECONDITION naming the model and the scope, with the
+ * scopes it left open popped, and gives a null output. */
 ct_output ct_model_build(const ct_model_def *model, ct_graph *g, ct_output images, int num_classes,
                          int training);
 

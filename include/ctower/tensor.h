@@ -50,9 +50,24 @@ size_t ct_dtype_size(ct_dtype dtype);
 /* Shape helpers. ct_shape_make takes rank and up to CT_MAX_RANK dims. */
 ct_shape ct_shape_make(int rank, const int64_t *dims);
 ct_shape ct_shape_of(int rank, ...); /* ct_shape_of(2, 128, 784) */
-int64_t ct_shape_elements(const ct_shape *shape); /* -1 if any dim unknown */
+/* -1 if any dim unknown, or when the count does not fit in int64_t */
+int64_t ct_shape_elements(const ct_shape *shape);
 int ct_shape_equal(const ct_shape *a, const ct_shape *b);
 int ct_shape_is_known(const ct_shape *shape);
+/* Element and byte counts, computed without overflow. ct_count_mul: a * b
+ * (both >= 0) into *out and 1; 0, *out unchanged, when the product does
+ * not fit in int64_t. */
+int ct_count_mul(int64_t a, int64_t b, int64_t *out);
+/* The bytes of a tensor of that dtype and shape, its unknown dimensions
+ * counted as 1, into *bytes and 1; 0, *bytes unchanged, when its elements
+ * do not fit in int64_t or its bytes in size_t. */
+int ct_shape_bytes(const ct_shape *shape, ct_dtype dtype, size_t *bytes);
+/* 0 and its bytes into *bytes (when not NULL) when ct_shape_bytes can
+ * count the tensor `what` ("variable 'w'"); else 1 and INVALID_ARGUMENT:
+ * "<what> of shape [...] (f32) takes more bytes than 64 bits count ...;
+ * make it smaller". */
+int ct_shape_check_bytes(const ct_shape *shape, ct_dtype dtype, const char *what, size_t *bytes,
+                         ct_status *status);
 /* Writes "[128, 28, 28, 1]" (unknown dims as "?") into buf. */
 const char *ct_shape_str(const ct_shape *shape, char *buf, size_t size);
 

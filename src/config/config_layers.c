@@ -48,7 +48,7 @@ static const char *const k_shortcuts[] = {"identity", "projection", NULL};
 static const param k_params[] = {
     {"name", P_NAME, ALL, 0, OFF(name), 0, 0, 0, NULL},
     {"device", P_DEVICE, ALL, 0, OFF(device), 0, 0, 0, NULL},
-    {"repeat", P_INT, ALL, 0, OFF(repeat), 1, 1000, 0, NULL},
+    {"repeat", P_INT, ALL, 0, OFF(repeat), 1, CT_LAYER_MAX_REPEAT, 0, NULL},
     {"filters", P_INT, BIT(CT_LAYER_CONV2D), BIT(CT_LAYER_CONV2D), OFF(units), 1, 65536, 0, NULL},
     {"units", P_INT, BIT(CT_LAYER_DENSE), BIT(CT_LAYER_DENSE), OFF(units), 1, 1 << 20, 0, NULL},
     {"kernel", P_INT, BIT(CT_LAYER_CONV2D), BIT(CT_LAYER_CONV2D), OFF(kernel), 1, 4096, 0, NULL},
@@ -322,12 +322,14 @@ static int parse_list(parse *p, const ct_ynode *node, const char *path) {
   return 0;
 }
 
-/* Two layers of one name would share their variables: the line of the
- * later of two whose names clash, with the library's sentence. */
-static int check_names(parse *p) {
+/* The library's check of a whole list (ct_layer_list_check: two layers of
+ * one name would share their variables): the line of the entry at fault
+ * (of two whose names clash, the later), with the library's sentence. An
+ * empty list is no list: the model is model.name's. */
+static int check_list(parse *p) {
   ct_status status = CT_STATUS_INIT;
   int entry = 0;
-  if (ct_layer_list_check_names(p->out, "model.", &entry, &status) == 0) return 0;
+  if (p->out->n == 0 || ct_layer_list_check(p->out, "model.", &entry, &status) == 0) return 0;
   return fail(p, p->lines[entry], "%s", status.message);
 }
 
@@ -339,7 +341,7 @@ int ct_config_layers_parse(const ct_ynode *node, ct_layer_list *out, char *error
   if (node->kind != CT_YNODE_SEQ)
     return fail(&p, node->line, "'model.layers' must be a list of layers, such as [{conv2d: "
                 "{filters: 32, kernel: 5}}, flatten, {dense: {units: 10}}]");
-  return parse_list(&p, node, "model.layers") || check_names(&p);
+  return parse_list(&p, node, "model.layers") || check_list(&p);
 }
 
 /* ---- writing ------------------------------------------------------------ */

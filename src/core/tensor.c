@@ -1,6 +1,7 @@
 #include "ctower/tensor.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,13 +45,44 @@ ct_shape ct_shape_of(int rank, ...) {
   return shape;
 }
 
+int ct_count_mul(int64_t a, int64_t b, int64_t *out) {
+  int64_t product;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &product)) return 0;
+  *out = product;
+  return 1;
+}
+
 int64_t ct_shape_elements(const ct_shape *shape) {
   int64_t n = 1;
-  for (int i = 0; i < shape->rank; ++i) {
-    if (shape->dims[i] < 0) return -1;
-    n *= shape->dims[i];
-  }
+  for (int i = 0; i < shape->rank; ++i)
+    if (shape->dims[i] < 0 || !ct_count_mul(n, shape->dims[i], &n)) return -1;
   return n;
+}
+
+int ct_shape_bytes(const ct_shape *shape, ct_dtype dtype, size_t *bytes) {
+  int64_t n = 1;
+  for (int i = 0; i < shape->rank; ++i)
+    if (!ct_count_mul(n, shape->dims[i] < 0 ? 1 : shape->dims[i], &n)) return 0;
+  size_t total;
+  if (__builtin_mul_overflow((size_t)n, ct_dtype_size(dtype), &total)) return 0;
+  *bytes = total;
+  return 1;
+}
+
+int ct_shape_check_bytes(const ct_shape *shape, ct_dtype dtype, const char *what, size_t *bytes,
+                         ct_status *status) {
+  size_t counted;
+  if (ct_shape_bytes(shape, dtype, &counted)) {
+    if (bytes) *bytes = counted;
+    return 0;
+  }
+  char dims[96];
+  ct_status_set(status, CT_INVALID_ARGUMENT,
+                "%s of shape %s (%s) takes more bytes than 64 bits count (%zu bytes at most), "
+                "more than any device holds; make it smaller",
+                what, ct_shape_str(shape, dims, sizeof dims), ct_dtype_name(dtype),
+                (size_t)SIZE_MAX);
+  return 1;
 }
 
 int ct_shape_equal(const ct_shape *a, const ct_shape *b) {
@@ -94,6 +126,7 @@ static int check_shape(ct_dtype dtype, const ct_shape *shape, ct_status *status)
                   "a tensor has rank 0 to %d, not %d", CT_MAX_RANK, shape->rank);
     return 0;
   }
+  if (ct_shape_check_bytes(shape, dtype, "a tensor", NULL, status)) return 0;
   if (!ct_shape_is_known(shape)) {
     char buf[96];
     ct_status_set(status, CT_INVALID_ARGUMENT,
@@ -107,7 +140,8 @@ static int check_shape(ct_dtype dtype, const ct_shape *shape, ct_status *status)
 ct_tensor *ct_tensor_new(ct_dtype dtype, const ct_shape *shape, ct_status *status) {
   if (!check_shape(dtype, shape, status)) return NULL;
   ct_tensor *t = calloc(1, sizeof *t);
-  size_t nbytes = (size_t)ct_shape_elements(shape) * ct_dtype_size(dtype);
+  size_t nbytes = 0;
+  ct_shape_bytes(shape, dtype, &nbytes); /* check_shape saw that it counts */
   void *data = t ? ct_aligned_alloc(nbytes) : NULL;
   if (data == NULL) {
     free(t);
@@ -163,5 +197,7 @@ void ct_tensor_free(ct_tensor *tensor) {
 int64_t ct_tensor_elements(const ct_tensor *tensor) { return ct_shape_elements(&tensor->shape); }
 
 size_t ct_tensor_nbytes(const ct_tensor *tensor) {
-  return (size_t)ct_tensor_elements(tensor) * ct_dtype_size(tensor->dtype);
+  size_t bytes = 0; /* a tensor's shape was counted when it was made */
+  ct_shape_bytes(&tensor->shape, tensor->dtype, &bytes);
+  return bytes;
 }

@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +255,9 @@ static int grow(ct_allocator *a, size_t size) {
 }
 
 size_t ct_allocator_chunk_bytes(size_t nbytes) {
+  /* a request past the last whole chunk cannot be met: the largest count,
+   * which no region holds, rather than a rounding that wraps to 0 */
+  if (nbytes > SIZE_MAX - (MIN_CHUNK - 1)) return SIZE_MAX;
   const size_t size = (nbytes + MIN_CHUNK - 1) / MIN_CHUNK * MIN_CHUNK;
   return size ? size : MIN_CHUNK;
 }

@@ -239,7 +239,8 @@ static void count_variables(const ct_session *s, ct_run_estimate *e) {
   const ct_graph *g = s->graph;
   for (int v = 0; v < g->n_variables; ++v) {
     ct_device_estimate *d = &e->devices[ct_session_variable_device(s, v)];
-    const size_t bytes = (size_t)ct_shape_elements(&g->variables[v].shape) * sizeof(float);
+    size_t bytes = 0; /* a variable's bytes were counted when it was made */
+    ct_shape_bytes(&g->variables[v].shape, CT_F32, &bytes);
     if (g->variables[v].colocate_with >= 0)
       d->optimizer_bytes += bytes;
     else

@@ -49,7 +49,9 @@ static int bind_fresh(ct_session *s, ct_plan *p, ct_plan_step *step, int o, ct_b
   void *staged = n == NULL && step->transfer == CT_TRANSFER_NONE
                      ? ct_staging_take(s, p, step, &p->values[step->input_slots[0]])
                      : NULL;
-  const size_t nbytes = (size_t)ct_shape_elements(&value->shape) * ct_dtype_size(value->dtype);
+  size_t nbytes = 0;
+  if (ct_shape_check_bytes(&value->shape, value->dtype, "a value of the step", &nbytes, status))
+    return 1;
   b->data = staged ? staged : ct_allocator_alloc(b->device->allocator, nbytes, status);
   if (b->data == NULL) return 1;
   b->owned = 1;

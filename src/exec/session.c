@@ -162,15 +162,10 @@ static int init_variables(ct_session *s, ct_status *status) {
     ct_device *device = s->devices[ct_session_variable_device(s, i)];
     s->variable_device[i] = device;
     if (device->remote) continue; /* its task holds it */
-    const int64_t elements = ct_shape_elements(&g->variables[i].shape);
-    if (elements < 0 || (uint64_t)elements > SIZE_MAX / sizeof(float)) {
-      ct_status_set(status, CT_RESOURCE_EXHAUSTED,
-                    "variable '%s' of %lld elements needs more bytes than %s can address; "
-                    "give it a smaller shape", g->variables[i].name, (long long)elements,
-                    device->name);
+    size_t nbytes = 0;
+    if (ct_shape_check_bytes(&g->variables[i].shape, CT_F32, g->variables[i].name, &nbytes,
+                             status))
       return 1;
-    }
-    size_t nbytes = (size_t)elements * sizeof(float);
     void *data = ct_allocator_alloc(device->allocator, nbytes, status);
     if (data == NULL) return 1;
     s->variables[i] = ct_tensor_wrap(CT_F32, &g->variables[i].shape, data, status);

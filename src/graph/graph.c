@@ -181,6 +181,45 @@ void ct_graph_pop_variable_reuse(ct_graph *g) {
   --g->variable_reuse;
 }
 
+ct_graph_scope_mark ct_graph_scope_mark_now(const ct_graph *g) {
+  return (ct_graph_scope_mark){g->n_name_scopes, g->n_device_scopes, g->n_variable_scopes,
+                               g->n_variable_device_scopes, g->variable_reuse};
+}
+
+/* One stack against its depth at the mark: 0 when they agree; else 1, what
+ * differs described once (the innermost scope left open), and the stack
+ * popped back to the mark. */
+static int stack_returns_to(char **stack, int *depth, int marked, const char *what, int found,
+                            char *text, size_t size) {
+  if (*depth == marked) return 0;
+  if (!found && *depth > marked)
+    snprintf(text, size, "the %s scope '%s' still open", what, stack[*depth - 1]);
+  else if (!found)
+    snprintf(text, size, "its caller's %s scope popped (more pops than pushes)", what);
+  while (*depth > marked) free(stack[--*depth]);
+  return 1;
+}
+
+int ct_graph_scopes_return_to(ct_graph *g, const ct_graph_scope_mark *mark, char *what,
+                              size_t size) {
+  int found = 0;
+  found |= stack_returns_to(g->device_scopes, &g->n_device_scopes, mark->device, "device", found,
+                            what, size);
+  found |= stack_returns_to(g->variable_device_scopes, &g->n_variable_device_scopes,
+                            mark->variable_device, "variable device", found, what, size);
+  found |= stack_returns_to(g->name_scopes, &g->n_name_scopes, mark->name, "name", found, what,
+                            size);
+  found |= stack_returns_to(g->variable_scopes, &g->n_variable_scopes, mark->variable, "variable",
+                            found, what, size);
+  if (g->variable_reuse == mark->reuse) return found;
+  if (!found)
+    snprintf(what, size, g->variable_reuse > mark->reuse
+                             ? "a variable reuse scope still open"
+                             : "its caller's variable reuse scope popped (more pops than pushes)");
+  if (g->variable_reuse > mark->reuse) g->variable_reuse = mark->reuse;
+  return 1;
+}
+
 /* ---- names ------------------------------------------------------------- */
 
 static size_t name_slot(const ct_graph *g, const char *name) {
@@ -335,6 +374,15 @@ ct_node *ct_graph_add_node(ct_graph *g, const ct_op_def *op, const char *base_na
   if (op->infer && op->infer(&ctx) != 0) {
     free_node(n);
     return NULL;
+  }
+  /* every byte count of the graph's values fits in a size_t from here on */
+  for (int o = 0; o < n_outputs; ++o) {
+    char what[320];
+    snprintf(what, sizeof what, "output %d of '%s' (%s)", o, n->name, op->name);
+    if (ct_shape_check_bytes(&n->shapes[o], n->dtypes[o], what, NULL, &g->status)) {
+      free_node(n);
+      return NULL;
+    }
   }
   n->id = g->n_nodes;
   g->nodes[g->n_nodes++] = n;

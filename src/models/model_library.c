@@ -35,11 +35,13 @@ static const void *function_address(ct_output (*fn)(ct_graph *, ct_output, int, 
 
 /* Model m (a copy of model i of the library at path, the object
  * `object`): a readable name, its copy into name, and description, a build
- * function of the library's own or a readable layer list. */
+ * function of the library's own or a readable layer list that passes
+ * ct_layer_list_check. */
 static int check_model(const char *path, const char *object, const ct_model_def *m, int i,
                        char name[MAX_NAME + 1], ct_status *status) {
   const char *problem = NULL;
   ct_layer_list layers;
+  ct_status list = CT_STATUS_INIT;
   if (!ct_plugin_copy_string(m->name, MAX_NAME, name, MAX_NAME + 1) || name[0] == '\0')
     problem = "its name is not a readable, non-empty string (NUL-terminated, at most 255 "
               "characters)";
@@ -53,6 +55,12 @@ static int check_model(const char *path, const char *object, const ct_model_def 
     problem = "it has neither a build function nor a readable layer list";
   else if (layers.n < 1 || layers.n > CT_MAX_LAYERS)
     problem = "its layer list's count is not between 1 and CT_MAX_LAYERS";
+  else if (ct_layer_list_check(&layers, "", NULL, &list)) {
+    ct_status_set(status, CT_FAILED_PRECONDITION,
+                  "model library '%s': model %d ('%s') of its exports table: its layer list: %s",
+                  path, i, name, list.message);
+    return 1;
+  }
   if (problem == NULL) return 0;
   ct_status_set(status, CT_FAILED_PRECONDITION,
                 "model library '%s': model %d of its exports table: %s; check the array "

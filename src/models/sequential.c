@@ -1,6 +1,6 @@
-/* Layer lists (ct_layers_build): each layer's input shape is checked, then
- * the layer is built with the helpers of layers.c under its name scope and,
- * when it names one, its device scope. */
+/* Layer lists (ct_layers_build): the list is checked (layer_check.c), then
+ * each layer's input shape, then the layer is built with the helpers of
+ * layers.c under its name scope and, when it names one, its device scope. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,19 +55,6 @@ static int input_fits(ct_graph *g, const layer_at *at, ct_shape in) {
   const int spatial = s->type == CT_LAYER_CONV2D || s->type == CT_LAYER_MAX_POOL ||
                       s->type == CT_LAYER_AVG_POOL || s->type == CT_LAYER_LRN ||
                       s->type == CT_LAYER_GLOBAL_AVG_POOL;
-  const int windowed = s->type == CT_LAYER_CONV2D || s->type == CT_LAYER_MAX_POOL ||
-                       s->type == CT_LAYER_AVG_POOL;
-  const int weighted = s->type == CT_LAYER_CONV2D || s->type == CT_LAYER_DENSE;
-  const char *bad = weighted && s->units < 1                                         ? "filters or units"
-                    : windowed && s->kernel < 1                                      ? "kernel or size"
-                    : windowed && s->stride < 1                                      ? "stride"
-                    : s->type == CT_LAYER_DROPOUT && !(s->rate >= 0 && s->rate < 1) ? "rate"
-                                                                                     : NULL;
-  if (bad) {
-    fail(g, at, "its %s is out of range: filters, units, kernel, size and stride are at least 1, "
-         "a rate lies in [0, 1)", bad);
-    return 0;
-  }
   if (spatial && in.rank != 4) {
     fail(g, at, "needs images [?, height, width, channels], got %s; put it before the layers "
          "that flatten them", ct_shape_str(&in, a, sizeof a));
@@ -187,11 +174,6 @@ static ct_output build_list(ct_graph *g, ct_output x, const ct_layer_spec *specs
     char base[CT_LAYER_NAME];
     ct_layer_spec_name(&specs[i], index, base, sizeof base);
     snprintf(at->name, sizeof at->name, "%s", base);
-    if (inner < 0 || inner >= n - i)
-      return fail(g, at, "its block has %d entries, but the list holds %d after it", inner,
-                  n - i - 1);
-    if (specs[i].repeat < 1)
-      return fail(g, at, "repeat must be at least 1, got %d", specs[i].repeat);
     for (int copy = 0; copy < specs[i].repeat && x.node; ++copy) {
       if (copy > 0) snprintf(at->name, sizeof at->name, "%.*s_%d", CT_LAYER_NAME, base, copy + 1);
       if (specs[i].device[0]) ct_graph_push_device(g, specs[i].device);
@@ -205,13 +187,9 @@ static ct_output build_list(ct_graph *g, ct_output x, const ct_layer_spec *specs
 
 ct_output ct_layers_build(ct_graph *g, ct_output x, const ct_layer_list *layers, int num_classes,
                           int training) {
-  if (layers == NULL || layers->n < 1) {
-    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "a layer list needs at least one layer");
-    return (ct_output){NULL, 0};
-  }
-  ct_status names = CT_STATUS_INIT;
-  if (ct_layer_list_check_names(layers, "", NULL, &names)) {
-    ct_graph_set_error(g, names.code, "%s", names.message);
+  ct_status checked = CT_STATUS_INIT;
+  if (ct_layer_list_check(layers, "", NULL, &checked)) {
+    ct_graph_set_error(g, checked.code, "%s", checked.message);
     return (ct_output){NULL, 0};
   }
   layer_at last;

@@ -162,9 +162,20 @@ static ct_output checked_logits(const ct_model_def *model, ct_graph *g, ct_outpu
 
 ct_output ct_model_build(const ct_model_def *model, ct_graph *g, ct_output images, int num_classes,
                          int training) {
+  const ct_graph_scope_mark scopes = ct_graph_scope_mark_now(g);
   const ct_output logits =
       model->build ? call_build(model, g, images, num_classes, training)
                    : ct_layers_build(g, images, model->layers, num_classes, training);
+  /* a scope left open would hold what is built next: the next tower */
+  char open[200];
+  if (ct_graph_scopes_return_to(g, &scopes, open, sizeof open)) {
+    ct_graph_set_error(g, CT_FAILED_PRECONDITION,
+                       "model '%s': its build function returned with %s; a build function "
+                       "pops every scope it pushes (ct_graph_pop_device after "
+                       "ct_graph_push_device, ...) and no other, before it returns",
+                       model->name, open);
+    return (ct_output){NULL, 0};
+  }
   return checked_logits(model, g, logits, num_classes);
 }
 

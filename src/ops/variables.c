@@ -34,6 +34,11 @@ ct_output ct_variable_read(ct_graph *g, int index) {
 ct_output ct_variable_absolute(ct_graph *g, const char *full_name, ct_shape shape,
                                      ct_initializer init, int trainable) {
   if (g->status.code != CT_OK) return ct_out(NULL, 0);
+  char what[320];
+  snprintf(what, sizeof what, "variable '%s'", full_name);
+  if (shape.rank >= 0 && shape.rank <= CT_MAX_RANK &&
+      ct_shape_check_bytes(&shape, CT_F32, what, NULL, &g->status))
+    return ct_out(NULL, 0);
   if (!ct_shape_is_known(&shape) || shape.rank > CT_MAX_RANK) {
     char buf[96];
     ct_graph_set_error(g, CT_INVALID_ARGUMENT, "variable '%s' needs a known shape, got %s",

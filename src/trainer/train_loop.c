@@ -233,13 +233,19 @@ static int run_epoch(training *t, int64_t epoch, int64_t first_example, ct_statu
   return evaluated_epoch(t, epoch, &sums, ct_monotonic_seconds() - epoch_start, status);
 }
 
-/* CANCELLED: training stopped by the job's signal, and where its work is. */
-static void set_stopped(training *t, ct_status *status) {
+/* CANCELLED: training stopped by the job's signal, and where its work is;
+ * `complete`: the signal came after the last step, and the run finished
+ * (its evaluation, checkpoint and report) before it stopped. */
+static void set_stopped(training *t, int complete, ct_status *status) {
   const char *checkpoint = t->o->train.checkpoint;
   ct_interrupt_stopped_by(t->interrupted); /* every rank exits with the job's signal */
   const int sig = ct_interrupt_requested();
   char where[CT_STATUS_MESSAGE_MAX] = "nothing was saved (train.checkpoint is empty)";
-  if (checkpoint[0])
+  if (complete)
+    snprintf(where, sizeof where,
+             "it was the last: training was complete, and so are its evaluation and %s%s",
+             checkpoint[0] ? "checkpoint " : "report (train.checkpoint is empty)", checkpoint);
+  else if (checkpoint[0])
     snprintf(where, sizeof where,
              "checkpoint %s holds it (epoch %lld at example %lld); train again with --resume "
              "to go on",
@@ -290,10 +296,19 @@ static int run_epochs(training *t, double start, ct_status *status) {
     failed = run_epoch(t, epoch, epoch == at.epoch ? at.example : 0, status);
   failed = ct_train_log_close(&t->log, failed ? NULL : status) || failed;
   if (!failed && t->interrupted) {
-    set_stopped(t, status);
+    set_stopped(t, 0, status);
     return 1;
   }
-  return failed || finish(t, start, status);
+  if (failed || finish(t, start, status)) return 1;
+  /* a signal after the last step (during the last evaluation, checkpoint
+   * or report) let them finish, as its message said: the run stopped for
+   * it all the same, and exits with its status */
+  if (t->flags->handle_signals && ct_interrupt_requested()) {
+    t->interrupted = ct_interrupt_requested();
+    set_stopped(t, 1, status);
+    return 1;
+  }
+  return 0;
 }
 
 static int train(const ct_trainer_options *o, const ct_tower_options *towers,

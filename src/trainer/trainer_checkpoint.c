@@ -197,7 +197,9 @@ static int gather_own(ct_session *s, const ct_training_graph *tg, int every, cha
   for (int i = 0; i < n; ++i)
     if (saved_per_rank(tg, every, i)) {
       const ct_shape shape = ct_graph_variable_shape(tg->graph, i);
-      bytes += (size_t)ct_shape_elements(&shape) * sizeof(float);
+      size_t one = 0; /* counted when the variable was made */
+      ct_shape_bytes(&shape, CT_F32, &one);
+      bytes += one;
     }
   if (bytes == 0) return 0;
   char *mine = malloc(bytes);

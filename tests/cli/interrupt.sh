@@ -3,7 +3,8 @@
 # writes a checkpoint at the exact place in the epoch, says where, and exits
 # 130 (SIGINT) or 143 (SIGTERM); --resume from it ends bitwise equal to an
 # uninterrupted run. A second signal ends the process at once and leaves
-# the last checkpoint as it was.
+# the last checkpoint as it was. A signal after the last step lets the last
+# evaluation and checkpoint finish, then exits 143 all the same.
 # Usage: bash interrupt.sh /path/to/ctower
 source "$(dirname "$0")/lib/common.sh" interrupt "${1:-}"
 
@@ -76,6 +77,27 @@ if [ "$rc" -eq 130 ] && ! grep -q 'stopped by SIGINT' twice.err && [ "$(md5sum <
   pass "a second SIGINT quits at once; epoch 1's checkpoint is intact and evaluates"
 else
   fail "two signals: rc $rc: $(cat twice.err) $(cat eval.out 2>/dev/null)"
+fi
+# --- SIGTERM after the last step: the evaluation and checkpoint finish -----------
+# (a test set that takes seconds to evaluate; without --quiet the progress
+# line of step 10/10 says the steps are over). The message promised a stop:
+# exit 143, saying that training was complete, with the checkpoint whole.
+cat >last.yaml <<'YAML'
+model: {name: fmnist_cnn}
+dataset: {name: synthetic, image_shape: [16, 16, 1], num_classes: 10, train_size: 320,
+          test_size: 100000, batch_size: 32}
+train: {epochs: 1, seed: 3, checkpoint: last.safetensors}
+YAML
+start last train last.yaml
+wait_for ' 10/10 loss' last.out && sleep 0.3
+kill -TERM "$pid"
+finished
+if [ "$rc" -eq 143 ] && grep -q 'stopping after this step' last.err &&
+   grep -q '^ctower: stopped by SIGTERM after step 10; it was the last: training was complete, and so are its evaluation and checkpoint last.safetensors$' last.err &&
+   "$CTOWER" eval last.yaml >last_eval.out 2>&1; then
+  pass "SIGTERM after the last step: exit 143, training complete, its checkpoint whole"
+else
+  fail "SIGTERM after the last step: rc $rc: $(cat last.err) $(cat last_eval.out 2>/dev/null)"
 fi
 ls -a | grep -q '\.tmp-' && fail "a temporary file is left: $(ls -a)" || pass "no temporary file is left"
 finish

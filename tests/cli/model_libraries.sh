@@ -3,7 +3,11 @@
 # model_libraries/misbehaving.c). ctower reads a library's exports table
 # without trusting it: a count it cannot hold, no array, or a name that
 # points nowhere is a clear error naming the library (exit 1), never
-# SIGSEGV. Logits of another class count, or an output of no graph, are an
+# SIGSEGV; so is a layer list that a config could not give (a repeat past
+# 1000, a device with no NUL in its field), naming the layer, and a build
+# function that leaves its device scope open (it would move the next
+# tower), naming the model and the scope. A variable of 2^62 f32 elements
+# (2^64 bytes, a count that would wrap to 0) is an error naming it. Logits of another class count, or an output of no graph, are an
 # error naming the model (exit 2, as any model that does not fit its data). A crash in the library's own code (a constructor
 # or a build function) names the library and the call, and the process
 # ends by that signal; a constructor calling exit(0) ends ctower with
@@ -42,4 +46,8 @@ expect crashing_build 139 "libmodel_library_crashing_build.so' (in the build fun
 expect aborting_build 134 "(in the build function of model 'dense') crashed with SIGABRT"
 expect crashing_load 139 "libmodel_library_crashing_load.so' (in its constructors, run as it loads) crashed with SIGSEGV"
 expect exiting_load 1 "(in its constructors, run as it loads) called exit(), ending ctower before it trained anything"
+expect repeat_int_max 1 "model 0 ('dense') of its exports table: its layer list: layers[1] (dense 'dense_1'): repeat must lie in 1 ... 1000, got 2147483647"
+expect unterminated_device 1 "its layer list: layers[1] (dense 'dense_1'): its device fills all 64 bytes of its field with no terminating NUL"
+expect huge_variable 2 "variable 'huge' of shape [2147483648, 2147483648] (f32) takes more bytes than 64 bits count"
+expect leaked_device_scope 1 "model 'dense': its build function returned with the device scope '/cpu:1' still open"
 finish

@@ -4,6 +4,7 @@
  * name the layer and both shapes, as do parameters out of range in a list
  * made in C; names that would share variables are refused; a layer's
  * device scope reaches its nodes. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,8 +319,47 @@ static void test_c_list_out_of_range(void **state) {
   g = build(&list, 28, 28, 1, &logits);
   printf("  %s\n", ct_graph_status(g)->message);
   assert_non_null(strstr(ct_graph_status(g)->message,
-                         "layers[1] (dense 'dense_1'): repeat must be at least 1, got 0"));
+                         "layers[1] (dense 'dense_1'): repeat must lie in 1 ... 1000, got 0"));
   ct_graph_free(g);
+}
+
+/* A list made in C has the config's bounds: a repeat nobody set is refused
+ * before a single copy is built, and a name or device that fills its field
+ * with no NUL is refused, naming the layer, instead of read past. */
+static void test_c_list_fields_are_bounded(void **state) {
+  (void)state;
+  ct_layer_list list = {.n = 2};
+  ct_layer_spec_defaults(&list.layers[0], CT_LAYER_FLATTEN);
+  ct_layer_spec_defaults(&list.layers[1], CT_LAYER_DENSE);
+  list.layers[1].units = 10;
+  list.layers[1].repeat = INT_MAX;
+  ct_status status = CT_STATUS_INIT;
+  int entry = -1;
+  assert_int_equal(ct_layer_list_check(&list, "model.", &entry, &status), 1);
+  assert_int_equal(entry, 1);
+  ct_output logits;
+  ct_graph *g = build(&list, 28, 28, 1, &logits);
+  printf("  %s\n", ct_graph_status(g)->message);
+  assert_non_null(strstr(ct_graph_status(g)->message,
+                         "layers[1] (dense 'dense_1'): repeat must lie in 1 ... 1000, got "
+                         "2147483647"));
+  assert_int_equal(ct_graph_node_count(g), 1); /* the images only */
+  ct_graph_free(g);
+  list.layers[1].repeat = 1;
+  memset(list.layers[1].name, 'x', CT_LAYER_NAME);
+  ct_status_clear(&status);
+  assert_int_equal(ct_layer_list_check(&list, "model.", NULL, &status), 1);
+  printf("  %s\n", status.message);
+  assert_non_null(strstr(status.message, "model.layers[1] (dense): its name fills all 64 bytes of "
+                                         "its field with no terminating NUL"));
+  list.layers[1].name[0] = '\0';
+  ct_status_clear(&status);
+  memset(list.layers[0].device, 'x', CT_LAYER_NAME);
+  assert_int_equal(ct_layer_list_check(&list, "model.", NULL, &status), 1);
+  printf("  %s\n", status.message);
+  assert_non_null(strstr(status.message, "model.layers[0] (flatten 'flatten_0'): its device "
+                                         "fills all 64 bytes of its field with no terminating "
+                                         "NUL"));
 }
 
 /* A dense layer flattens images; a layer's device scope is its nodes'. */
@@ -351,6 +391,7 @@ int main(void) {
       cmocka_unit_test(test_names_that_clash),
       cmocka_unit_test(test_c_list_names_that_clash),
       cmocka_unit_test(test_c_list_out_of_range),
+      cmocka_unit_test(test_c_list_fields_are_bounded),
       cmocka_unit_test(test_dense_flattens_and_devices_scope),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,41 @@ static void test_shapes(void **state) {
   ct_shape scalar = ct_shape_of(0);
   assert_int_equal(ct_shape_elements(&scalar), 1);
   assert_false(ct_shape_equal(&s, &u));
+}
+
+/* Element and byte counts never wrap: [2^31, 2^31] of f32 is 2^62
+ * elements, whose 2^64 bytes a plain size_t product makes 0. */
+static void test_counts_never_wrap(void **state) {
+  (void)state;
+  int64_t n = 7;
+  assert_int_equal(ct_count_mul((int64_t)1 << 31, (int64_t)1 << 31, &n), 1);
+  assert_int_equal(n, (int64_t)1 << 62);
+  assert_int_equal(ct_count_mul((int64_t)1 << 32, (int64_t)1 << 31, &n), 0);
+  assert_int_equal(n, (int64_t)1 << 62); /* unchanged */
+  assert_int_equal(ct_count_mul(-1, 2, &n), 0);
+  const ct_shape huge = ct_shape_of(2, (int64_t)1 << 31, (int64_t)1 << 31);
+  const ct_shape half = ct_shape_of(2, (int64_t)1 << 31, (int64_t)1 << 30);
+  const ct_shape past = ct_shape_of(3, (int64_t)1 << 31, (int64_t)1 << 31, (int64_t)4);
+  size_t bytes = 0;
+  assert_int_equal(ct_shape_bytes(&huge, CT_U8, &bytes), 1);
+  assert_true(bytes == (size_t)1 << 62);
+  assert_int_equal(ct_shape_bytes(&huge, CT_F32, &bytes), 0);
+  assert_int_equal(ct_shape_bytes(&half, CT_F32, &bytes), 1);
+  assert_true(bytes == (size_t)1 << 63);
+  assert_int_equal(ct_shape_bytes(&past, CT_U8, &bytes), 0);
+  assert_int_equal(ct_shape_elements(&past), -1);
+  const ct_shape batch = ct_shape_of(2, (int64_t)-1, (int64_t)1 << 62); /* ? counts as 1 */
+  assert_int_equal(ct_shape_bytes(&batch, CT_U8, &bytes), 1);
+  assert_int_equal(ct_shape_bytes(&batch, CT_F32, &bytes), 0);
+  ct_status st = CT_STATUS_INIT;
+  assert_null(ct_tensor_new(CT_F32, &huge, &st));
+  printf("  %s\n", st.message);
+  assert_int_equal(st.code, CT_INVALID_ARGUMENT);
+  assert_non_null(strstr(st.message, "a tensor of shape [2147483648, 2147483648] (f32) takes "
+                                     "more bytes than 64 bits count"));
+  ct_status_clear(&st);
+  assert_int_equal(ct_shape_check_bytes(&half, CT_F32, "x", &bytes, &st), 0);
+  assert_true(bytes == (size_t)1 << 63);
 }
 
 static void test_tensors_are_zeroed_aligned_and_owned(void **state) {
@@ -124,6 +160,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_keeps_the_first_error),
       cmocka_unit_test(test_shapes),
+      cmocka_unit_test(test_counts_never_wrap),
       cmocka_unit_test(test_tensors_are_zeroed_aligned_and_owned),
       cmocka_unit_test(test_hashes_match_their_definition),
       cmocka_unit_test(test_median_is_the_middle_of_the_sorted_values),

@@ -1,6 +1,7 @@
 /* The device allocator: limits to the byte, growth versus reserve, best fit,
  * splitting and coalescing, the out-of-memory status, exact stats, threads. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -124,6 +125,10 @@ static void test_out_of_memory_status(void **state) {
   ct_allocator_free(al, a);
   ct_allocator_free(al, b);
   ct_allocator_free(NULL == al ? NULL : al, NULL); /* freeing NULL is a no-op */
+  /* a request that rounding to whole chunks would wrap to a small one */
+  ct_status_clear(&st);
+  assert_null(ct_allocator_alloc(al, SIZE_MAX - 8, &st));
+  assert_int_equal(st.code, CT_RESOURCE_EXHAUSTED);
   ct_allocator_free_all(al);
 }
 

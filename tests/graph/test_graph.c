@@ -236,6 +236,36 @@ static void test_placeholder_shape_is_set_before_its_first_use(void **state) {
   ct_graph_free(g);
 }
 
+/* A variable or a node output whose byte count would wrap 64 bits is
+ * refused, naming it, before anything allocates or fills it. */
+static void test_values_past_64_bits_of_bytes_are_refused(void **state) {
+  (void)state;
+  const ct_shape huge = ct_shape_of(2, (int64_t)1 << 31, (int64_t)1 << 31);
+  const ct_initializer zeros = {CT_INIT_ZEROS, 0.0f};
+  ct_graph *g = ct_graph_new();
+  ct_graph_push_variable_scope(g, "big");
+  assert_null(ct_variable(g, "weights", huge, zeros, 1).node);
+  printf("  %s\n", ct_graph_status(g)->message);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  assert_non_null(strstr(ct_graph_status(g)->message,
+                         "variable 'big/weights' of shape [2147483648, 2147483648] (f32) takes "
+                         "more bytes than 64 bits count"));
+  assert_int_equal(ct_graph_variable_count(g), 0);
+  ct_graph_clear_error(g);
+  assert_null(ct_placeholder(g, "w", CT_F32, huge).node);
+  ct_graph_clear_error(g);
+  /* [2^31, 1] x [1, 2^31]: each input fits, the product does not */
+  ct_output a = ct_placeholder(g, "a", CT_F32, ct_shape_of(2, (int64_t)1 << 31, (int64_t)1));
+  ct_output b = ct_placeholder(g, "b", CT_F32, ct_shape_of(2, (int64_t)1, (int64_t)1 << 31));
+  assert_non_null(a.node);
+  assert_null(ct_matmul(g, a, b, 0, 0).node);
+  printf("  %s\n", ct_graph_status(g)->message);
+  assert_non_null(strstr(ct_graph_status(g)->message,
+                         "output 0 of 'MatMul' (MatMul) of shape [2147483648, 2147483648] (f32) "
+                         "takes more bytes than 64 bits count"));
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_name_scopes_and_unique_names),
@@ -248,6 +278,7 @@ int main(void) {
       cmocka_unit_test(test_clear_error_goes_on_building),
       cmocka_unit_test(test_add_n_takes_one_shape),
       cmocka_unit_test(test_placeholder_shape_is_set_before_its_first_use),
+      cmocka_unit_test(test_values_past_64_bits_of_bytes_are_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

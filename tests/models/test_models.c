@@ -3,7 +3,7 @@
  * that is not 6n + 2 is refused; cifar10_cnn decays only its two dense
  * layers' weights, and a variable's own weight decay makes the optimizer
  * step along the gradient of the decayed loss; layers share variables only
- * inside a reuse scope. */
+ * inside a reuse scope; a build function leaves the scopes as it found them. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -259,6 +259,60 @@ static void test_layers_share_variables_only_when_asked(void **state) {
   ct_graph_free(g);
 }
 
+/* Build functions that leave the scopes otherwise than they found them:
+ * one that forgets to pop its device scope, one that pops its caller's
+ * name scope, one that keeps a reuse scope open. */
+static ct_output build_leaking(ct_graph *g, ct_output images, int num_classes, int training) {
+  (void)training;
+  ct_graph_push_device(g, "/cpu:1");
+  return ct_layer_dense(g, images, num_classes, CT_ACTIVATION_NONE, "logits");
+}
+static ct_output build_popping(ct_graph *g, ct_output images, int num_classes, int training) {
+  (void)training;
+  ct_graph_pop_name_scope(g);
+  return ct_layer_dense(g, images, num_classes, CT_ACTIVATION_NONE, "logits");
+}
+static ct_output build_reusing(ct_graph *g, ct_output images, int num_classes, int training) {
+  (void)training;
+  ct_graph_push_variable_reuse(g);
+  return ct_layer_dense(g, images, num_classes, CT_ACTIVATION_NONE, "logits");
+}
+
+/* After a model's build function the scopes are where they were, or the
+ * build is refused naming the model and the scope; a scope left open is
+ * closed, so that the next tower is not built inside it. */
+static void test_build_functions_leave_scopes_as_they_found_them(void **state) {
+  (void)state;
+  static const struct {
+    ct_model_def model;
+    const char *says;
+  } cases[] = {
+      {{"leaking", NULL, build_leaking, NULL}, "the device scope '/cpu:1' still open"},
+      {{"popping", NULL, build_popping, NULL},
+       "its caller's name scope popped (more pops than pushes)"},
+      {{"reusing", NULL, build_reusing, NULL}, "a variable reuse scope still open"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    ct_graph *g = ct_graph_new();
+    ct_output x = ct_placeholder(g, "images", CT_F32, ct_shape_of(2, (int64_t)-1, 3L));
+    ct_graph_push_name_scope(g, "tower_0");
+    ct_graph_push_device(g, "/cpu:0");
+    const ct_output logits = ct_model_build(&cases[i].model, g, x, 10, 1);
+    const ct_status *st = ct_graph_status(g);
+    printf("  %s\n", st->message);
+    assert_null(logits.node);
+    assert_int_equal(st->code, CT_FAILED_PRECONDITION);
+    char want[160];
+    snprintf(want, sizeof want, "model '%s': its build function returned with %s",
+             cases[i].model.name, cases[i].says);
+    assert_non_null(strstr(st->message, want));
+    ct_graph_clear_error(g);
+    ct_output after = ct_relu(g, x); /* inside tower 0's own device scope again */
+    assert_string_equal(ct_node_requested_device(after.node), "/cpu:0");
+    ct_graph_free(g);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parameter_counts_are_the_papers),
@@ -267,6 +321,7 @@ int main(void) {
       cmocka_unit_test(test_variable_weight_decay_steps_along_the_decayed_loss),
       cmocka_unit_test(test_models_train_on_their_input_shape),
       cmocka_unit_test(test_layers_share_variables_only_when_asked),
+      cmocka_unit_test(test_build_functions_leave_scopes_as_they_found_them),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,3 +74,13 @@ def test_a_bare_int_is_a_shape_of_rank_one():
     p = tf.placeholder(tf.int32, shape=(7))
     assert p.shape.as_list() == [7]
     assert tf.placeholder(tf.float32, [None, np.int64(3)]).shape.as_list() == [None, 3]
+
+
+@pytest.mark.parametrize("make", [
+    lambda dims: tf.placeholder(tf.float32, dims),
+    lambda dims: tf.get_variable("v", dims),
+])
+def test_shapes_whose_bytes_overflow_64_bits_are_refused(make):
+    # 2^62 f32 elements: 2^64 bytes, which a size_t count wraps to 0
+    with pytest.raises(ValueError, match="takes more bytes than 64 bits count"):
+        make([2**31, 2**31])

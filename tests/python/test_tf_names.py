@@ -17,6 +17,7 @@ import ctower.compat.v1 as tf
     "nn.rnn_cell.LSTMCell",
     "errors.NoSuchError",
     "io.read_file",
+    "app.no_such_thing",
     "no_such_function",
 ])
 def test_a_missing_name_is_named_in_full(path):
@@ -54,7 +55,7 @@ def test_no_near_name_is_suggested():
 
 @pytest.mark.parametrize("owner, name", [
     (tf, "__wrapped__"), (tf, "_private"), (tf.nn, "__wrapped__"), (tf.contrib, "_fields"),
-    (tf.train, "__array_interface__")])
+    (tf.app, "__array_interface__")])
 def test_private_names_are_plain_attribute_errors(owner, name):
     with pytest.raises(AttributeError) as caught:
         getattr(owner, name)
@@ -69,7 +70,8 @@ def test_probes_of_pickle_and_pytest_still_work():
 @pytest.mark.parametrize("path", [
     "Session", "placeholder", "nn.relu", "nn.softmax_cross_entropy_with_logits_v2",
     "layers.batch_normalization", "train.AdamOptimizer", "train.Saver", "initializers.zeros",
-    "math.add", "dtypes.float32", "errors.NotFoundError", "errors.OpError"])
+    "math.add", "dtypes.float32", "errors.NotFoundError", "errors.OpError", "app.run",
+    "app.flags.DEFINE_string", "flags.FLAGS"])
 def test_names_ctower_has_resolve(path):
     obj = tf
     for part in path.split("."):

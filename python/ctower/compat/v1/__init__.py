@@ -7,7 +7,7 @@
 """
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
-from ctower.compat.v1 import _names
+from ctower.compat.v1 import _app, _flags, _names
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -158,6 +158,10 @@ dtypes = _Namespace("dtypes", float32=float32, int32=int32, int64=int64, uint8=u
                     bool=bool, float64=float64, as_dtype=as_dtype, DType=DType)
 errors = _Namespace("errors", **{n: getattr(errors, n) for n in dir(errors)
                                  if not n.startswith("_")})
+flags = _Namespace("flags", **{n: getattr(_flags, n) for n in dir(_flags)
+                               if n.startswith("DEFINE") or n in ("FLAGS", "Flag", "FlagValues")
+                               or n.endswith("Error")})
+app = _Namespace("app", run=_app.run, flags=flags)
 
 
 def __getattr__(name):

@@ -55,7 +55,7 @@ def test_no_near_name_is_suggested():
 
 @pytest.mark.parametrize("owner, name", [
     (tf, "__wrapped__"), (tf, "_private"), (tf.nn, "__wrapped__"), (tf.contrib, "_fields"),
-    (tf.app, "__array_interface__")])
+    (tf.gfile, "__array_interface__")])
 def test_private_names_are_plain_attribute_errors(owner, name):
     with pytest.raises(AttributeError) as caught:
         getattr(owner, name)
@@ -71,7 +71,8 @@ def test_probes_of_pickle_and_pytest_still_work():
     "Session", "placeholder", "nn.relu", "nn.softmax_cross_entropy_with_logits_v2",
     "layers.batch_normalization", "train.AdamOptimizer", "train.Saver", "initializers.zeros",
     "math.add", "dtypes.float32", "errors.NotFoundError", "errors.OpError", "app.run",
-    "app.flags.DEFINE_string", "flags.FLAGS"])
+    "app.flags.DEFINE_string", "flags.FLAGS", "gfile.GFile", "gfile.Exists", "io.gfile.exists",
+    "io.gfile.GFile"])
 def test_names_ctower_has_resolve(path):
     obj = tf
     for part in path.split("."):

@@ -7,7 +7,7 @@
 """
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
-from ctower.compat.v1 import _app, _flags, _names
+from ctower.compat.v1 import _app, _flags, _gfile, _names
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -162,6 +162,14 @@ flags = _Namespace("flags", **{n: getattr(_flags, n) for n in dir(_flags)
                                if n.startswith("DEFINE") or n in ("FLAGS", "Flag", "FlagValues")
                                or n.endswith("Error")})
 app = _Namespace("app", run=_app.run, flags=flags)
+gfile = _Namespace("gfile", **{n: getattr(_gfile, n) for n in (
+    "Copy", "DeleteRecursively", "Exists", "FastGFile", "GFile", "Glob", "IsDirectory",
+    "ListDirectory", "MakeDirs", "MkDir", "Open", "Remove", "Rename", "Stat", "Walk")})
+io = _Namespace("io", gfile=_Namespace(
+    "io.gfile", GFile=_gfile.GFile, copy=_gfile.Copy, exists=_gfile.Exists, glob=_gfile.Glob,
+    isdir=_gfile.IsDirectory, join=_gfile.join, listdir=_gfile.ListDirectory,
+    makedirs=_gfile.MakeDirs, mkdir=_gfile.MkDir, remove=_gfile.Remove, rename=_gfile.Rename,
+    rmtree=_gfile.DeleteRecursively, stat=_gfile.Stat, walk=_gfile.walk))
 
 
 def __getattr__(name):

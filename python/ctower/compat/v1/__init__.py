@@ -5,10 +5,9 @@
         a = tf.constant([1.0, 2.0, 3.0, 4.0], shape=[2, 2], name='a')
     sess = tf.Session(config=tf.ConfigProto(log_device_placement=True))
 """
-import types as _types
-
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
+from ctower.compat.v1 import _app, _flags, _gfile, _names
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -32,6 +31,7 @@ from ctower.compat.v1._variables import (AUTO_REUSE, GraphKeys, Variable, Variab
                                          variable_scope, variables_initializer,
                                          zeros_initializer)
 
+_Namespace = _names.Namespace
 newaxis = None
 slice = slice_
 sub = subtract
@@ -128,28 +128,53 @@ def shape_of(x):
     return convert_to_tensor(x).shape
 
 
-nn = _types.SimpleNamespace(
-    relu=_nn.relu, sigmoid=_nn.sigmoid, tanh=_nn.tanh, conv2d=_nn.conv2d, bias_add=_nn.bias_add,
+nn = _Namespace(
+    "nn", relu=_nn.relu, sigmoid=_nn.sigmoid, tanh=_nn.tanh, conv2d=_nn.conv2d,
+    bias_add=_nn.bias_add,
     max_pool=_nn.max_pool, avg_pool=_nn.avg_pool, lrn=_nn.lrn,
     local_response_normalization=_nn.lrn, dropout=_nn.dropout, l2_loss=_nn.l2_loss,
     sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
     fused_batch_norm=_nn.fused_batch_norm)
-layers = _types.SimpleNamespace(batch_normalization=_nn.batch_normalization)
-train = _types.SimpleNamespace(
-    Optimizer=_train.Optimizer, GradientDescentOptimizer=_train.GradientDescentOptimizer,
+layers = _Namespace("layers", batch_normalization=_nn.batch_normalization)
+train = _Namespace(
+    "train", Optimizer=_train.Optimizer,
+    GradientDescentOptimizer=_train.GradientDescentOptimizer,
     MomentumOptimizer=_train.MomentumOptimizer, AdamOptimizer=_train.AdamOptimizer,
     Saver=_train.Saver, latest_checkpoint=_train.latest_checkpoint,
     get_global_step=_train.get_global_step, create_global_step=_train.create_global_step,
     get_or_create_global_step=_train.get_or_create_global_step, global_step=_train.global_step)
-initializers = _types.SimpleNamespace(
-    zeros=zeros_initializer, ones=ones_initializer, constant=constant_initializer,
+initializers = _Namespace(
+    "initializers", zeros=zeros_initializer, ones=ones_initializer,
+    constant=constant_initializer,
     truncated_normal=truncated_normal_initializer, random_normal=random_normal_initializer,
     random_uniform=random_uniform_initializer, glorot_uniform=glorot_uniform_initializer,
     global_variables=global_variables_initializer, variables=variables_initializer)
-math = _types.SimpleNamespace(add=add, subtract=subtract, multiply=multiply, divide=divide,
-                              add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,
-                              argmax=argmax, equal=equal, negative=negative)
-dtypes = _types.SimpleNamespace(float32=float32, int32=int32, int64=int64, uint8=uint8,
-                                bool=bool, float64=float64, as_dtype=as_dtype, DType=DType)
+math = _Namespace("math", add=add, subtract=subtract, multiply=multiply, divide=divide,
+                  add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,
+                  argmax=argmax, equal=equal, negative=negative)
+dtypes = _Namespace("dtypes", float32=float32, int32=int32, int64=int64, uint8=uint8,
+                    bool=bool, float64=float64, as_dtype=as_dtype, DType=DType)
+errors = _Namespace("errors", **{n: getattr(errors, n) for n in dir(errors)
+                                 if not n.startswith("_")})
+flags = _Namespace("flags", **{n: getattr(_flags, n) for n in dir(_flags)
+                               if n.startswith("DEFINE") or n in ("FLAGS", "Flag", "FlagValues")
+                               or n.endswith("Error")})
+app = _Namespace("app", run=_app.run, flags=flags)
+gfile = _Namespace("gfile", **{n: getattr(_gfile, n) for n in (
+    "Copy", "DeleteRecursively", "Exists", "FastGFile", "GFile", "Glob", "IsDirectory",
+    "ListDirectory", "MakeDirs", "MkDir", "Open", "Remove", "Rename", "Stat", "Walk")})
+io = _Namespace("io", gfile=_Namespace(
+    "io.gfile", GFile=_gfile.GFile, copy=_gfile.Copy, exists=_gfile.Exists, glob=_gfile.Glob,
+    isdir=_gfile.IsDirectory, join=_gfile.join, listdir=_gfile.ListDirectory,
+    makedirs=_gfile.MakeDirs, mkdir=_gfile.MkDir, remove=_gfile.Remove, rename=_gfile.Rename,
+    rmtree=_gfile.DeleteRecursively, stat=_gfile.Stat, walk=_gfile.walk))
+
+
+def __getattr__(name):
+    """A TensorFlow name ctower lacks: NotImplementedError naming it
+    (_names.missing), an empty namespace for one of TensorFlow's."""
+    value = _names.lookup(name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,136 @@
+"""The names of TensorFlow 1.x that ctower has not got, and what a missing
+one does: `tf.contrib.slim.arg_scope` raises
+
+    NotImplementedError: ctower does not implement tf.contrib.slim.arg_scope (yet); ...
+
+naming it in full, with what to use instead where ctower has an
+equivalent. The error is an AttributeError too, so that `hasattr(tf.train,
+'MonitoredTrainingSession')` is False and `getattr(tf, name, default)`
+gives the default, as they do for code that probes which TensorFlow it
+runs on. Names starting with `_` (`__wrapped__`, `_fields`: what pytest,
+pickle and NumPy look for) raise a plain AttributeError.
+
+TensorFlow's namespaces that ctower lacks (tf.contrib, tf.keras.layers,
+tf.summary) are empty namespaces, so that a name under them is named in
+full; `hasattr(tf, 'contrib')` is therefore True.
+"""
+
+# TensorFlow 1.x's namespaces, every one ctower has not filled (the
+# TensorFlow 1.15 tree, tf.contrib's best-known parts among them)
+_NAMESPACES = frozenset("""
+audio autograph bitwise config config.experimental config.optimizer config.threading data
+data.experimental debugging distribute distribute.cluster_resolver distribute.experimental
+distributions estimator estimator.export experimental feature_column graph_util image io
+keras keras.activations keras.applications keras.backend keras.callbacks keras.datasets
+keras.initializers keras.layers keras.losses keras.metrics keras.models keras.optimizers
+keras.preprocessing keras.regularizers keras.utils linalg lite logging lookup losses manip
+metrics mixed_precision nest nn.experimental nn.rnn_cell profiler python_io quantization queue
+ragged random resource_loader saved_model saved_model.builder saved_model.loader
+saved_model.signature_constants saved_model.signature_def_utils saved_model.tag_constants
+saved_model.utils sets signal sparse spectral strings summary sysconfig test tpu
+train.experimental train.queue_runner user_ops version xla
+contrib contrib.framework contrib.layers contrib.learn contrib.learn.datasets
+contrib.learn.datasets.mnist contrib.losses contrib.metrics contrib.rnn contrib.seq2seq
+contrib.slim contrib.slim.nets contrib.slim.prefetch_queue contrib.slim.queues
+contrib.tensorboard contrib.training contrib.distribute contrib.opt contrib.data
+contrib.image contrib.keras contrib.eager contrib.summary contrib.tpu
+examples examples.tutorials examples.tutorials.mnist examples.tutorials.mnist.input_data
+""".split())
+
+# a TensorFlow name -> what to use in ctower instead
+INSTEAD = {
+    "layers.dense": "tf.matmul(x, tf.get_variable('w', [n_in, units])) + tf.get_variable('b', "
+                    "[units], initializer=tf.zeros_initializer())",
+    "layers.conv2d": "tf.nn.conv2d with a filter from tf.get_variable, then tf.nn.bias_add",
+    "layers.max_pooling2d": "tf.nn.max_pool",
+    "layers.average_pooling2d": "tf.nn.avg_pool",
+    "layers.dropout": "tf.nn.dropout(x, rate=rate), fed a rate of 0 at evaluation",
+    "layers.flatten": "tf.reshape(x, [-1, n])",
+    "contrib.layers.flatten": "tf.reshape(x, [-1, n])",
+    "contrib.layers.xavier_initializer": "tf.glorot_uniform_initializer",
+    "contrib.layers.batch_norm": "tf.layers.batch_normalization",
+    "contrib.slim.batch_norm": "tf.layers.batch_normalization",
+    "keras.initializers.glorot_uniform": "tf.glorot_uniform_initializer",
+    "losses.sparse_softmax_cross_entropy":
+        "tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=..., logits=...))",
+    "losses.softmax_cross_entropy":
+        "tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=..., logits=...))",
+    "to_float": "tf.cast(x, tf.float32)",
+    "to_int32": "tf.cast(x, tf.int32)",
+    "to_int64": "tf.cast(x, tf.int64)",
+    "initialize_variables": "tf.variables_initializer",
+    "initialize_local_variables": "tf.local_variables_initializer",
+    "all_variables": "tf.global_variables",
+    "train.MonitoredTrainingSession": "tf.Session with tf.train.Saver",
+    "train.Supervisor": "tf.Session with tf.train.Saver",
+    "train.checkpoint_exists": "tf.train.latest_checkpoint(folder) is not None",
+    "train.get_checkpoint_state": "tf.train.latest_checkpoint",
+    "summary.FileWriter": "ctower train's TensorBoard event files (ctower.train(config))",
+    "train.SummaryWriter": "ctower train's TensorBoard event files (ctower.train(config))",
+    "data.Dataset": "ctower.data.Batcher, or ctower.train(config) with a dataset section",
+    "examples.tutorials.mnist.input_data.read_data_sets":
+        "ctower.train(config) with dataset.name: mnist, or ctower.data.Batcher",
+    "contrib.learn.datasets.mnist.read_data_sets":
+        "ctower.train(config) with dataset.name: mnist, or ctower.data.Batcher",
+    "math.truediv": "tf.truediv",
+    "math.reduce_sum": "tf.reduce_sum",
+    "math.reduce_mean": "tf.reduce_mean",
+    "random.set_random_seed": "tf.set_random_seed",
+}
+
+
+class MissingNameError(NotImplementedError, AttributeError):
+    """A TensorFlow name ctower does not implement. Being an AttributeError,
+    hasattr() is False for it and getattr() with a default gives the default."""
+
+    # AttributeError's name, which the interpreter fills in and Python 3.12's
+    # traceback reads to suggest a near name ("Did you mean"): a near name
+    # of ctower is no substitute for the one asked for, so none is offered
+    name = property(lambda self: None, lambda self, value: None)
+
+
+def missing(dotted):
+    """The error for tf.<dotted>: NotImplementedError naming it in full (and
+    AttributeError: hasattr() is False); a plain AttributeError for a name
+    of `_`."""
+    last = dotted.rsplit(".", 1)[-1]
+    if last.startswith("_"):
+        return AttributeError("tf.%s has no attribute %r" % (dotted.rsplit(".", 1)[0], last)
+                              if "." in dotted else "module 'ctower.compat.v1' has no attribute %r"
+                              % last)
+    instead = INSTEAD.get(dotted)
+    message = "ctower does not implement tf.%s (yet); " % dotted
+    if instead:
+        message += "use %s instead" % instead
+    else:
+        message += "see README.md's Python section for what ctower.compat.v1 has"
+    return MissingNameError(message + " (this error is also an AttributeError, for hasattr)")
+
+
+def lookup(dotted):
+    """What tf.<dotted> is when ctower has not defined it: an empty
+    Namespace for one of TensorFlow's namespaces, else raises missing()."""
+    if dotted in _NAMESPACES:
+        return Namespace(dotted)
+    raise missing(dotted)
+
+
+class Namespace:
+    """One of TensorFlow's namespaces (tf.nn, tf.train.queue_runner): the
+    names given, and for any other name lookup()'s answer under its dotted
+    name."""
+
+    def __init__(self, dotted, **names):
+        self.__dict__["_dotted"] = dotted
+        self.__dict__.update(names)
+
+    def __getattr__(self, name):
+        value = lookup(self._dotted + "." + name)
+        self.__dict__[name] = value
+        return value
+
+    def __repr__(self):
+        return "<namespace tf.%s of ctower.compat.v1>" % self._dotted
+
+    def __dir__(self):
+        return sorted(n for n in self.__dict__ if not n.startswith("_"))

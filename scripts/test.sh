@@ -22,7 +22,7 @@ if ! build/venv/bin/python -c 'import tensorboard' 2>/dev/null; then
   /usr/bin/python3 -m venv --system-site-packages build/venv
   build/venv/bin/pip install --quiet tensorboard
 fi
-ctest --test-dir build --output-on-failure -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs" -LE fuzz
 
 # The tests whose results depend on the instruction set (label "isa":
 # kernels, gradients, precision, plan, models, and the command's tests that
@@ -64,3 +64,6 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCTOWER_
   -DCTOWER_TESTS=OFF -DCTOWER_CUDA=off -DCTOWER_MPI=off -DCTOWER_PYTHON=off
 cmake --build build-fuzz -j "$jobs"
 ctest --test-dir build-fuzz --output-on-failure -j "$jobs" -L fuzz
+# The Python front end's fuzz target (tests/python/fuzz_compat_v1.py: 10^5
+# calls of ctower.compat.v1) against the release build's package.
+ctest --test-dir build --output-on-failure -L fuzz

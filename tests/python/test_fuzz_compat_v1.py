@@ -35,6 +35,17 @@ def _eval_in_an_operation():
     x.eval(session=tf.no_op())
 
 
+def _save_at_an_infinite_step():
+    tf.get_variable("v", [2])
+    tf.train.Saver().save(tf.Session(), os.path.join(tempfile.mkdtemp(), "m"),
+                          global_step=tf.constant(float("inf")))
+
+
+def _minimize_with_an_operation_as_step():
+    v = tf.get_variable("v", [2])
+    tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(v), global_step=tf.no_op())
+
+
 # call, the class TensorFlow raises
 _FOUND = [
     (lambda: tf.concat([], 0), ValueError),
@@ -63,6 +74,8 @@ _FOUND = [
                           "SAME"), ValueError),
     (lambda: tf.constant(2**70, dtype=tf.uint8), ValueError),
     (lambda: tf.constant(float("inf"), dtype=tf.int32), ValueError),
+    (_save_at_an_infinite_step, ValueError),
+    (_minimize_with_an_operation_as_step, TypeError),
 ]
 
 

@@ -59,6 +59,8 @@ class Optimizer:
         return out
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        if global_step is not None and not isinstance(global_step, vs.Variable):
+            raise TypeError("global_step is a Variable, not %r" % (global_step,))
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if not pairs:
             raise ValueError("No gradients provided for any variable: %s."
@@ -194,7 +196,10 @@ class Saver:
         _check_session(sess)
         if global_step is not None:
             if not isinstance(global_step, int):
-                global_step = int(sess.run(global_step))
+                value = sess.run(global_step)
+                if not np.all(np.isfinite(value)):
+                    raise ValueError("global_step is %s, not a step number" % (value,))
+                global_step = int(value)
             save_path = "%s-%d" % (save_path, global_step)
         tensors = [(name, sess._read(v)) for name, v in sorted(self._variables().items())]
         steps = max(sess._steps.values()) if sess._steps else 0

@@ -75,6 +75,8 @@ _FOUND = [
     (lambda: tf.constant(2**70, dtype=tf.uint8), ValueError),
     (lambda: tf.constant(float("inf"), dtype=tf.int32), ValueError),
     (_save_at_an_infinite_step, ValueError),
+    (lambda: tf.Session().run(tf.no_op(), {tf.placeholder(tf.int32, [1]): [float("inf")]}),
+     ValueError),
     (_minimize_with_an_operation_as_step, TypeError),
 ]
 

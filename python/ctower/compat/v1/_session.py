@@ -350,7 +350,7 @@ class Session:
                                 "ndarrays, or TensorHandles.")
             try:
                 array = np.asarray(value, dtype=dtype.as_numpy_dtype, order="C")
-            except (TypeError, ValueError) as e:
+            except (TypeError, ValueError, OverflowError) as e:
                 raise ValueError("Cannot feed value %r to Tensor %r of dtype %s: %s"
                                  % (value, tensor.name, dtype.name, e))
             fw._take_rank(tensor, [None] * array.ndim)  # when nothing reads it yet

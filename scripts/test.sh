@@ -22,7 +22,7 @@ if ! build/venv/bin/python -c 'import tensorboard' 2>/dev/null; then
   /usr/bin/python3 -m venv --system-site-packages build/venv
   build/venv/bin/pip install --quiet tensorboard
 fi
-ctest --test-dir build --output-on-failure -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs" -LE fuzz
 
 # The tests whose results depend on the instruction set (label "isa":
 # kernels, gradients, precision, plan, models, and the command's tests that
@@ -51,11 +51,19 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 # (OMP_THREAD_LIMIT=1): libgomp is not built with
 # ThreadSanitizer, so its barriers are invisible to it and every parallel
 # region would look like a race; with them gone no suppression is needed.
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCTOWER_TSAN=ON -DCTOWER_CUDA=off -DCTOWER_MPI=off \
-  -DCTOWER_PYTHON=off
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCTOWER_TSAN=ON -DCTOWER_CUDA=off -DCTOWER_MPI=off
 cmake --build build-tsan -j "$jobs"
 OMP_THREAD_LIMIT=1 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure \
   -j "$jobs" -R '^test_(allocator|device|session|towers|schedule|placement|batcher|pipeline|augment|cluster|dataset|sources|evaluate)$'
+# The Python extension's threads (runs released from the GIL while another
+# thread closes, saves, restores or runs) under ThreadSanitizer: the
+# extension built above with the library, Debian's python3 (not built with
+# it) given the runtime by LD_PRELOAD. CPython's GIL is a pthread lock and
+# condition, which the runtime intercepts, so no suppression is needed.
+LD_PRELOAD=$(gcc -print-file-name=libtsan.so) OMP_THREAD_LIMIT=1 TSAN_OPTIONS=halt_on_error=1 \
+  PYTHONPATH=build-tsan/python CT_SOURCE_DIR="$PWD" CT_BINARY_DIR="$PWD/build-tsan" \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python/test_session_threads.py \
+  tests/python/test_safety.py -k 'thread or gil or interrupt or close'
 
 # The fuzz targets (tests/fuzz: the config, device names, checkpoints and
 # every dataset reader), built with clang's libFuzzer and the sanitizers,
@@ -64,3 +72,6 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCTOWER_
   -DCTOWER_TESTS=OFF -DCTOWER_CUDA=off -DCTOWER_MPI=off -DCTOWER_PYTHON=off
 cmake --build build-fuzz -j "$jobs"
 ctest --test-dir build-fuzz --output-on-failure -j "$jobs" -L fuzz
+# The Python front end's fuzz target (tests/python/fuzz_compat_v1.py: 10^5
+# calls of ctower.compat.v1) against the release build's package.
+ctest --test-dir build --output-on-failure -L fuzz

@@ -4,6 +4,7 @@
  * reads in place. A closed session refuses every call; closing waits for
  * the run in flight. The placement log is kept in memory and handed to
  * Python (take_log), which prints it where print() writes. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -19,7 +20,8 @@ typedef struct {
   char *log_text;
   size_t log_size, log_taken;
   uint64_t step;           /* runs so far: dropout masks differ from run to run */
-  double last_run_seconds; /* the engine's time in the last run (ct_session_run) */
+  _Atomic double last_run_seconds; /* the engine's time in the last run (ct_session_run):
+                                     * written by a run without the GIL, read without the mutex */
 } ct_py_session;
 
 static void lock_session(ct_py_session *s) {
@@ -230,8 +232,9 @@ static int run_released(ct_py_session *s, run_call *c, ct_status *status) {
     ct_session_set_step(s->session, s->step++);
     failed = ct_session_run(s->session, c->feeds, (int)c->n_feeds, c->fetches, (int)c->n_fetches,
                             c->targets, (int)c->n_targets, c->results, status);
-    s->last_run_seconds = seconds_now() - start;
-    if (c->times) c->times[k] = s->last_run_seconds;
+    const double seconds = seconds_now() - start;
+    atomic_store(&s->last_run_seconds, seconds);
+    if (c->times) c->times[k] = seconds;
     if (failed) break;
   }
   pthread_rwlock_unlock(&g->lock);
@@ -366,7 +369,7 @@ static PyObject *s_node_device(ct_py_session *s, PyObject *args) {
 
 static PyObject *s_last_run_seconds(ct_py_session *s, PyObject *unused) {
   (void)unused;
-  return PyFloat_FromDouble(s->last_run_seconds);
+  return PyFloat_FromDouble(atomic_load(&s->last_run_seconds));
 }
 
 static PyObject *s_devices(ct_py_session *s, PyObject *unused) {

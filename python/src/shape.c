@@ -30,8 +30,12 @@ int ct_py_shape(PyObject *seq, ct_shape *shape) {
   }
   shape->rank = (int)n;
   for (Py_ssize_t i = 0; i < n; ++i) {
-    long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
-    if (d == -1 && PyErr_Occurred()) {
+    PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
+    int overflow = 0;
+    long long d = PyLong_AsLongLongAndOverflow(item, &overflow);
+    if (overflow) PyErr_Format(PyExc_ValueError, "Dimension %R is out of range (more than "
+                               "2**63 - 1 in magnitude)", item);
+    if (overflow || (d == -1 && PyErr_Occurred())) {
       Py_DECREF(fast);
       return -1;
     }

@@ -68,3 +68,37 @@ def test_close_while_runs_saves_and_restores_are_in_flight():
     code, out, err = run_script(_STRESS % {"seconds": 4.0}, timeout=120)
     assert code == 0, "exit %d\n%s\n%s" % (code, out, err[-3000:])
     assert "unexpected []" in out
+
+
+_TIMES_DURING_RUNS = textwrap.dedent("""
+    import threading
+    import numpy as np
+    import ctower.compat.v1 as tf
+
+    x = tf.placeholder(tf.float32, [200, 200])
+    y = x
+    for _ in range(4):
+        y = tf.matmul(y, x)
+    sess = tf.Session()
+    value = np.ones((200, 200), np.float32)
+    done = threading.Event()
+
+    def work():
+        for _ in range(30):
+            sess.run(y, {x: value})
+        done.set()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    while not done.is_set():
+        assert sess._engine().last_run_seconds() >= 0.0
+    thread.join()
+    sess.close()
+    print("ok")
+""")
+
+
+def test_the_last_runs_time_is_read_while_another_thread_runs():
+    # under ThreadSanitizer (scripts/test.sh), a race on the time is reported
+    code, out, err = run_script(_TIMES_DURING_RUNS, timeout=120)
+    assert code == 0 and out.strip() == "ok", err[-3000:]

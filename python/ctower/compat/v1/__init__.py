@@ -112,16 +112,22 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         return [None if not gs else gs[0] if len(gs) == 1 else _ops.add_n(gs) for gs in per_x]
 
 
+def _variable_ref(ref):
+    if not isinstance(ref, Variable):
+        raise TypeError("Assignment needs a Variable to assign to, not %r" % (ref,))
+    return ref
+
+
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
-    return ref.assign(value, name=name)
+    return _variable_ref(ref).assign(value, name=name)
 
 
 def assign_add(ref, value, use_locking=None, name=None):
-    return ref.assign_add(value, name=name)
+    return _variable_ref(ref).assign_add(value, name=name)
 
 
 def assign_sub(ref, value, use_locking=None, name=None):
-    return ref.assign_sub(value, name=name)
+    return _variable_ref(ref).assign_sub(value, name=name)
 
 
 def shape_of(x):

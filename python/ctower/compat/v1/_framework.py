@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from ctower import _ctower
+from ctower import errors
 
 
 # ---- dtypes --------------------------------------------------------------------------------
@@ -529,6 +530,8 @@ class Graph:
         old = self._name_scope
         if name is None or name == "":
             new = ""
+        elif not isinstance(name, str):
+            raise TypeError("A name scope is a string, not %s" % type(name).__name__)
         elif name.endswith("/"):
             new = name[:-1]
         else:
@@ -658,7 +661,16 @@ def _as_op(graph, x):
 # ---- conversion ---------------------------------------------------------------------------
 
 def _numpy_value(value, dtype=None):
-    """A NumPy array of the engine's dtype for a Python or NumPy value."""
+    """A NumPy array of the engine's dtype for a Python or NumPy value; a
+    value the dtype cannot hold (2**70, infinity as an integer) is a ValueError."""
+    try:
+        return _numpy_value_of(value, dtype)
+    except OverflowError as e:
+        raise ValueError("Cannot make a tensor of %s from %.80r: %s"
+                         % ("its values" if dtype is None else dtype, value, e))
+
+
+def _numpy_value_of(value, dtype):
     if value is None or (isinstance(value, (list, tuple)) and
                          np.asarray(value, dtype=object).dtype == object and
                          any(v is None for v in np.asarray(value, dtype=object).reshape(-1))):
@@ -684,13 +696,24 @@ def _numpy_value(value, dtype=None):
     raise TypeError("ctower cannot hold a constant of NumPy dtype %s" % array.dtype)
 
 
+def _host_array(dims, make):
+    """make() (a NumPy array of shape dims), or ResourceExhaustedError when the
+    host cannot hold it: a constant is kept in host memory as it is built."""
+    try:
+        return make()
+    except MemoryError:
+        raise errors.ResourceExhaustedError(
+            None, None, "A constant of shape %s does not fit in host memory" % (list(dims),))
+
+
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     graph = get_default_graph()
     array, dtype = _numpy_value(value, dtype)
     if shape is not None:
         shape = _known_dims(shape, "a constant")
         if array.size == 1 and int(np.prod(shape)) != 1:
-            array = np.full(shape, array.reshape(()), dtype=array.dtype)
+            array = _host_array(shape, lambda: np.full(shape, array.reshape(()),
+                                                       dtype=array.dtype))
         elif array.size == int(np.prod(shape)):
             array = array.reshape(shape)
         elif verify_shape or array.size != 1:

@@ -25,9 +25,10 @@ def _nhwc(data_format):
 
 def _window(values, what):
     """[h, w] of [1, h, w, 1], [h, w], [k] or k."""
-    if isinstance(values, int):
-        return [values, values]
-    values = [int(v) for v in values]
+    values = [values] if isinstance(values, int) else [int(v) for v in values]
+    for v in values:
+        if not -2**31 <= v < 2**31:
+            raise ValueError("%s of %d are out of range" % (what, v))
     if len(values) == 1:
         return values * 2
     if len(values) == 4:

@@ -126,18 +126,21 @@ def ones_like(tensor, dtype=None, name=None, optimize=True):
 
 def zeros(shape, dtype=fw.float32, name=None):
     dtype = fw.as_dtype(dtype)
-    return fw.constant(np.zeros(fw._known_dims(shape, "zeros"), dtype.as_numpy_dtype), dtype=dtype,
-                       name=name or "zeros")
+    dims = fw._known_dims(shape, "zeros")
+    value = fw._host_array(dims, lambda: np.zeros(dims, dtype.as_numpy_dtype))
+    return fw.constant(value, dtype=dtype, name=name or "zeros")
 
 
 def ones(shape, dtype=fw.float32, name=None):
     dtype = fw.as_dtype(dtype)
-    return fw.constant(np.ones(fw._known_dims(shape, "ones"), dtype.as_numpy_dtype), dtype=dtype,
-                       name=name or "ones")
+    dims = fw._known_dims(shape, "ones")
+    value = fw._host_array(dims, lambda: np.ones(dims, dtype.as_numpy_dtype))
+    return fw.constant(value, dtype=dtype, name=name or "ones")
 
 
 def fill(dims, value, name=None):
-    return fw.constant(np.full(fw._known_dims(dims, "fill"), value), name=name or "Fill")
+    dims = fw._known_dims(dims, "fill")
+    return fw.constant(fw._host_array(dims, lambda: np.full(dims, value)), name=name or "Fill")
 
 
 # ---- shapes -------------------------------------------------------------------------------
@@ -201,8 +204,16 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):
                         name or "Squeeze")
 
 
+def _some(values, what):
+    """values as a list, refused when empty: TensorFlow's ops of a list need one."""
+    values = list(values)
+    if not values:
+        raise ValueError("%s needs at least one tensor" % what)
+    return values
+
+
 def concat(values, axis, name="concat"):
-    graph, xs = _tensors(list(values), ranks=_BROADCAST)
+    graph, xs = _tensors(_some(values, "concat"), ranks=_BROADCAST)
     if len(xs) == 1:
         return identity(xs[0], name=name)
     axis = _axis(axis, xs[0].shape.ndims)
@@ -245,7 +256,7 @@ def slice_(input_, begin, size, name=None):
 
 
 def stack(values, axis=0, name="stack"):
-    graph, xs = _tensors(list(values), ranks=_BROADCAST)
+    graph, xs = _tensors(_some(values, "stack"), ranks=_BROADCAST)
     rank = xs[0].shape.ndims
     axis = _axis(axis, rank + 1)
     with graph.name_scope(name) as scope:
@@ -354,7 +365,7 @@ def _slice_of_key(key, size, axis):
 
 def _expand_ellipsis(keys, rank):
     if sum(k is Ellipsis for k in keys) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise ValueError("Multiple ellipses in slice spec not allowed")
     n_axes = sum(k is not None and k is not Ellipsis for k in keys)
     if n_axes > rank:
         raise ValueError("Index out of range using input dim %d" % rank)

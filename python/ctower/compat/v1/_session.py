@@ -16,7 +16,7 @@ import numpy as np
 from ctower import _ctower
 from ctower import errors
 from ctower.compat.v1 import _framework as fw
-from ctower.compat.v1._framework import Operation, Tensor, get_default_graph
+from ctower.compat.v1._framework import Graph, Operation, Tensor, get_default_graph
 
 
 # ---- configuration ---------------------------------------------------------------------
@@ -115,7 +115,7 @@ def _flatten(fetches, graph, out):
     except TypeError as e:
         raise TypeError("Fetch argument %r has invalid type %r, must be a string or Tensor. "
                         "(%s)" % (fetches, type(fetches), e))
-    except ValueError as e:
+    except (ValueError, KeyError) as e:
         raise ValueError("Fetch argument %r cannot be interpreted as a Tensor. (%s)"
                          % (fetches, e))
     position = len(out)
@@ -146,6 +146,8 @@ def get_default_session():
 
 def _session_for(session, graph):
     session = session if session is not None else get_default_session()
+    if session is not None and not isinstance(session, Session):
+        raise TypeError("session must be a tf.Session, not %s" % type(session).__name__)
     if session is None:
         raise ValueError("Cannot evaluate tensor using `eval()`: No default session is "
                          "registered. Use `with sess.as_default()` or pass an explicit session "
@@ -176,6 +178,8 @@ class Session:
         if target not in ("", None):
             raise NotImplementedError("ctower runs in process (target ''); a job of several "
                                       "processes runs under mpirun")
+        if graph is not None and not isinstance(graph, Graph):
+            raise TypeError("graph must be a tf.Graph, but got %s" % type(graph).__name__)
         self._graph = graph if graph is not None else get_default_graph()
         self._config = config if config is not None else ConfigProto()
         self._c = None
@@ -331,6 +335,8 @@ class Session:
         feeds = []
         if not feed_dict:
             return feeds
+        if not isinstance(feed_dict, dict):
+            raise TypeError("feed_dict must be a dictionary, not %s" % type(feed_dict).__name__)
         graph = self._graph
         for key, value in feed_dict.items():
             try:
@@ -344,7 +350,7 @@ class Session:
                                 "ndarrays, or TensorHandles.")
             try:
                 array = np.asarray(value, dtype=dtype.as_numpy_dtype, order="C")
-            except (TypeError, ValueError) as e:
+            except (TypeError, ValueError, OverflowError) as e:
                 raise ValueError("Cannot feed value %r to Tensor %r of dtype %s: %s"
                                  % (value, tensor.name, dtype.name, e))
             fw._take_rank(tensor, [None] * array.ndim)  # when nothing reads it yet

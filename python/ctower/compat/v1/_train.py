@@ -39,6 +39,8 @@ class Optimizer:
                           grad_loss=None):
         if isinstance(loss, vs.Variable):
             loss = loss._read
+        if not isinstance(loss, Tensor):
+            raise TypeError("The loss to minimize is a Tensor, not %s" % type(loss).__name__)
         graph = loss.graph
         if grad_loss is not None:  # the gradient of sum(loss * grad_loss), as tf.gradients' grad_ys
             with graph.as_default():
@@ -57,6 +59,8 @@ class Optimizer:
         return out
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        if global_step is not None and not isinstance(global_step, vs.Variable):
+            raise TypeError("global_step is a Variable, not %r" % (global_step,))
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if not pairs:
             raise ValueError("No gradients provided for any variable: %s."
@@ -154,6 +158,12 @@ def global_step(sess, global_step_tensor):
 
 # ---- Saver ---------------------------------------------------------------------------------
 
+def _check_session(sess):
+    from ctower.compat.v1._session import Session
+    if not isinstance(sess, Session):
+        raise TypeError("'sess' must be a Session; %r" % (sess,))
+
+
 class Saver:
     """Saves and restores variables by name in ctower's safetensors
     checkpoints, the files `ctower train` writes (optimizer slots included)."""
@@ -171,6 +181,11 @@ class Saver:
     def _variables(self):
         if self._var_list is None:
             return {v._name: v for v in vs._all_engine_variables(self._graph)}
+        given = (self._var_list.values() if isinstance(self._var_list, dict)
+                 else self._var_list)
+        for v in given:
+            if not isinstance(v, vs.Variable):
+                raise TypeError("Variable to save is not a Variable: %r" % (v,))
         if isinstance(self._var_list, dict):
             return dict(self._var_list)
         return {v._name: v for v in self._var_list}
@@ -178,9 +193,13 @@ class Saver:
     def save(self, sess, save_path, global_step=None, latest_filename=None,
              meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
              strip_default_attrs=False):
+        _check_session(sess)
         if global_step is not None:
             if not isinstance(global_step, int):
-                global_step = int(sess.run(global_step))
+                value = sess.run(global_step)
+                if not np.all(np.isfinite(value)):
+                    raise ValueError("global_step is %s, not a step number" % (value,))
+                global_step = int(value)
             save_path = "%s-%d" % (save_path, global_step)
         tensors = [(name, sess._read(v)) for name, v in sorted(self._variables().items())]
         steps = max(sess._steps.values()) if sess._steps else 0
@@ -200,6 +219,7 @@ class Saver:
         return save_path
 
     def restore(self, sess, save_path):
+        _check_session(sess)
         if save_path is None:
             raise ValueError("Can't load save_path when it is None.")
         tensors, metadata = _ctower.checkpoint_read(save_path)

@@ -463,6 +463,9 @@ class _EngineVariable(Variable):
 
 def variables_initializer(var_list, name="init"):
     var_list = list(var_list)
+    for v in var_list:
+        if not isinstance(v, Variable):
+            raise TypeError("variables_initializer takes Variables, not %r" % (v,))
     graph = var_list[0].graph if var_list else get_default_graph()
     with graph.as_default():
         return _ops.group(*[v.initializer for v in var_list], name=name)

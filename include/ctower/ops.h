@@ -86,10 +86,10 @@ ct_output ct_relu(ct_graph *g, ct_output x);
 ct_output ct_sigmoid(ct_graph *g, ct_output x);
 ct_output ct_tanh(ct_graph *g, ct_output x);
 ct_output ct_add_n(ct_graph *g, int n, const ct_output *xs);
-/* The elementwise unary math op named `op` by TensorFlow ("Exp", "Log",
- * "Log1p", "Sqrt", "Rsqrt", "Square", "Abs", "Sign", "Reciprocal", "Floor",
- * "Ceil", "Round": round half to even) of an f32 x. Another name records
- * INVALID_ARGUMENT in the graph and returns the null output. */
+/* The elementwise unary math op named `op` by TensorFlow ("Exp", "Sqrt",
+ * "Round" rounding half to even, ...: ct_unary_math_name lists them) of an
+ * f32 x. Another name records INVALID_ARGUMENT in the graph and returns the
+ * null output. */
 ct_output ct_unary_math(ct_graph *g, const char *op, ct_output x);
 /* The name of unary math op k (0, 1, ... in a fixed order), or NULL past
  * the last; *function (when not NULL) gets TensorFlow's Python function

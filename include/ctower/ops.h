@@ -86,6 +86,15 @@ ct_output ct_relu(ct_graph *g, ct_output x);
 ct_output ct_sigmoid(ct_graph *g, ct_output x);
 ct_output ct_tanh(ct_graph *g, ct_output x);
 ct_output ct_add_n(ct_graph *g, int n, const ct_output *xs);
+/* The elementwise unary math op named `op` by TensorFlow ("Exp", "Sqrt",
+ * "Round" rounding half to even, ...: ct_unary_math_name lists them) of an
+ * f32 x. Another name records INVALID_ARGUMENT in the graph and returns the
+ * null output. */
+ct_output ct_unary_math(ct_graph *g, const char *op, ct_output x);
+/* The name of unary math op k (0, 1, ... in a fixed order), or NULL past
+ * the last; *function (when not NULL) gets TensorFlow's Python function
+ * for it ("exp" for "Exp"). */
+const char *ct_unary_math_name(int k, const char **function);
 /* sums[k] = parts[0] + ... + parts[n-1] (in that order), on parts[k]'s
  * device: one collective across devices (NCCL between GPUs). Returns 0, or
  * 1 with the error recorded in the graph. */

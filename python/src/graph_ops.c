@@ -21,6 +21,19 @@ static PyObject *g_unary(ct_py_graph *g, PyObject *args) {
   return ct_py_built(g, o);
 }
 
+/* unary_math(op, x): the elementwise unary math op TensorFlow names `op`
+ * ("Exp"; ctower._ctower.unary_math_ops() lists them). */
+static PyObject *g_unary_math(ct_py_graph *g, PyObject *args) {
+  const char *op;
+  PyObject *obj;
+  ct_output x;
+  if (!PyArg_ParseTuple(args, "sO", &op, &obj) || ct_py_output(g, obj, &x)) return NULL;
+  ct_py_write_lock(g);
+  ct_output o = ct_unary_math(g->graph, op, x);
+  ct_py_unlock(g);
+  return ct_py_built(g, o);
+}
+
 enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV, BINARY_SPARSE_XENT, BINARY_ACCURACY,
        BINARY_ASSIGN, BINARY_DROPOUT };
 
@@ -313,6 +326,7 @@ static PyObject *g_reduce(ct_py_graph *g, PyObject *args) {
 
 PyMethodDef ct_py_graph_op_methods[] = {
     GRAPH_METHOD(unary, METH_VARARGS),
+    GRAPH_METHOD(unary_math, METH_VARARGS),
     GRAPH_METHOD(binary, METH_VARARGS),
     GRAPH_METHOD(equal, METH_VARARGS),
     GRAPH_METHOD(softmax_xent, METH_VARARGS),

@@ -1,6 +1,6 @@
 /* The module `ctower._ctower`: its types and functions, registered from the
- * files that hold them; optimizer_learning_rate, small and of use to no other
- * file, is its own. */
+ * files that hold them; optimizer_learning_rate and unary_math_ops, small
+ * and of use to no other file, are its own. */
 #include "binding.h"
 
 static PyObject *optimizer_learning_rate(PyObject *self, PyObject *args) {
@@ -15,6 +15,19 @@ static PyObject *optimizer_learning_rate(PyObject *self, PyObject *args) {
   return PyFloat_FromDouble((double)ct_optimizer_learning_rate(&config, rate, (int64_t)step));
 }
 
+/* The unary math ops (src/ops/unary_math.h), as ct_unary_math_name lists them. */
+static PyObject *unary_math_ops(PyObject *self, PyObject *unused) {
+  (void)self, (void)unused;
+  PyObject *list = PyList_New(0);
+  const char *function = NULL, *op;
+  for (int k = 0; list && (op = ct_unary_math_name(k, &function)) != NULL; ++k) {
+    PyObject *row = Py_BuildValue("(ss)", op, function);
+    if (row == NULL || PyList_Append(list, row) < 0) Py_CLEAR(list);
+    Py_XDECREF(row);
+  }
+  return list;
+}
+
 static PyMethodDef module_methods[] = {
     {"checkpoint_write", ct_py_checkpoint_write, METH_VARARGS, "write a safetensors checkpoint"},
     {"checkpoint_read", ct_py_checkpoint_read, METH_VARARGS, "read a safetensors checkpoint"},
@@ -27,6 +40,8 @@ static PyMethodDef module_methods[] = {
      "the rate to feed for update `step` (Adam's bias correction folded in)"},
     {"train", (PyCFunction)(void (*)(void))ct_py_train, METH_VARARGS | METH_KEYWORDS,
      "what `ctower train` runs"},
+    {"unary_math_ops", unary_math_ops, METH_NOARGS,
+     "[(TensorFlow's op name, its Python function's name)] of the unary math ops"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -135,6 +135,11 @@ typedef struct ct_compress_attrs {
   int64_t instance_key; /* CompressedAllReduce: its bucket */
 } ct_compress_attrs;
 
+/* UnaryMathGrad: the row of ops/unary_math.h whose derivative it computes. */
+typedef struct ct_unary_math_attrs {
+  int op; /* a ct_unary_math_op */
+} ct_unary_math_attrs;
+
 /* A node's attributes: the member named for its op. */
 typedef union ct_attrs {
   ct_source_attrs source;
@@ -156,6 +161,7 @@ typedef union ct_attrs {
   ct_adam_attrs adam;
   ct_collective_attrs collective;
   ct_compress_attrs compress;
+  ct_unary_math_attrs unary_math;
 } ct_attrs;
 
 #endif

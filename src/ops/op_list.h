@@ -4,6 +4,7 @@
 #define CTOWER_OP_LIST_H
 
 #include "ops/op_registry.h"
+#include "ops/unary_math.h"
 
 #define CT_OP_LIST(X)                                                                    \
   X(ct_op_placeholder) X(ct_op_const) X(ct_op_variable) X(ct_op_identity)                \
@@ -25,7 +26,12 @@
   X(ct_op_softmax_xent) X(ct_op_l2_loss) X(ct_op_strided_slice) X(ct_op_strided_slice_grad)   \
   X(ct_op_transpose)                                                                        \
   X(ct_op_stop_gradient) X(ct_op_compress_gradient) X(ct_op_decompress_gradient)            \
-  X(ct_op_compressed_all_reduce)
+  X(ct_op_compressed_all_reduce)                                                            \
+  CT_UNARY_MATH(CT_UNARY_MATH_OP, X) X(ct_op_unary_math_grad)
+
+/* A row of ops/unary_math.h as its definition, ct_op_<Name>. */
+#define CT_UNARY_MATH_OP(X, Name, function, forward, derivative, gradient, flops, domain) \
+  X(ct_op_##Name)
 
 #define CT_OP_ADDRESS(var) &var,
 #define CT_OP_EXTERN(var) extern const ct_op_def var;

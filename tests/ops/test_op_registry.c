@@ -203,9 +203,58 @@ static void test_every_op_is_complete(void **state) {
   if (missing[0] != '\0') fail_msg("incomplete ops:\n%s", missing);
 }
 
+/* Each row of the unary math table (ops/unary_math.h) is an op of the
+ * list with kernels on every device type, named by ct_unary_math_name, and
+ * its gradient is UnaryMathGrad of that row, or none where TensorFlow
+ * gives None. */
+static void test_every_unary_math_row_is_an_op(void **state) {
+  (void)state;
+  static const struct {
+    const char *name;
+    const char *gradient;
+  } rows[] = {
+#define ROW(P, Name, function, forward, derivative, gradient, flops, domain) \
+  {#Name, #gradient},
+      CT_UNARY_MATH(ROW, _)
+#undef ROW
+  };
+  assert_int_equal(sizeof rows / sizeof rows[0], CT_UNARY_MATH_COUNT);
+  assert_null(ct_unary_math_name(CT_UNARY_MATH_COUNT, NULL));
+  for (int k = 0; k < CT_UNARY_MATH_COUNT; ++k) {
+    const char *function = NULL, *name = ct_unary_math_name(k, &function);
+    assert_non_null(name);
+    assert_string_equal(name, rows[k].name);
+    assert_non_null(function);
+    const ct_op_def *op = ct_op_find(name);
+    if (op == NULL || op_index(op) < 0) fail_msg("%s is not in the op list", name);
+    if (ct_kernel_find(name, CT_DEVICE_KIND_CPU) == NULL) fail_msg("%s lacks a CPU kernel", name);
+#ifdef CTOWER_HAVE_CUDA
+    if (ct_kernel_find(name, CT_DEVICE_KIND_GPU) == NULL) fail_msg("%s lacks a GPU kernel", name);
+#endif
+    ct_graph *g = ct_graph_new();
+    ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)3));
+    ct_output y = ct_unary_math(g, name, x), dx;
+    assert_int_equal(ct_gradients(g, ct_reduce_sum(g, y, 0, 0), 1, &x, &dx), 0);
+    assert_status_ok(ct_graph_status(g));
+    if (strcmp(rows[k].gradient, "NONE") == 0) {
+      if (dx.node != NULL) fail_msg("%s: a gradient where TensorFlow has None", name);
+    } else if (dx.node == NULL || strcmp(dx.node->op->name, "UnaryMathGrad") != 0 ||
+               dx.node->attrs.unary_math.op != k) {
+      fail_msg("%s: its gradient is not UnaryMathGrad of row %d", name, k);
+    }
+    ct_graph_free(g);
+  }
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)3));
+  assert_null(ct_unary_math(g, "Relu", x).node);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_op_is_complete),
+      cmocka_unit_test(test_every_unary_math_row_is_an_op),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* The shared op cases (op_cases.h). */
 #include "op_cases.h"
 
+#include "ops/unary_math.h"
+
 #include <math.h>
 #include <stdio.h>
 
@@ -14,6 +16,12 @@ static ct_output b_relu(ct_graph *g, const ct_output *x) { return ct_relu(g, x[0
 static ct_output b_sigmoid(ct_graph *g, const ct_output *x) { return ct_sigmoid(g, x[0]); }
 static ct_output b_tanh(ct_graph *g, const ct_output *x) { return ct_tanh(g, x[0]); }
 static ct_output b_add_n(ct_graph *g, const ct_output *x) { return ct_add_n(g, 3, x); }
+#define UNARY_MATH_BUILDER(P, Name, function, forward, derivative, gradient, flops, domain) \
+  static ct_output b_##Name(ct_graph *g, const ct_output *x) {                             \
+    return ct_unary_math(g, #Name, x[0]);                                                  \
+  }
+CT_UNARY_MATH(UNARY_MATH_BUILDER, _)
+#undef UNARY_MATH_BUILDER
 /* every output of the all-reduce carries a gradient: L weighs their sum */
 static ct_output b_all_reduce(ct_graph *g, const ct_output *x) {
   ct_output sums[3];
@@ -205,6 +213,8 @@ void ct_op_case_fill(float *v, int64_t n, value_kind kind, uint64_t seed) {
   for (int64_t i = 0; i < n; ++i) {
     if (kind == VALUES_AWAY_FROM_ZERO) v[i] = v[i] >= 0 ? v[i] + 0.2f : v[i] - 0.2f;
     if (kind == VALUES_POSITIVE) v[i] = 0.5f + fabsf(v[i]);
+    /* [k/2 + 0.1, k/2 + 0.4] for k in -4 ... 3 */
+    if (kind == VALUES_OFF_GRID) v[i] = 0.5f * floorf(4.0f * v[i]) + 0.25f + 0.15f * v[i];
   }
   if (kind == VALUES_DISTINCT) { /* a shuffled ladder: no two values within 0.05 */
     for (int64_t i = 0; i < n; ++i) v[i] = 0.05f * (float)i - 0.025f * (float)n;
@@ -231,6 +241,10 @@ static void build_table(void) {
   add_case("Relu", 1, S2(5, 6), none, none, VALUES_AWAY_FROM_ZERO, b_relu);
   add_case("Sigmoid", 1, S2(5, 6), none, none, VALUES_UNIFORM, b_sigmoid);
   add_case("Tanh", 1, S2(5, 6), none, none, VALUES_UNIFORM, b_tanh);
+#define UNARY_MATH_CASE(P, Name, function, forward, derivative, gradient, flops, domain) \
+  add_case(#Name, 1, S2(5, 6), none, none, VALUES_##domain, b_##Name);
+  CT_UNARY_MATH(UNARY_MATH_CASE, _)
+#undef UNARY_MATH_CASE
   add_case("AddN", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_add_n);
   add_case("AllReduce", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_all_reduce);
   add_case("CollectiveReduce", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_collective_reduce);

@@ -1,7 +1,8 @@
 /* The op cases the gradient check and the GPU test share: each builds one
  * op (or a short chain) from placeholders x[0..n_inputs-1] with inputs of
  * fixed shapes and values of a chosen kind. Every differentiable op has at
- * least one case (tests/ops/test_op_registry.c checks it). */
+ * least one case (tests/ops/test_op_registry.c checks it); each unary math
+ * op (src/ops/unary_math.h) has one from its row. */
 #ifndef CTOWER_OP_CASES_H
 #define CTOWER_OP_CASES_H
 
@@ -13,7 +14,9 @@ typedef enum {
   VALUES_UNIFORM,        /* U(-1, 1) */
   VALUES_AWAY_FROM_ZERO, /* |v| >= 0.2: no kink of ReLU within a finite difference */
   VALUES_DISTINCT,       /* no two values within 0.05: a unique max per pooling window */
-  VALUES_POSITIVE        /* >= 0.5: safe divisors */
+  VALUES_POSITIVE,       /* >= 0.5: safe divisors */
+  VALUES_OFF_GRID        /* none within 0.1 of a multiple of 0.5: off the steps of Floor,
+                            Ceil and Round */
 } value_kind;
 
 typedef struct op_case {

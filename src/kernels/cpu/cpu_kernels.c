@@ -77,5 +77,10 @@ const ct_kernel_def ct_cpu_kernels[] = {
     K("ApplyMomentum", ct_cpu_apply_momentum, NONE),
     K("ApplyAdam", ct_cpu_apply_adam, NONE),
     K("Assign", ct_cpu_assign, NONE),
+#define UNARY_MATH(P, Name, function, forward, derivative, gradient, flops, domain) \
+  K(#Name, ct_cpu_##Name, NONE),
+    CT_UNARY_MATH(UNARY_MATH, _)
+#undef UNARY_MATH
+    K("UnaryMathGrad", ct_cpu_unary_math_grad, NONE),
     {0, CT_DEVICE_KIND_CPU, 0, 0},
 };

@@ -8,6 +8,7 @@
 
 #include "kernels/kernel.h"
 #include "kernels/kernel_shapes.h"
+#include "ops/unary_math.h"
 
 extern const ct_kernel_def ct_cpu_kernels[];
 
@@ -43,6 +44,13 @@ CT_CPU_KERNEL(ct_cpu_sigmoid);
 CT_CPU_KERNEL(ct_cpu_sigmoid_grad);
 CT_CPU_KERNEL(ct_cpu_tanh);
 CT_CPU_KERNEL(ct_cpu_tanh_grad);
+/* unary_math.c: ct_cpu_Exp, ct_cpu_Log, ... (a kernel per row of
+ * ops/unary_math.h) and UnaryMathGrad's */
+#define CT_CPU_UNARY_MATH_KERNEL(P, Name, function, forward, derivative, gradient, flops, \
+                                 domain)                                               \
+  CT_CPU_KERNEL(ct_cpu_##Name);
+CT_UNARY_MATH(CT_CPU_UNARY_MATH_KERNEL, _)
+CT_CPU_KERNEL(ct_cpu_unary_math_grad);
 /* collective.c */
 CT_CPU_KERNEL(ct_cpu_all_reduce);
 CT_CPU_KERNEL(ct_cpu_collective_reduce);

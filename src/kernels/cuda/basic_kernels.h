@@ -5,6 +5,7 @@
 #define CTOWER_BASIC_KERNELS_H
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "ops/unary_math.h"
 
 #define CT_GPU_KERNEL(name) void name(ct_kernel_ctx *ctx)
 
@@ -35,6 +36,13 @@ CT_GPU_KERNEL(ct_gpu_tanh);
 CT_GPU_KERNEL(ct_gpu_tanh_grad);
 CT_GPU_KERNEL(ct_gpu_dropout);
 CT_GPU_KERNEL(ct_gpu_dropout_grad);
+/* gpu_unary_math.c: ct_gpu_Exp, ct_gpu_Log, ... (a kernel per row of
+ * ops/unary_math.h) and UnaryMathGrad's */
+#define CT_GPU_UNARY_MATH_KERNEL(P, Name, function, forward, derivative, gradient, flops, \
+                                 domain)                                               \
+  CT_GPU_KERNEL(ct_gpu_##Name);
+CT_UNARY_MATH(CT_GPU_UNARY_MATH_KERNEL, _)
+CT_GPU_KERNEL(ct_gpu_unary_math_grad);
 /* gpu_compress.c */
 CT_GPU_KERNEL(ct_gpu_compress_gradient);
 CT_GPU_KERNEL(ct_gpu_decompress_gradient);

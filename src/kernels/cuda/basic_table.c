@@ -54,5 +54,10 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     K("ApplyMomentum", ct_gpu_apply_momentum),
     K("ApplyAdam", ct_gpu_apply_adam),
     K("Assign", ct_gpu_assign),
+#define UNARY_MATH(P, Name, function, forward, derivative, gradient, flops, domain) \
+  K(#Name, ct_gpu_##Name),
+    CT_UNARY_MATH(UNARY_MATH, _)
+#undef UNARY_MATH
+    K("UnaryMathGrad", ct_gpu_unary_math_grad),
     {0, CT_DEVICE_KIND_GPU, 0, 0},
 };

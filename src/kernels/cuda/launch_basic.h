@@ -60,6 +60,16 @@ typedef enum ct_unary_op {
 cudaError_t ct_launch_unary(ct_unary_op op, const float *x, float *y, int64_t n,
                             cudaStream_t stream);
 
+/* ---- unary math (unary_math.cu) ---- */
+
+/* y = the forward expression of row op (a ct_unary_math_op of
+ * ops/unary_math.h) of x, over n elements. */
+cudaError_t ct_launch_unary_math(int op, const float *x, float *y, int64_t n,
+                                 cudaStream_t stream);
+/* dx = row op's derivative of (x, y, dy), over n elements (dx may be x). */
+cudaError_t ct_launch_unary_math_grad(int op, const float *x, const float *y, const float *dy,
+                                      float *dx, int64_t n, cudaStream_t stream);
+
 /* y = op(a, b); the gradient helpers take (dy, y) for ReluGrad and (y, dy)
  * for SigmoidGrad and TanhGrad. */
 typedef enum ct_binary_op {

@@ -6,6 +6,7 @@ import operator
 
 import numpy as np
 
+from ctower import _ctower
 from ctower.compat.v1 import _framework as fw
 from ctower.compat.v1._framework import Tensor, convert_to_tensor, get_default_graph
 
@@ -64,6 +65,36 @@ def _unary(kind, x, name):
 def _binary(kind, x, y, name, ranks=_BROADCAST):
     graph, (x, y) = _tensors([x, y], ranks=ranks)
     return graph._built(graph._c.binary(kind, x._output(graph), y._output(graph)), name)
+
+
+# TensorFlow's unary math ops that take integers too (tf.round(x) of an
+# integer x is x): ctower's kernels are float32 alone
+_INTEGER_UNARY_MATH = ("Abs", "Sign", "Square", "Reciprocal")
+
+
+def _unary_math_function(op, function):
+    """tf.<function>(x, name=None): ctower's op `op` (src/ops/unary_math.h)."""
+    def unary_math(x, name=None):
+        graph, (x,) = _tensors([x])
+        if x.dtype is not fw.float32:
+            if op == "Round" and x.dtype.is_integer:
+                return x
+            if x.dtype.is_integer and op not in _INTEGER_UNARY_MATH:
+                raise TypeError("Value passed to parameter 'x' has DataType %s not in list of "
+                                "allowed values: float16, float32, float64 (tf.%s)"
+                                % (x.dtype.name, function))
+            raise TypeError("tf.%s of %s: ctower's %s takes float32 only; tf.cast(x, tf.float32) "
+                            "first" % (function, x.dtype.name, op))
+        return graph._built(graph._c.unary_math(op, x._output(graph)), name)
+    unary_math.__name__ = unary_math.__qualname__ = function
+    unary_math.__doc__ = "TensorFlow's tf.%s: ctower's elementwise %s of a float32 x." % (
+        function, op)
+    return unary_math
+
+
+# {function: tf.<function>} of every unary math op ctower has (tf.exp, tf.log, ...)
+unary_math = {function: _unary_math_function(op, function)
+              for op, function in _ctower.unary_math_ops()}
 
 
 def identity(input, name=None):

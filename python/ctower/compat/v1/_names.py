@@ -103,7 +103,7 @@ def missing(dotted):
     if instead:
         message += "use %s instead" % instead
     else:
-        message += "see README.md's Python section for what ctower.compat.v1 has"
+        message += "see docs/python.md for what ctower.compat.v1 has"
     return MissingNameError(message + " (this error is also an AttributeError, for hasattr)")
 
 

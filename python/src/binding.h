@@ -4,8 +4,8 @@
  *
  * Its files use one another without a circle (scripts/check-layers.py):
  * errors.c, host_tensor.c, shape.c and graph_access.c use no other file;
- * the Graph's builder files, session_options.c, checkpoint.c, data.c and
- * train.c use only those; graph.c joins its builders' methods; session.c
+ * the Graph's builder files, session_options.c, checkpoint.c, data.c,
+ * summary.c and train.c use only those; graph.c joins its builders' methods; session.c
  * uses graph.c; module.c, on top, registers them all. */
 #ifndef CTOWER_PYTHON_BINDING_H
 #define CTOWER_PYTHON_BINDING_H
@@ -69,5 +69,11 @@ PyObject *ct_py_file_write(PyObject *self, PyObject *args); /* files.c */
 PyObject *ct_py_file_read(PyObject *self, PyObject *args);
 
 PyObject *ct_py_train(PyObject *self, PyObject *args, PyObject *kwargs); /* train.c */
+
+/* summary.c */
+PyObject *ct_py_summary_scalar(PyObject *self, PyObject *args);
+PyObject *ct_py_summary_histogram(PyObject *self, PyObject *args);
+PyObject *ct_py_summary_images(PyObject *self, PyObject *args);
+extern PyTypeObject ct_py_summary_writer_type;
 
 #endif

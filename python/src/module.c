@@ -42,6 +42,10 @@ static PyMethodDef module_methods[] = {
      "what `ctower train` runs"},
     {"unary_math_ops", unary_math_ops, METH_NOARGS,
      "[(TensorFlow's op name, its Python function's name)] of the unary math ops"},
+    {"summary_scalar", ct_py_summary_scalar, METH_VARARGS, "a serialized Summary of a scalar"},
+    {"summary_histogram", ct_py_summary_histogram, METH_VARARGS,
+     "a serialized Summary of a histogram"},
+    {"summary_images", ct_py_summary_images, METH_VARARGS, "a serialized Summary of PNG images"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -51,7 +55,8 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_ctower",
 
 PyMODINIT_FUNC PyInit__ctower(void) {
   if (ct_py_graph_type_ready() < 0 || PyType_Ready(&ct_py_session_type) < 0 ||
-      PyType_Ready(&ct_py_tensor_type) < 0 || PyType_Ready(&ct_py_batcher_type) < 0)
+      PyType_Ready(&ct_py_tensor_type) < 0 || PyType_Ready(&ct_py_batcher_type) < 0 ||
+      PyType_Ready(&ct_py_summary_writer_type) < 0)
     return NULL;
   PyObject *m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;
@@ -59,10 +64,12 @@ PyMODINIT_FUNC PyInit__ctower(void) {
   Py_INCREF(&ct_py_session_type);
   Py_INCREF(&ct_py_tensor_type);
   Py_INCREF(&ct_py_batcher_type);
+  Py_INCREF(&ct_py_summary_writer_type);
   if (PyModule_AddObject(m, "Graph", (PyObject *)&ct_py_graph_type) ||
       PyModule_AddObject(m, "Session", (PyObject *)&ct_py_session_type) ||
       PyModule_AddObject(m, "HostTensor", (PyObject *)&ct_py_tensor_type) ||
       PyModule_AddObject(m, "Batcher", (PyObject *)&ct_py_batcher_type) ||
+      PyModule_AddObject(m, "SummaryWriter", (PyObject *)&ct_py_summary_writer_type) ||
       PyModule_AddStringConstant(m, "version", CTOWER_VERSION)) {
     Py_DECREF(m);
     return NULL;

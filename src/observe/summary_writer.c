@@ -175,6 +175,21 @@ int ct_summary_write_text(ct_summary_writer *w, int64_t step, const char *tag, c
   return write_summary(w, step, values, 1, status);
 }
 
+int ct_summary_write_summary(ct_summary_writer *w, int64_t step, const uint8_t *bytes, size_t size,
+                             ct_status *status) {
+  Tensorflow__Summary *summary = tensorflow__summary__unpack(NULL, size, bytes);
+  if (summary == NULL) {
+    ct_status_set(status, CT_INVALID_ARGUMENT,
+                  "the %zu bytes given for '%s' are not a serialized Summary; give what a "
+                  "summary op's run returned",
+                  size, w->path);
+    return 1;
+  }
+  const int failed = write_summary(w, step, summary->value, (int)summary->n_value, status);
+  tensorflow__summary__free_unpacked(summary, NULL);
+  return failed;
+}
+
 int ct_summary_writer_flush(ct_summary_writer *w, ct_status *status) {
   if (fflush(w->file) == 0) return 0;
   ct_status_set(status, CT_UNAVAILABLE, "cannot write to '%s' (%s); check that the disk has space",

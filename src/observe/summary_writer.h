@@ -4,6 +4,7 @@
 #ifndef CTOWER_OBSERVE_SUMMARY_WRITER_H
 #define CTOWER_OBSERVE_SUMMARY_WRITER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ctower/status.h"
@@ -39,6 +40,13 @@ int ct_summary_write_scalars(ct_summary_writer *writer, int64_t step,
  * and UNAVAILABLE naming the file. */
 int ct_summary_write_text(ct_summary_writer *writer, int64_t step, const char *tag,
                           const char *text, ct_status *status);
+
+/* One event at `step` holding a serialized Summary (as
+ * src/observe/summary_values.h packs them, or TensorFlow's summary ops
+ * make them), its values as they are. Returns 0, or 1 and INVALID_ARGUMENT
+ * if the bytes are not a Summary, UNAVAILABLE naming the file. */
+int ct_summary_write_summary(ct_summary_writer *writer, int64_t step, const uint8_t *bytes,
+                             size_t size, ct_status *status);
 
 /* Hands what was written to the system, so that a run killed later keeps
  * it. Returns 0, or 1 and UNAVAILABLE naming the file. */

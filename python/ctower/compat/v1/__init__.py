@@ -7,7 +7,7 @@
 """
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
-from ctower.compat.v1 import _app, _flags, _gfile, _names
+from ctower.compat.v1 import _app, _flags, _gfile, _names, _summary
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -177,6 +177,10 @@ io = _Namespace("io", gfile=_Namespace(
     isdir=_gfile.IsDirectory, join=_gfile.join, listdir=_gfile.ListDirectory,
     makedirs=_gfile.MakeDirs, mkdir=_gfile.MkDir, remove=_gfile.Remove, rename=_gfile.Rename,
     rmtree=_gfile.DeleteRecursively, stat=_gfile.Stat, walk=_gfile.walk))
+summary = _Namespace("summary", **{n: getattr(_summary, n) for n in (
+    "scalar", "histogram", "image", "merge", "merge_all", "FileWriter", "FileWriterCache",
+    "Summary")})
+Summary = _summary.Summary
 
 
 def __getattr__(name):

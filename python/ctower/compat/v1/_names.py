@@ -11,7 +11,7 @@ runs on. Names starting with `_` (`__wrapped__`, `_fields`: what pytest,
 pickle and NumPy look for) raise a plain AttributeError.
 
 TensorFlow's namespaces that ctower lacks (tf.contrib, tf.keras.layers,
-tf.summary) are empty namespaces, so that a name under them is named in
+tf.summary.experimental) are empty namespaces, so that a name under them is named in
 full; `hasattr(tf, 'contrib')` is therefore True.
 """
 
@@ -27,7 +27,8 @@ keras.preprocessing keras.regularizers keras.utils linalg lite logging lookup lo
 metrics mixed_precision nest nn.experimental nn.rnn_cell profiler python_io quantization queue
 ragged random resource_loader saved_model saved_model.builder saved_model.loader
 saved_model.signature_constants saved_model.signature_def_utils saved_model.tag_constants
-saved_model.utils sets signal sparse spectral strings summary sysconfig test tpu
+saved_model.utils sets signal sparse spectral strings summary.experimental sysconfig test
+tpu
 train.experimental train.queue_runner user_ops version xla
 contrib contrib.framework contrib.layers contrib.learn contrib.learn.datasets
 contrib.learn.datasets.mnist contrib.losses contrib.metrics contrib.rnn contrib.seq2seq
@@ -65,8 +66,10 @@ INSTEAD = {
     "train.Supervisor": "tf.Session with tf.train.Saver",
     "train.checkpoint_exists": "tf.train.latest_checkpoint(folder) is not None",
     "train.get_checkpoint_state": "tf.train.latest_checkpoint",
-    "summary.FileWriter": "ctower train's TensorBoard event files (ctower.train(config))",
-    "train.SummaryWriter": "ctower train's TensorBoard event files (ctower.train(config))",
+    "summary.audio": "tf.summary.image or tf.summary.histogram",
+    "summary.text": "print(), or ctower train's TensorBoard text (ctower.train(config))",
+    "summary.tensor_summary": "tf.summary.histogram",
+    "train.SummaryWriter": "tf.summary.FileWriter",
     "data.Dataset": "ctower.data.Batcher, or ctower.train(config) with a dataset section",
     "examples.tutorials.mnist.input_data.read_data_sets":
         "ctower.train(config) with dataset.name: mnist, or ctower.data.Batcher",

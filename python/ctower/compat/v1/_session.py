@@ -110,6 +110,10 @@ def _flatten(fetches, graph, out):
             return lambda values: cls(*(b(values) for b in builders))
         cls = type(fetches)
         return lambda values: cls(b(values) for b in builders)
+    if hasattr(type(fetches), "_host_fetch"):  # a value made on the host (tf.summary's)
+        inner, make = fetches._host_fetch()
+        builder = _flatten(inner, graph, out)
+        return lambda values: make(builder(values))
     try:
         element = graph.as_graph_element(fetches)
     except TypeError as e:

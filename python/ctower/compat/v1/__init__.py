@@ -8,6 +8,7 @@
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
 from ctower.compat.v1 import _app, _flags, _gfile, _names
+from ctower.compat.v1 import _layers
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -143,7 +144,11 @@ nn = _Namespace(
     softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
     fused_batch_norm=_nn.fused_batch_norm)
-layers = _Namespace("layers", batch_normalization=_nn.batch_normalization)
+layers = _Namespace(
+    "layers", batch_normalization=_nn.batch_normalization, dense=_layers.dense,
+    conv2d=_layers.conv2d, max_pooling2d=_layers.max_pooling2d,
+    average_pooling2d=_layers.average_pooling2d, flatten=_layers.flatten,
+    dropout=_layers.dropout)
 train = _Namespace(
     "train", Optimizer=_train.Optimizer,
     GradientDescentOptimizer=_train.GradientDescentOptimizer,

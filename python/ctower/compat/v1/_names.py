@@ -39,14 +39,7 @@ examples examples.tutorials examples.tutorials.mnist examples.tutorials.mnist.in
 
 # a TensorFlow name -> what to use in ctower instead
 INSTEAD = {
-    "layers.dense": "tf.matmul(x, tf.get_variable('w', [n_in, units])) + tf.get_variable('b', "
-                    "[units], initializer=tf.zeros_initializer())",
-    "layers.conv2d": "tf.nn.conv2d with a filter from tf.get_variable, then tf.nn.bias_add",
-    "layers.max_pooling2d": "tf.nn.max_pool",
-    "layers.average_pooling2d": "tf.nn.avg_pool",
-    "layers.dropout": "tf.nn.dropout(x, rate=rate), fed a rate of 0 at evaluation",
-    "layers.flatten": "tf.reshape(x, [-1, n])",
-    "contrib.layers.flatten": "tf.reshape(x, [-1, n])",
+    "contrib.layers.flatten": "tf.layers.flatten",
     "contrib.layers.xavier_initializer": "tf.glorot_uniform_initializer",
     "contrib.layers.batch_norm": "tf.layers.batch_normalization",
     "contrib.slim.batch_norm": "tf.layers.batch_normalization",

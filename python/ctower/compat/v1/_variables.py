@@ -427,7 +427,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                  _spec=spec, _shape=shape, _full_name=full)
     regularizer = regularizer if regularizer is not None else scope.regularizer
     if regularizer is not None:
-        loss = regularizer(v)
+        with graph.name_scope(full + "/Regularizer/"):
+            loss = regularizer(v)
         if loss is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
     return v

@@ -8,7 +8,7 @@
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
 from ctower.compat.v1 import _app, _flags, _gfile, _names
-from ctower.compat.v1 import _layers
+from ctower.compat.v1 import _layers, _losses
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -149,6 +149,10 @@ layers = _Namespace(
     conv2d=_layers.conv2d, max_pooling2d=_layers.max_pooling2d,
     average_pooling2d=_layers.average_pooling2d, flatten=_layers.flatten,
     dropout=_layers.dropout)
+losses = _Namespace("losses", Reduction=_losses.Reduction, **{n: getattr(_losses, n) for n in (
+    "add_loss", "compute_weighted_loss", "get_losses", "get_regularization_loss",
+    "get_regularization_losses", "get_total_loss", "mean_squared_error", "softmax_cross_entropy",
+    "sparse_softmax_cross_entropy")})
 train = _Namespace(
     "train", Optimizer=_train.Optimizer,
     GradientDescentOptimizer=_train.GradientDescentOptimizer,

@@ -23,7 +23,7 @@ data.experimental debugging distribute distribute.cluster_resolver distribute.ex
 distributions estimator estimator.export experimental feature_column graph_util image io
 keras keras.activations keras.applications keras.backend keras.callbacks keras.datasets
 keras.initializers keras.layers keras.losses keras.metrics keras.models keras.optimizers
-keras.preprocessing keras.regularizers keras.utils linalg lite logging lookup losses manip
+keras.preprocessing keras.regularizers keras.utils linalg lite logging lookup manip
 metrics mixed_precision nest nn.experimental nn.rnn_cell profiler python_io quantization queue
 ragged random resource_loader saved_model saved_model.builder saved_model.loader
 saved_model.signature_constants saved_model.signature_def_utils saved_model.tag_constants
@@ -44,10 +44,6 @@ INSTEAD = {
     "contrib.layers.batch_norm": "tf.layers.batch_normalization",
     "contrib.slim.batch_norm": "tf.layers.batch_normalization",
     "keras.initializers.glorot_uniform": "tf.glorot_uniform_initializer",
-    "losses.sparse_softmax_cross_entropy":
-        "tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=..., logits=...))",
-    "losses.softmax_cross_entropy":
-        "tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=..., logits=...))",
     "to_float": "tf.cast(x, tf.float32)",
     "to_int32": "tf.cast(x, tf.int32)",
     "to_int64": "tf.cast(x, tf.int64)",

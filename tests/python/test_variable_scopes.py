@@ -2,6 +2,8 @@
 scope store makes them: counted per variable scope, the counts under a
 scope forgotten when it is left, so a model function built twice under
 one reused scope finds its variables again."""
+import pytest
+
 import ctower.compat.v1 as tf
 
 
@@ -37,3 +39,11 @@ def test_a_reopened_scope_object_keeps_the_counts_it_had():
         assert _scope() == "outer/part"
     with tf.variable_scope(outer, reuse=True):
         assert _scope() == "outer/part"
+
+
+def test_a_name_that_is_not_a_string_is_refused_and_leaves_the_counts_alone():
+    with pytest.raises(TypeError, match="must be a string or VariableScope"):
+        with tf.variable_scope(5):
+            pass
+    with tf.variable_scope("after"):
+        assert _scope() == "after/part"

@@ -351,6 +351,8 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         base = name_or_scope if name_or_scope is not None else default_name
         if base is None:
             raise TypeError("If default_name is None then name_or_scope is required")
+        if not isinstance(base, str):
+            raise TypeError("VariableScope: name_or_scope must be a string or VariableScope.")
         scope_name = base
         if name_or_scope is None:  # default_name: made unique among the variable scopes
             prefix = outer.name + "/" if outer.name else ""

@@ -13,7 +13,7 @@ from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Ten
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
                                          placeholder, reset_default_graph, string, uint8)
-from ctower.compat.v1._nn import cast
+from ctower.compat.v1._nn import cast, to_float, to_int32, to_int64
 from ctower.compat.v1._ops import (add, add_n, argmax, concat, divide, expand_dims, fill, group,
                                    identity, matmul, multiply, negative, no_op, ones, ones_like,
                                    reduce_mean, reduce_sum, reshape, slice_, split, squeeze,
@@ -143,7 +143,7 @@ nn = _Namespace(
     sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
-    fused_batch_norm=_nn.fused_batch_norm)
+    fused_batch_norm=_nn.fused_batch_norm, zero_fraction=_nn.zero_fraction)
 layers = _Namespace(
     "layers", batch_normalization=_nn.batch_normalization, dense=_layers.dense,
     conv2d=_layers.conv2d, max_pooling2d=_layers.max_pooling2d,
@@ -160,6 +160,9 @@ train = _Namespace(
     Saver=_train.Saver, latest_checkpoint=_train.latest_checkpoint,
     get_global_step=_train.get_global_step, create_global_step=_train.create_global_step,
     get_or_create_global_step=_train.get_or_create_global_step, global_step=_train.global_step)
+contrib = _Namespace("contrib", framework=_Namespace(
+    "contrib.framework", get_or_create_global_step=_train.get_or_create_global_step,
+    get_global_step=_train.get_global_step, create_global_step=_train.create_global_step))
 initializers = _Namespace(
     "initializers", zeros=zeros_initializer, ones=ones_initializer,
     constant=constant_initializer,

@@ -30,12 +30,6 @@ class Reduction:
                              % (key, cls.all()))
 
 
-def _zero_as_float(x):
-    """1.0 where x is 0, else 0.0."""
-    from ctower.compat.v1 import equal  # defined with the package's names
-    return _nn.cast(equal(x, 0.0), fw.float32)
-
-
 def _check_broadcastable(weights, losses):
     """TensorFlow's rule: weights are a scalar, or of the losses' rank with
     each dimension 1 or the losses'."""
@@ -54,7 +48,7 @@ def _check_broadcastable(weights, losses):
 
 def _safe_mean(total, count):
     """total / count, 0 where count is 0 (TensorFlow's div_no_nan)."""
-    none = _zero_as_float(count)
+    none = _nn._is_zero(count)
     return _ops.divide(_ops.multiply(total, _ops.subtract(1.0, none)), _ops.add(count, none),
                        name="value")
 
@@ -75,7 +69,7 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
                 loss = _safe_mean(total, _ops.reduce_sum(_ops.multiply(ones, weights)))
             elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
                 with graph.name_scope("num_present"):
-                    present = _ops.multiply(ones, _ops.subtract(1.0, _zero_as_float(weights)))
+                    present = _ops.multiply(ones, _ops.subtract(1.0, _nn._is_zero(weights)))
                     count = _ops.reduce_sum(present)
                 loss = _safe_mean(total, count)
             elif reduction == Reduction.SUM_OVER_BATCH_SIZE:

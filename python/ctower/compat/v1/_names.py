@@ -10,9 +10,10 @@ gives the default, as they do for code that probes which TensorFlow it
 runs on. Names starting with `_` (`__wrapped__`, `_fields`: what pytest,
 pickle and NumPy look for) raise a plain AttributeError.
 
-TensorFlow's namespaces that ctower lacks (tf.contrib, tf.keras.layers,
-tf.summary) are empty namespaces, so that a name under them is named in
-full; `hasattr(tf, 'contrib')` is therefore True.
+TensorFlow's namespaces that ctower lacks (tf.keras.layers, tf.summary,
+tf.contrib's but contrib.framework's global step) are empty namespaces,
+so that a name under them is named in full; `hasattr(tf, 'keras')` is
+therefore True.
 """
 
 # TensorFlow 1.x's namespaces, every one ctower has not filled (the
@@ -29,7 +30,7 @@ ragged random resource_loader saved_model saved_model.builder saved_model.loader
 saved_model.signature_constants saved_model.signature_def_utils saved_model.tag_constants
 saved_model.utils sets signal sparse spectral strings summary sysconfig test tpu
 train.experimental train.queue_runner user_ops version xla
-contrib contrib.framework contrib.layers contrib.learn contrib.learn.datasets
+contrib.layers contrib.learn contrib.learn.datasets
 contrib.learn.datasets.mnist contrib.losses contrib.metrics contrib.rnn contrib.seq2seq
 contrib.slim contrib.slim.nets contrib.slim.prefetch_queue contrib.slim.queues
 contrib.tensorboard contrib.training contrib.distribute contrib.opt contrib.data
@@ -44,9 +45,7 @@ INSTEAD = {
     "contrib.layers.batch_norm": "tf.layers.batch_normalization",
     "contrib.slim.batch_norm": "tf.layers.batch_normalization",
     "keras.initializers.glorot_uniform": "tf.glorot_uniform_initializer",
-    "to_float": "tf.cast(x, tf.float32)",
-    "to_int32": "tf.cast(x, tf.int32)",
-    "to_int64": "tf.cast(x, tf.int64)",
+    "to_double": "tf.to_float (ctower has no float64: README.md's Python section)",
     "initialize_variables": "tf.variables_initializer",
     "initialize_local_variables": "tf.local_variables_initializer",
     "all_variables": "tf.global_variables",

@@ -30,8 +30,9 @@ def test_a_missing_name_is_named_in_full(path):
 
 
 def test_a_name_with_an_equivalent_says_what_to_use():
-    with pytest.raises(NotImplementedError, match=r"tf\.layers\.dense \(yet\); use tf\.matmul"):
-        tf.layers.dense
+    with pytest.raises(NotImplementedError, match=r"tf\.contrib\.layers\.flatten \(yet\); "
+                       r"use tf\.layers\.flatten"):
+        tf.contrib.layers.flatten
     with pytest.raises(NotImplementedError, match=r"use tf\.Session with tf\.train\.Saver"):
         tf.train.MonitoredTrainingSession
 

@@ -8,11 +8,12 @@
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
 from ctower.compat.v1 import _app, _flags, _gfile, _names, _summary
+from ctower.compat.v1 import _layers, _losses
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
                                          placeholder, reset_default_graph, string, uint8)
-from ctower.compat.v1._nn import cast
+from ctower.compat.v1._nn import cast, to_float, to_int32, to_int64
 from ctower.compat.v1._ops import (add, add_n, argmax, concat, divide, expand_dims, fill, group,
                                    identity, matmul, multiply, negative, no_op, ones, ones_like,
                                    reduce_mean, reduce_sum, reshape, slice_, split, squeeze,
@@ -143,8 +144,16 @@ nn = _Namespace(
     sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
-    fused_batch_norm=_nn.fused_batch_norm)
-layers = _Namespace("layers", batch_normalization=_nn.batch_normalization)
+    fused_batch_norm=_nn.fused_batch_norm, zero_fraction=_nn.zero_fraction)
+layers = _Namespace(
+    "layers", batch_normalization=_nn.batch_normalization, dense=_layers.dense,
+    conv2d=_layers.conv2d, max_pooling2d=_layers.max_pooling2d,
+    average_pooling2d=_layers.average_pooling2d, flatten=_layers.flatten,
+    dropout=_layers.dropout)
+losses = _Namespace("losses", Reduction=_losses.Reduction, **{n: getattr(_losses, n) for n in (
+    "add_loss", "compute_weighted_loss", "get_losses", "get_regularization_loss",
+    "get_regularization_losses", "get_total_loss", "mean_squared_error", "softmax_cross_entropy",
+    "sparse_softmax_cross_entropy")})
 train = _Namespace(
     "train", Optimizer=_train.Optimizer,
     GradientDescentOptimizer=_train.GradientDescentOptimizer,
@@ -152,6 +161,9 @@ train = _Namespace(
     Saver=_train.Saver, latest_checkpoint=_train.latest_checkpoint,
     get_global_step=_train.get_global_step, create_global_step=_train.create_global_step,
     get_or_create_global_step=_train.get_or_create_global_step, global_step=_train.global_step)
+contrib = _Namespace("contrib", framework=_Namespace(
+    "contrib.framework", get_or_create_global_step=_train.get_or_create_global_step,
+    get_global_step=_train.get_global_step, create_global_step=_train.create_global_step))
 initializers = _Namespace(
     "initializers", zeros=zeros_initializer, ones=ones_initializer,
     constant=constant_initializer,

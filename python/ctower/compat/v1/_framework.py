@@ -387,6 +387,7 @@ class Graph:
         self._collections = {}
         self._seed = None
         self._variable_store = {}      # full name -> Variable
+        self._variable_scope_counts = {}  # variable scope's full name -> times opened
         self._variable_by_index = {}   # C index -> Variable
         self._run_hooks = {}           # node id -> hook(session, feed_dict), run before a run of it
         self._hook_cache = {}

@@ -10,9 +10,10 @@ gives the default, as they do for code that probes which TensorFlow it
 runs on. Names starting with `_` (`__wrapped__`, `_fields`: what pytest,
 pickle and NumPy look for) raise a plain AttributeError.
 
-TensorFlow's namespaces that ctower lacks (tf.contrib, tf.keras.layers,
-tf.summary.experimental) are empty namespaces, so that a name under them is named in
-full; `hasattr(tf, 'contrib')` is therefore True.
+TensorFlow's namespaces that ctower lacks (tf.keras.layers,
+tf.summary.experimental, tf.contrib's but contrib.framework's global step)
+are empty namespaces, so that a name under them is named in full;
+`hasattr(tf, 'keras')` is therefore True.
 """
 
 # TensorFlow 1.x's namespaces, every one ctower has not filled (the
@@ -23,14 +24,14 @@ data.experimental debugging distribute distribute.cluster_resolver distribute.ex
 distributions estimator estimator.export experimental feature_column graph_util image io
 keras keras.activations keras.applications keras.backend keras.callbacks keras.datasets
 keras.initializers keras.layers keras.losses keras.metrics keras.models keras.optimizers
-keras.preprocessing keras.regularizers keras.utils linalg lite logging lookup losses manip
+keras.preprocessing keras.regularizers keras.utils linalg lite logging lookup manip
 metrics mixed_precision nest nn.experimental nn.rnn_cell profiler python_io quantization queue
 ragged random resource_loader saved_model saved_model.builder saved_model.loader
 saved_model.signature_constants saved_model.signature_def_utils saved_model.tag_constants
 saved_model.utils sets signal sparse spectral strings summary.experimental sysconfig test
 tpu
 train.experimental train.queue_runner user_ops version xla
-contrib contrib.framework contrib.layers contrib.learn contrib.learn.datasets
+contrib.layers contrib.learn contrib.learn.datasets
 contrib.learn.datasets.mnist contrib.losses contrib.metrics contrib.rnn contrib.seq2seq
 contrib.slim contrib.slim.nets contrib.slim.prefetch_queue contrib.slim.queues
 contrib.tensorboard contrib.training contrib.distribute contrib.opt contrib.data
@@ -40,25 +41,12 @@ examples examples.tutorials examples.tutorials.mnist examples.tutorials.mnist.in
 
 # a TensorFlow name -> what to use in ctower instead
 INSTEAD = {
-    "layers.dense": "tf.matmul(x, tf.get_variable('w', [n_in, units])) + tf.get_variable('b', "
-                    "[units], initializer=tf.zeros_initializer())",
-    "layers.conv2d": "tf.nn.conv2d with a filter from tf.get_variable, then tf.nn.bias_add",
-    "layers.max_pooling2d": "tf.nn.max_pool",
-    "layers.average_pooling2d": "tf.nn.avg_pool",
-    "layers.dropout": "tf.nn.dropout(x, rate=rate), fed a rate of 0 at evaluation",
-    "layers.flatten": "tf.reshape(x, [-1, n])",
-    "contrib.layers.flatten": "tf.reshape(x, [-1, n])",
+    "contrib.layers.flatten": "tf.layers.flatten",
     "contrib.layers.xavier_initializer": "tf.glorot_uniform_initializer",
     "contrib.layers.batch_norm": "tf.layers.batch_normalization",
     "contrib.slim.batch_norm": "tf.layers.batch_normalization",
     "keras.initializers.glorot_uniform": "tf.glorot_uniform_initializer",
-    "losses.sparse_softmax_cross_entropy":
-        "tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=..., logits=...))",
-    "losses.softmax_cross_entropy":
-        "tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=..., logits=...))",
-    "to_float": "tf.cast(x, tf.float32)",
-    "to_int32": "tf.cast(x, tf.int32)",
-    "to_int64": "tf.cast(x, tf.int64)",
+    "to_double": "tf.to_float (ctower has no float64: README.md's Python section)",
     "initialize_variables": "tf.variables_initializer",
     "initialize_local_variables": "tf.local_variables_initializer",
     "all_variables": "tf.global_variables",

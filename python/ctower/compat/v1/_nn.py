@@ -183,6 +183,31 @@ def cast(x, dtype, name=None):
     return out
 
 
+def to_float(x, name="ToFloat"):
+    return cast(x, fw.float32, name=name)
+
+
+def to_int32(x, name="ToInt32"):
+    return cast(x, fw.int32, name=name)
+
+
+def to_int64(x, name="ToInt64"):
+    return cast(x, fw.int64, name=name)
+
+
+def _is_zero(x):
+    """1.0 where x is 0, else 0.0."""
+    from ctower.compat.v1 import equal  # defined with the package's names
+    return cast(equal(x, 0), fw.float32)
+
+
+def zero_fraction(value, name=None):
+    """The fraction of value's elements that are 0."""
+    graph, (x,) = _tensors([value])
+    with graph.name_scope(name or "zero_fraction"):
+        return _ops.reduce_mean(_is_zero(x), name="fraction")
+
+
 def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
                      data_format="NHWC", is_training=True, name=None):
     _nhwc(data_format)

@@ -333,8 +333,15 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
                    regularizer=None, caching_device=None, partitioner=None, custom_getter=None,
                    reuse=None, dtype=None, use_resource=None, constraint=None,
                    auxiliary_name_scope=True):
+    """TensorFlow's variable_scope. A default_name is made unique as
+    TensorFlow makes it: `dense`, then `dense_1`, ... among the scopes opened
+    under the current variable scope since it was itself opened (leaving a
+    scope forgets the counts of the scopes under it, so a model function
+    run twice under `variable_scope('model', reuse=True)` finds
+    `model/dense` again), and its name scope is name_scope(default_name)."""
     graph = get_default_graph()
     outer = get_variable_scope()
+    counts = graph._variable_scope_counts
     if isinstance(name_or_scope, VariableScope):
         full = name_or_scope.name
         inherited = name_or_scope.reuse
@@ -344,17 +351,21 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         base = name_or_scope if name_or_scope is not None else default_name
         if base is None:
             raise TypeError("If default_name is None then name_or_scope is required")
-        if name_or_scope is None:  # default_name: made unique
+        if not isinstance(base, str):
+            raise TypeError("VariableScope: name_or_scope must be a string or VariableScope.")
+        scope_name = base
+        if name_or_scope is None:  # default_name: made unique among the variable scopes
+            prefix = outer.name + "/" if outer.name else ""
             k, candidate = 0, base
-            while (outer.name + "/" + candidate if outer.name else candidate) in \
-                    graph._scope_names:
+            while counts.get(prefix + candidate, 0):
                 k += 1
                 candidate = "%s_%d" % (base, k)
             base = candidate
         full = outer.name + "/" + base if outer.name else base
         inherited = outer.reuse
-        scope_name = base
         name_initializer = outer.initializer
+    counts[full] = counts.get(full, 0) + 1
+    saved_counts = dict(counts) if isinstance(name_or_scope, VariableScope) else None
     new_reuse = True if inherited is True else reuse if reuse is not None else inherited
     if reuse is AUTO_REUSE or inherited is AUTO_REUSE:
         new_reuse = AUTO_REUSE if reuse is not True and inherited is not True else True
@@ -369,6 +380,14 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
             yield scope
     finally:
         graph._var_scope = outer
+        if saved_counts is not None:  # a scope reopened: the counts as they were inside it
+            counts.clear()
+            counts.update(saved_counts)
+        else:
+            inside = full + "/"
+            for key in counts:
+                if key.startswith(inside):
+                    counts[key] = 0
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
@@ -410,7 +429,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                  _spec=spec, _shape=shape, _full_name=full)
     regularizer = regularizer if regularizer is not None else scope.regularizer
     if regularizer is not None:
-        loss = regularizer(v)
+        with graph.name_scope(full + "/Regularizer/"):
+            loss = regularizer(v)
         if loss is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
     return v

@@ -69,7 +69,8 @@ def test_probes_of_pickle_and_pytest_still_work():
 
 @pytest.mark.parametrize("path", [
     "Session", "placeholder", "nn.relu", "nn.softmax_cross_entropy_with_logits_v2",
-    "layers.batch_normalization", "train.AdamOptimizer", "train.Saver", "initializers.zeros",
+    "layers.batch_normalization", "train.AdamOptimizer", "train.Saver",
+    "train.exponential_decay", "initializers.zeros",
     "math.add", "dtypes.float32", "errors.NotFoundError", "errors.OpError", "app.run",
     "app.flags.DEFINE_string", "flags.FLAGS", "gfile.GFile", "gfile.Exists", "io.gfile.exists",
     "io.gfile.GFile"])

@@ -7,7 +7,7 @@
 """
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
-from ctower.compat.v1 import _app, _flags, _gfile, _names, _schedules, _summary
+from ctower.compat.v1 import _app, _flags, _gfile, _moving_averages, _names, _schedules, _summary
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -152,9 +152,11 @@ train = _Namespace(
     Saver=_train.Saver, latest_checkpoint=_train.latest_checkpoint,
     get_global_step=_train.get_global_step, create_global_step=_train.create_global_step,
     get_or_create_global_step=_train.get_or_create_global_step, global_step=_train.global_step,
+    ExponentialMovingAverage=_moving_averages.ExponentialMovingAverage,
     **{n: getattr(_schedules, n) for n in (
         "exponential_decay", "natural_exp_decay", "inverse_time_decay", "polynomial_decay",
         "piecewise_constant")})
+moving_average_variables = _moving_averages.moving_average_variables
 initializers = _Namespace(
     "initializers", zeros=zeros_initializer, ones=ones_initializer,
     constant=constant_initializer,

@@ -8,6 +8,7 @@
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
 from ctower.compat.v1 import _app, _flags, _gfile, _moving_averages, _names, _schedules, _summary
+from ctower.compat.v1 import _hooks, _monitored
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -155,7 +156,16 @@ train = _Namespace(
     ExponentialMovingAverage=_moving_averages.ExponentialMovingAverage,
     **{n: getattr(_schedules, n) for n in (
         "exponential_decay", "natural_exp_decay", "inverse_time_decay", "polynomial_decay",
-        "piecewise_constant")})
+        "piecewise_constant")},
+    **{n: getattr(_hooks, n) for n in (
+        "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
+        "StopAtStepHook", "NanTensorHook", "NanLossDuringTrainingError", "LoggingTensorHook",
+        "CheckpointSaverHook", "CheckpointSaverListener", "StepCounterHook", "SummarySaverHook",
+        "FinalOpsHook", "SecondOrStepTimer")},
+    **{n: getattr(_monitored, n) for n in (
+        "Scaffold", "SessionCreator", "ChiefSessionCreator", "WorkerSessionCreator",
+        "MonitoredSession", "SingularMonitoredSession", "MonitoredTrainingSession",
+        "get_checkpoint_state", "CheckpointState")})
 moving_average_variables = _moving_averages.moving_average_variables
 initializers = _Namespace(
     "initializers", zeros=zeros_initializer, ones=ones_initializer,

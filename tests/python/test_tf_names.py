@@ -12,7 +12,7 @@ import ctower.compat.v1 as tf
 @pytest.mark.parametrize("path", [
     "contrib.slim.arg_scope",
     "contrib.slim.prefetch_queue.prefetch_queue",
-    "train.MonitoredTrainingSession",
+    "train.Supervisor",
     "keras.layers.Dense",
     "nn.rnn_cell.LSTMCell",
     "errors.NoSuchError",
@@ -34,12 +34,12 @@ def test_a_name_with_an_equivalent_says_what_to_use():
                        r"use tf\.layers\.flatten"):
         tf.contrib.layers.flatten
     with pytest.raises(NotImplementedError, match=r"use tf\.Session with tf\.train\.Saver"):
-        tf.train.MonitoredTrainingSession
+        tf.train.Supervisor
 
 
 def test_hasattr_and_getattr_with_a_default_keep_working():
     assert not hasattr(tf, "no_such_function")
-    assert not hasattr(tf.train, "MonitoredTrainingSession")
+    assert not hasattr(tf.train, "Supervisor")
     assert not hasattr(tf.contrib.slim, "arg_scope")
     assert getattr(tf.nn, "no_such_op", "default") == "default"
     assert hasattr(tf.train, "AdamOptimizer") and hasattr(tf, "Session")
@@ -70,7 +70,8 @@ def test_probes_of_pickle_and_pytest_still_work():
 
 @pytest.mark.parametrize("path", [
     "Session", "placeholder", "nn.relu", "nn.softmax_cross_entropy_with_logits_v2",
-    "layers.batch_normalization", "train.AdamOptimizer", "train.Saver", "initializers.zeros",
+    "layers.batch_normalization", "train.AdamOptimizer", "train.Saver",
+    "train.MonitoredTrainingSession", "train.exponential_decay", "initializers.zeros",
     "math.add", "dtypes.float32", "errors.NotFoundError", "errors.OpError", "app.run",
     "app.flags.DEFINE_string", "flags.FLAGS", "gfile.GFile", "gfile.Exists", "io.gfile.exists",
     "io.gfile.GFile"])

@@ -7,8 +7,8 @@
 """
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
-from ctower.compat.v1 import _app, _flags, _gfile, _names, _summary
-from ctower.compat.v1 import _layers, _losses
+from ctower.compat.v1 import _app, _flags, _gfile, _moving_averages, _names, _schedules, _summary
+from ctower.compat.v1 import _hooks, _layers, _losses, _monitored
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -160,7 +160,21 @@ train = _Namespace(
     MomentumOptimizer=_train.MomentumOptimizer, AdamOptimizer=_train.AdamOptimizer,
     Saver=_train.Saver, latest_checkpoint=_train.latest_checkpoint,
     get_global_step=_train.get_global_step, create_global_step=_train.create_global_step,
-    get_or_create_global_step=_train.get_or_create_global_step, global_step=_train.global_step)
+    get_or_create_global_step=_train.get_or_create_global_step, global_step=_train.global_step,
+    ExponentialMovingAverage=_moving_averages.ExponentialMovingAverage,
+    **{n: getattr(_schedules, n) for n in (
+        "exponential_decay", "natural_exp_decay", "inverse_time_decay", "polynomial_decay",
+        "piecewise_constant")},
+    **{n: getattr(_hooks, n) for n in (
+        "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
+        "StopAtStepHook", "NanTensorHook", "NanLossDuringTrainingError", "LoggingTensorHook",
+        "CheckpointSaverHook", "CheckpointSaverListener", "StepCounterHook", "SummarySaverHook",
+        "FinalOpsHook", "SecondOrStepTimer")},
+    **{n: getattr(_monitored, n) for n in (
+        "Scaffold", "SessionCreator", "ChiefSessionCreator", "WorkerSessionCreator",
+        "MonitoredSession", "SingularMonitoredSession", "MonitoredTrainingSession",
+        "get_checkpoint_state", "CheckpointState")})
+moving_average_variables = _moving_averages.moving_average_variables
 contrib = _Namespace("contrib", framework=_Namespace(
     "contrib.framework", get_or_create_global_step=_train.get_or_create_global_step,
     get_global_step=_train.get_global_step, create_global_step=_train.create_global_step))

@@ -218,6 +218,12 @@ class Saver:
                                "".join(lines).encode(), *_STATE_FILE)
         return save_path
 
+    def recover_last_checkpoints(self, checkpoint_paths):
+        """Takes the checkpoints of an earlier Saver (a CheckpointState's
+        all_model_checkpoint_paths) as its own, those still on disk, to keep
+        and delete by max_to_keep."""
+        self._last = [p for p in checkpoint_paths if os.path.exists(p)]
+
     def restore(self, sess, save_path):
         _check_session(sess)
         if save_path is None:

@@ -7,7 +7,7 @@
 """
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
-from ctower.compat.v1 import _app, _flags, _gfile, _names, _summary
+from ctower.compat.v1 import _app, _flags, _gfile, _names, _random, _summary
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -23,12 +23,14 @@ from ctower.compat.v1._session import (ConfigProto, GPUOptions, GraphOptions, In
 from ctower.compat.v1._variables import (AUTO_REUSE, GraphKeys, Variable, VariableScope,
                                          constant_initializer, get_variable, get_variable_scope,
                                          global_variables, global_variables_initializer,
+                                         glorot_normal_initializer,
                                          glorot_uniform_initializer, initialize_all_variables,
                                          local_variables, local_variables_initializer,
                                          model_variables, ones_initializer,
                                          random_normal_initializer, random_uniform_initializer,
                                          trainable_variables, truncated_normal_initializer,
-                                         variable_scope, variables_initializer,
+                                         variable_scope, variance_scaling_initializer,
+                                         variables_initializer,
                                          zeros_initializer)
 
 _Namespace = _names.Namespace
@@ -73,6 +75,9 @@ def get_collection_ref(key):
 
 def set_random_seed(seed):
     get_default_graph().seed = seed
+
+
+get_seed = _random.get_seed
 
 
 def equal(x, y, name=None):
@@ -144,6 +149,7 @@ nn = _Namespace(
     softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
     fused_batch_norm=_nn.fused_batch_norm)
+random = _Namespace("random", set_random_seed=set_random_seed, get_seed=get_seed)
 layers = _Namespace("layers", batch_normalization=_nn.batch_normalization)
 train = _Namespace(
     "train", Optimizer=_train.Optimizer,
@@ -157,6 +163,7 @@ initializers = _Namespace(
     constant=constant_initializer,
     truncated_normal=truncated_normal_initializer, random_normal=random_normal_initializer,
     random_uniform=random_uniform_initializer, glorot_uniform=glorot_uniform_initializer,
+    glorot_normal=glorot_normal_initializer, variance_scaling=variance_scaling_initializer,
     global_variables=global_variables_initializer, variables=variables_initializer)
 math = _Namespace("math", add=add, subtract=subtract, multiply=multiply, divide=divide,
                   add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,

@@ -141,6 +141,7 @@ def train(args):
     per_tower = args.batch_size // num_towers
     with tf.Graph().as_default(), tf.device("/cpu:0"):
         tf.set_random_seed(args.seed)
+        ctower.trainer_streams(tf.get_default_graph())  # the command's initial weights
         global_step = tf.get_variable("global_step", [], initializer=tf.constant_initializer(0),
                                       trainable=False)
         opt = tf.train.GradientDescentOptimizer(INITIAL_LEARNING_RATE)

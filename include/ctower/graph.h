@@ -167,7 +167,13 @@ typedef enum ct_init_kind {
   CT_INIT_NORMAL,          /* N(0, scale^2) truncated at 2 scale, as TF */
   CT_INIT_GLOROT_UNIFORM,  /* U(-l, l), l = sqrt(6 / (fan_in + fan_out)) */
   CT_INIT_HE_NORMAL,       /* truncated N(0, 2 / fan_in) */
-  CT_INIT_RANDOM_NORMAL    /* N(0, scale^2), not truncated (TF's random_normal_initializer) */
+  CT_INIT_RANDOM_NORMAL,   /* N(0, scale^2), not truncated (TF's random_normal_initializer) */
+  /* TensorFlow's own streams, bit for bit: its kernel's values for the variable's
+     (seed, seed2) (ct_variable_set_initializer_seeds; (0, 0) unless set), times
+     scale, plus the variable's mean, in float32 as TensorFlow's random ops */
+  CT_INIT_TF_UNIFORM,          /* RandomUniform, [0, 1) */
+  CT_INIT_TF_NORMAL,           /* RandomStandardNormal */
+  CT_INIT_TF_TRUNCATED_NORMAL  /* TruncatedNormal: N(0, 1) redrawn until |x| < 2 */
 } ct_init_kind;
 
 typedef struct ct_initializer {

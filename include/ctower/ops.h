@@ -53,8 +53,15 @@ void ct_variable_set_weight_decay(ct_graph *graph, ct_output variable, float dec
  * and its name, so that variables of one shape, initializer and seed start
  * equal. A `variable` that is not a variable read records INVALID_ARGUMENT. */
 void ct_variable_set_initializer_seed(ct_graph *graph, ct_output variable, uint64_t seed);
+/* TensorFlow's (seed, seed2) of a CT_INIT_TF_* initializer, as its random op
+ * takes them after tf.get_seed: the Philox key and the counter's high half.
+ * Another kind, or a `variable` that is not a variable read, records
+ * INVALID_ARGUMENT. */
+void ct_variable_set_initializer_seeds(ct_graph *graph, ct_output variable, uint64_t seed,
+                                       uint64_t seed2);
 /* Centres the random initializer of the variable that `variable` reads
- * (CT_INIT_UNIFORM, CT_INIT_NORMAL or CT_INIT_RANDOM_NORMAL) on `mean`:
+ * (CT_INIT_UNIFORM, CT_INIT_NORMAL, CT_INIT_RANDOM_NORMAL or a CT_INIT_TF_*
+ * kind, which adds it after the scale as TensorFlow does) on `mean`:
  * each initial value is mean + what the initializer draws, so U(minval,
  * maxval) is CT_INIT_UNIFORM of scale (maxval - minval) / 2 and mean
  * (minval + maxval) / 2, and a normal one is truncated at mean +- 2 scale,

@@ -20,6 +20,14 @@ def devices(device_count=None, visible_device_list=None):
                            visible_device_list=visible_device_list)
 
 
+def trainer_streams(graph):
+    """Makes graph's random initializers (a ctower.compat.v1 Graph) draw as
+    `ctower train` draws its variables, from the graph seed and each
+    variable's name (or its seed=), instead of from TensorFlow's Philox
+    streams: a Python program then starts from the command's weights."""
+    graph._trainer_streams = True
+
+
 def _yaml_value(value):
     """VALUE of a KEY=VALUE override: JSON is YAML, and a Python str stays
     that string (quoted, so '~', 'null' or ' #run2' are not read as YAML)."""

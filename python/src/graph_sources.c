@@ -48,8 +48,9 @@ static PyObject *g_constant(ct_py_graph *g, PyObject *args) {
   return ct_py_built(g, o);
 }
 
-/* variable(full name, shape, init kind, init value, trainable, seed or None)
- * -> (read output, variable index) */
+/* variable(full name, shape, init kind, init value, mean, trainable, seed) -> (read
+ * output, variable index); seed: None, an int (ct_variable_set_initializer_seed), or
+ * TensorFlow's (seed, seed2) of a CT_INIT_TF_* kind (ct_variable_set_initializer_seeds) */
 static PyObject *g_variable(ct_py_graph *g, PyObject *args) {
   const char *name;
   PyObject *shape_seq, *seed;
@@ -60,15 +61,19 @@ static PyObject *g_variable(ct_py_graph *g, PyObject *args) {
                         &seed) ||
       ct_py_shape(shape_seq, &shape))
     return NULL;
-  unsigned long long seed_value = 0;
-  if (seed != Py_None) {
+  unsigned long long seed_value = 0, seed2_value = 0;
+  const int pair = PyTuple_Check(seed);
+  if (pair && !PyArg_ParseTuple(seed, "KK", &seed_value, &seed2_value)) return NULL;
+  if (!pair && seed != Py_None) {
     seed_value = PyLong_AsUnsignedLongLongMask(seed);
     if (PyErr_Occurred()) return NULL;
   }
   ct_py_write_lock(g);
   ct_initializer init = {(ct_init_kind)kind, value};
   ct_output o = ct_variable(g->graph, name, shape, init, trainable);
-  if (o.node && seed != Py_None) ct_variable_set_initializer_seed(g->graph, o, seed_value);
+  if (o.node && pair) ct_variable_set_initializer_seeds(g->graph, o, seed_value, seed2_value);
+  if (o.node && !pair && seed != Py_None)
+    ct_variable_set_initializer_seed(g->graph, o, seed_value);
   if (o.node && mean != 0.0f) ct_variable_set_initializer_mean(g->graph, o, mean);
   int index = -1;
   for (int i = 0; o.node && i < ct_graph_variable_count(g->graph); ++i)

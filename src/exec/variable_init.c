@@ -1,10 +1,13 @@
 /* Variable initializers (zeros, constants, uniform, normal, truncated
  * normal, Glorot, He), each a pure function of the graph seed and the name,
- * or of the graph seed and the variable's own seed when it has one. */
+ * or of the graph seed and the variable's own seed when it has one; and
+ * TensorFlow's random ops (CT_INIT_TF_*), a pure function of the variable's
+ * TensorFlow seeds, drawn from TensorFlow's Philox streams. */
 #include <math.h>
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/philox.h"
 #include "exec/exec_internal.h"
 
 typedef struct rng {
@@ -49,9 +52,28 @@ static void fans(const ct_shape *s, double *fan_in, double *fan_out) {
   *fan_out = receptive * (double)s->dims[s->rank - 1];
 }
 
+/* TensorFlow's rnd * scale + mean, each rounded to float32 as its Mul and Add. */
+static int initialize_tensorflow(const ct_variable_info *var, float *v, int64_t n) {
+  switch (var->init.kind) {
+    case CT_INIT_TF_UNIFORM: ct_philox_fill_uniform(var->seed, var->seed2, v, n); break;
+    case CT_INIT_TF_NORMAL: ct_philox_fill_normal(var->seed, var->seed2, v, n); break;
+    case CT_INIT_TF_TRUNCATED_NORMAL:
+      ct_philox_fill_truncated_normal(var->seed, var->seed2, v, n);
+      break;
+    default: return 0;
+  }
+  const float scale = var->init.value, mean = var->init_mean;
+  for (int64_t i = 0; i < n; ++i) {
+    const float scaled = v[i] * scale;
+    v[i] = scaled + mean;
+  }
+  return 1;
+}
+
 void ct_initialize_variable(const ct_variable_info *var, uint64_t graph_seed, ct_tensor *out) {
   float *v = ct_tensor_f32(out);
   int64_t n = ct_tensor_elements(out);
+  if (initialize_tensorflow(var, v, n)) return;
   rng r = {var->has_seed ? ct_mix64(ct_mix64(graph_seed) ^ var->seed)
                          : ct_hash_string(graph_seed, var->name)};
   double fan_in, fan_out;
@@ -73,6 +95,7 @@ void ct_initialize_variable(const ct_variable_info *var, uint64_t graph_seed, ct
         /* 0.8796 is the std of N(0,1) truncated at 2: keeps the variance 2/fan_in */
         x = sqrt(2.0 / fan_in) / 0.87962566103423978 * rng_truncated_normal(&r);
         break;
+      default: break; /* the CT_INIT_TF_* kinds, drawn above */
     }
     v[i] = (float)x;
   }

@@ -19,7 +19,9 @@ typedef struct ct_variable_info {
   int colocate_with;    /* an optimizer slot: the variable it lives beside; else -1 */
   float weight_decay;   /* the model's own L2 decay, added to the optimizer's; 0 */
   int has_seed;         /* an op-level seed (ct_variable_set_initializer_seed) ... */
-  uint64_t seed;        /* ... which seeds the initializer instead of the name */
+  uint64_t seed;        /* ... which seeds the initializer instead of the name;
+                           a CT_INIT_TF_* kind's TensorFlow seed, 0 */
+  uint64_t seed2;       /* a CT_INIT_TF_* kind's TensorFlow seed2, 0 */
   float init_mean;      /* added to a random initializer's draws: the centre of its
                            distribution (ct_variable_set_initializer_mean); 0 */
 } ct_variable_info;

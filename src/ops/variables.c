@@ -83,6 +83,7 @@ ct_output ct_variable_absolute(ct_graph *g, const char *full_name, ct_shape shap
   var->weight_decay = 0.0f;
   var->has_seed = 0;
   var->seed = 0;
+  var->seed2 = 0;
   var->init_mean = 0.0f;
   var->device = strdup(g->n_variable_device_scopes
                            ? g->variable_device_scopes[g->n_variable_device_scopes - 1]
@@ -147,6 +148,29 @@ void ct_variable_set_initializer_seed(ct_graph *g, ct_output variable, uint64_t 
   g->variables[variable.node->variable].seed = seed;
 }
 
+static int tf_kind(ct_init_kind kind) {
+  return kind == CT_INIT_TF_UNIFORM || kind == CT_INIT_TF_NORMAL ||
+         kind == CT_INIT_TF_TRUNCATED_NORMAL;
+}
+
+void ct_variable_set_initializer_seeds(ct_graph *g, ct_output variable, uint64_t seed,
+                                       uint64_t seed2) {
+  if (g->status.code != CT_OK) return;
+  if (variable.node == NULL || variable.node->variable < 0) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT, "initializer seeds need a variable read");
+    return;
+  }
+  ct_variable_info *var = &g->variables[variable.node->variable];
+  if (!tf_kind(var->init.kind)) {
+    ct_graph_set_error(g, CT_INVALID_ARGUMENT,
+                       "variable '%s': only a TensorFlow-stream initializer takes (seed, seed2)",
+                       var->name);
+    return;
+  }
+  var->seed = seed;
+  var->seed2 = seed2;
+}
+
 void ct_variable_set_initializer_mean(ct_graph *g, ct_output variable, float mean) {
   if (g->status.code != CT_OK) return;
   if (variable.node == NULL || variable.node->variable < 0) {
@@ -155,7 +179,8 @@ void ct_variable_set_initializer_mean(ct_graph *g, ct_output variable, float mea
   }
   ct_variable_info *var = &g->variables[variable.node->variable];
   const ct_init_kind kind = var->init.kind;
-  if (kind != CT_INIT_UNIFORM && kind != CT_INIT_NORMAL && kind != CT_INIT_RANDOM_NORMAL) {
+  if (kind != CT_INIT_UNIFORM && kind != CT_INIT_NORMAL && kind != CT_INIT_RANDOM_NORMAL &&
+      !tf_kind(kind)) {
     ct_graph_set_error(g, CT_INVALID_ARGUMENT,
                        "variable '%s': only a uniform or normal initializer takes a mean",
                        var->name);

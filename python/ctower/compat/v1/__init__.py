@@ -7,8 +7,8 @@
 """
 from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
-from ctower.compat.v1 import _app, _flags, _gfile, _moving_averages, _names, _schedules, _summary
-from ctower.compat.v1 import _hooks, _layers, _losses, _monitored
+from ctower.compat.v1 import _app, _flags, _gfile, _moving_averages, _names, _random, _schedules
+from ctower.compat.v1 import _hooks, _layers, _losses, _monitored, _summary
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -24,12 +24,14 @@ from ctower.compat.v1._session import (ConfigProto, GPUOptions, GraphOptions, In
 from ctower.compat.v1._variables import (AUTO_REUSE, GraphKeys, Variable, VariableScope,
                                          constant_initializer, get_variable, get_variable_scope,
                                          global_variables, global_variables_initializer,
+                                         glorot_normal_initializer,
                                          glorot_uniform_initializer, initialize_all_variables,
                                          local_variables, local_variables_initializer,
                                          model_variables, ones_initializer,
                                          random_normal_initializer, random_uniform_initializer,
                                          trainable_variables, truncated_normal_initializer,
-                                         variable_scope, variables_initializer,
+                                         variable_scope, variance_scaling_initializer,
+                                         variables_initializer,
                                          zeros_initializer)
 
 _Namespace = _names.Namespace
@@ -74,6 +76,9 @@ def get_collection_ref(key):
 
 def set_random_seed(seed):
     get_default_graph().seed = seed
+
+
+get_seed = _random.get_seed
 
 
 def equal(x, y, name=None):
@@ -154,6 +159,7 @@ losses = _Namespace("losses", Reduction=_losses.Reduction, **{n: getattr(_losses
     "add_loss", "compute_weighted_loss", "get_losses", "get_regularization_loss",
     "get_regularization_losses", "get_total_loss", "mean_squared_error", "softmax_cross_entropy",
     "sparse_softmax_cross_entropy")})
+random = _Namespace("random", set_random_seed=set_random_seed, get_seed=get_seed)
 train = _Namespace(
     "train", Optimizer=_train.Optimizer,
     GradientDescentOptimizer=_train.GradientDescentOptimizer,
@@ -183,6 +189,7 @@ initializers = _Namespace(
     constant=constant_initializer,
     truncated_normal=truncated_normal_initializer, random_normal=random_normal_initializer,
     random_uniform=random_uniform_initializer, glorot_uniform=glorot_uniform_initializer,
+    glorot_normal=glorot_normal_initializer, variance_scaling=variance_scaling_initializer,
     global_variables=global_variables_initializer, variables=variables_initializer)
 math = _Namespace("math", add=add, subtract=subtract, multiply=multiply, divide=divide,
                   add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,

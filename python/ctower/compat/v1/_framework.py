@@ -386,6 +386,8 @@ class Graph:
         self._ops = {}
         self._collections = {}
         self._seed = None
+        self._seed_count = 0           # seedless random ops so far: their op seeds (_random)
+        self._trainer_streams = False  # initializers draw as `ctower train` (ctower.trainer_streams)
         self._variable_store = {}      # full name -> Variable
         self._variable_scope_counts = {}  # variable scope's full name -> times opened
         self._variable_by_index = {}   # C index -> Variable

@@ -64,7 +64,6 @@ INSTEAD = {
     "math.truediv": "tf.truediv",
     "math.reduce_sum": "tf.reduce_sum",
     "math.reduce_mean": "tf.reduce_mean",
-    "random.set_random_seed": "tf.set_random_seed",
 }
 
 

@@ -1,9 +1,10 @@
 """Variables, variable scopes and initializers, as TensorFlow 1.x names them.
 
 A Variable is one of the C graph's variables (float32; ct_variable): the
-engine initializes it from its initializer (ct_initializer, seeded by the
-graph seed and its name, or by the initializer's seed) when a session first
-uses it, and `initializer` sets it to that value again. A variable whose
+engine initializes it from its initializer (ct_initializer: TensorFlow's
+Philox stream for the seeds of TensorFlow's rules (_random) when there is a
+graph or op seed, else ctower's own, of the graph seed and its name) when a
+session first uses it, and `initializer` sets it to that value again. A variable whose
 initial value is a value (a list, an array, a tensor) is given it by each
 session before the session first runs, reads or saves anything after the
 variable was made (Session._initialize_values), unless its initializer
@@ -12,15 +13,18 @@ first use, whichever kind its initial value is.
 """
 import collections
 import contextlib
+import math
 
 import numpy as np
 
 from ctower.compat.v1 import _framework as fw
 from ctower.compat.v1 import _ops
+from ctower.compat.v1 import _random
 from ctower.compat.v1._framework import Tensor, get_default_graph
 
 # ct_init_kind (include/ctower/graph.h)
-_ZEROS, _ONES, _CONSTANT, _UNIFORM, _NORMAL, _GLOROT_UNIFORM, _HE_NORMAL, _RANDOM_NORMAL = range(8)
+(_ZEROS, _ONES, _CONSTANT, _UNIFORM, _NORMAL, _GLOROT_UNIFORM, _HE_NORMAL, _RANDOM_NORMAL,
+ _TF_UNIFORM, _TF_NORMAL, _TF_TRUNCATED_NORMAL) = range(11)
 
 
 class GraphKeys:
@@ -82,33 +86,118 @@ class constant_initializer(Initializer):
         return _ZEROS, 0.0, None, value.reshape(shape)
 
 
+def _tensorflow_spec(kind, scale, mean, seed):
+    """A random initializer on TensorFlow's stream, drawn when TensorFlow's would
+    be (the variable's creation): its (seed, seed2) by TensorFlow's rules, scale
+    and mean rounded to float32 as its random op's tensors. None when the graph
+    draws as `ctower train` (ctower.trainer_streams), or without a graph or op
+    seed (TensorFlow's seeds would be random): then the engine's own stream."""
+    graph = get_default_graph()
+    if graph._trainer_streams:
+        return None
+    seeds = _random.get_seed(seed)
+    if seeds[0] is None:
+        return None
+    return _Spec(kind, float(np.float32(scale)), seeds, None, float(np.float32(mean)))
+
+
 class truncated_normal_initializer(Initializer):
     """N(mean, stddev^2) truncated at mean +- 2 stddev."""
     def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=fw.float32):
         self.kind, self.value, self.mean, self.seed = _NORMAL, stddev, mean, seed
+
+    def _spec(self, shape):
+        return (_tensorflow_spec(_TF_TRUNCATED_NORMAL, self.value, self.mean, self.seed) or
+                Initializer._spec(self, shape))
 
 
 class random_normal_initializer(Initializer):
     def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=fw.float32):
         self.kind, self.value, self.mean, self.seed = _RANDOM_NORMAL, stddev, mean, seed
 
+    def _spec(self, shape):
+        return (_tensorflow_spec(_TF_NORMAL, self.value, self.mean, self.seed) or
+                Initializer._spec(self, shape))
+
 
 class random_uniform_initializer(Initializer):
-    """U(minval, maxval): the engine's U(-scale, scale) centred on their midpoint."""
-    def __init__(self, minval=-0.05, maxval=0.05, seed=None, dtype=fw.float32):
+    """U(minval, maxval): TensorFlow's rnd * (maxval - minval) + minval; the
+    engine's own stream draws U(-scale, scale) centred on their midpoint."""
+    def __init__(self, minval=0, maxval=None, seed=None, dtype=fw.float32):
+        maxval = 1 if maxval is None else maxval
+        self.minval, self.maxval = minval, maxval
         minval, maxval = float(minval), float(maxval)
         self.kind, self.seed = _UNIFORM, seed
         self.value, self.mean = (maxval - minval) / 2, (maxval + minval) / 2
 
+    def _spec(self, shape):
+        low, high = np.float32(self.minval), np.float32(self.maxval)
+        return (_tensorflow_spec(_TF_UNIFORM, high - low, low, self.seed) or
+                Initializer._spec(self, shape))
 
-class glorot_uniform_initializer(Initializer):
+
+def _compute_fans(shape):
+    """TensorFlow's fans: [in, out] for dense, [..., in, out] times the receptive field."""
+    shape = [int(d) for d in shape]
+    if len(shape) < 1:
+        return 1, 1
+    if len(shape) == 1:
+        return shape[0], shape[0]
+    receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    return shape[-2] * receptive, shape[-1] * receptive
+
+
+class variance_scaling_initializer(Initializer):
+    """TensorFlow 1's VarianceScaling: scale over fan_in, fan_out or their mean;
+    a truncated normal of stddev sqrt(scale) / 0.8796... (the stddev of N(0, 1)
+    truncated at 2), an untruncated normal of sqrt(scale), or U(-sqrt(3 scale),
+    sqrt(3 scale))."""
+    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None,
+                 dtype=fw.float32):
+        if scale <= 0.:
+            raise ValueError("`scale` must be positive float.")
+        if mode not in {"fan_in", "fan_out", "fan_avg"}:
+            raise ValueError("Invalid `mode` argument:", mode)
+        distribution = distribution.lower()
+        if distribution not in {"normal", "uniform", "truncated_normal", "untruncated_normal"}:
+            raise ValueError("Invalid `distribution` argument:", distribution)
+        self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
+
+    def _spec(self, shape):
+        fan_in, fan_out = _compute_fans(shape)
+        fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.}
+        scale = self.scale / max(1., fan[self.mode])
+        if self.distribution in ("normal", "truncated_normal"):
+            stddev = math.sqrt(scale) / .87962566103423978
+            return truncated_normal_initializer(0.0, stddev, self.seed)._spec(shape)
+        if self.distribution == "untruncated_normal":
+            return random_normal_initializer(0.0, math.sqrt(scale), self.seed)._spec(shape)
+        limit = math.sqrt(3.0 * scale)
+        return random_uniform_initializer(-limit, limit, self.seed)._spec(shape)
+
+
+class glorot_uniform_initializer(variance_scaling_initializer):
+    """U(-l, l), l = sqrt(6 / (fan_in + fan_out)); the engine's own stream
+    draws it as the trainer's CT_INIT_GLOROT_UNIFORM."""
     def __init__(self, seed=None, dtype=fw.float32):
-        self.kind, self.value, self.seed = _GLOROT_UNIFORM, 0.0, seed
+        variance_scaling_initializer.__init__(self, 1.0, "fan_avg", "uniform", seed)
+
+    def _spec(self, shape):
+        fan_in, fan_out = _compute_fans(shape)
+        limit = math.sqrt(3.0 * (1.0 / max(1., (fan_in + fan_out) / 2.)))
+        low, high = np.float32(-limit), np.float32(limit)
+        return (_tensorflow_spec(_TF_UNIFORM, high - low, low, self.seed) or
+                _Spec(_GLOROT_UNIFORM, 0.0, self.seed, None))
+
+
+class glorot_normal_initializer(variance_scaling_initializer):
+    def __init__(self, seed=None, dtype=fw.float32):
+        variance_scaling_initializer.__init__(self, 1.0, "fan_avg", "truncated_normal", seed)
 
 
 def _initializer_spec(initializer, shape):
-    if initializer is None:
-        return _GLOROT_UNIFORM, 0.0, None, None
+    if initializer is None:  # TensorFlow's default: glorot_uniform_initializer()
+        return glorot_uniform_initializer()._spec(shape)
     if isinstance(initializer, type) and issubclass(initializer, Initializer):
         initializer = initializer()
     if isinstance(initializer, Initializer):

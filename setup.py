@@ -35,7 +35,9 @@ class CMakeBuild(build_ext):
 
 
 setup(
-    packages=["ctower", "ctower.compat", "ctower.compat.v1"],
+    packages=["ctower", "ctower.compat", "ctower.compat.v1", "ctower.compat.v1.examples",
+              "ctower.compat.v1.examples.tutorials",
+              "ctower.compat.v1.examples.tutorials.mnist"],
     package_dir={"": "python"},
     ext_modules=[Extension("ctower._ctower", sources=[])],
     cmdclass={"build_ext": CMakeBuild},

@@ -9,6 +9,7 @@ from ctower import errors
 from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
 from ctower.compat.v1 import _app, _flags, _gfile, _moving_averages, _names, _random, _schedules
 from ctower.compat.v1 import _hooks, _layers, _losses, _monitored, _summary
+from ctower.compat.v1 import examples  # noqa: F401 (tf.examples.tutorials.mnist.input_data)
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,

@@ -36,7 +36,7 @@ contrib.learn.datasets.mnist contrib.losses contrib.metrics contrib.rnn contrib.
 contrib.slim contrib.slim.nets contrib.slim.prefetch_queue contrib.slim.queues
 contrib.tensorboard contrib.training contrib.distribute contrib.opt contrib.data
 contrib.image contrib.keras contrib.eager contrib.summary contrib.tpu
-examples examples.tutorials examples.tutorials.mnist examples.tutorials.mnist.input_data
+
 """.split())
 
 # a TensorFlow name -> what to use in ctower instead
@@ -57,10 +57,8 @@ INSTEAD = {
     "summary.tensor_summary": "tf.summary.histogram",
     "train.SummaryWriter": "tf.summary.FileWriter",
     "data.Dataset": "ctower.data.Batcher, or ctower.train(config) with a dataset section",
-    "examples.tutorials.mnist.input_data.read_data_sets":
-        "ctower.train(config) with dataset.name: mnist, or ctower.data.Batcher",
     "contrib.learn.datasets.mnist.read_data_sets":
-        "ctower.train(config) with dataset.name: mnist, or ctower.data.Batcher",
+        "tf.examples.tutorials.mnist.input_data.read_data_sets",
     "math.truediv": "tf.truediv",
     "math.reduce_sum": "tf.reduce_sum",
     "math.reduce_mean": "tf.reduce_mean",

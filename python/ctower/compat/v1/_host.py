@@ -103,7 +103,9 @@ class HostTensor:
             raise errors.InvalidArgumentError(None, None, "%s: %s" % (self._name, e))
         if not isinstance(value, (bytes, tuple)):  # a string, a reader's (key, value)
             value = np.asarray(value)
-            if not self._shape.is_compatible_with(value.shape):
+            dims = self._shape.as_list() if self._shape.ndims is not None else None
+            if dims is not None and (len(dims) != value.ndim or any(
+                    d is not None and d != n for d, n in zip(dims, value.shape))):
                 raise errors.InvalidArgumentError(
                     None, None, "%s: a value of shape %s where its shape is %s (set with "
                     "set_shape, or inferred)" % (self._name, list(value.shape), self._shape))
@@ -176,8 +178,10 @@ _op_counter = itertools.count()
 
 
 def rng(op_seeds, example):
-    """The generator of a random op for one example."""
-    return np.random.default_rng([op_seeds[0], op_seeds[1], example.number])
+    """The generator of a random op for one example: Philox keyed by the
+    op's seeds and the example's number."""
+    key = (op_seeds[0] & 0xFFFFFFFF) << 32 | op_seeds[1] & 0xFFFFFFFF
+    return np.random.Generator(np.random.Philox(key=[key, example.number]))
 
 
 # ---- shapes ---------------------------------------------------------------------------------

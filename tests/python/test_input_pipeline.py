@@ -262,3 +262,15 @@ def test_strided_slice_of_graph_tensors_indexes_as_numpy():
     with tf.Session() as sess:
         for got, want in zip(sess.run([c[0] for c in cases]), [c[1] for c in cases]):
             np.testing.assert_array_equal(got, want)
+
+
+def test_a_run_of_host_tensors_reads_one_record_for_all_of_them(cifar_file):
+    filename, raw = cifar_file
+    queue = tf.train.string_input_producer([filename], shuffle=False)
+    key, label, image = read_record(queue)
+    with tf.Session() as sess:
+        assert sess.run(key) == filename.encode() + b":0"
+        k, lb, im = sess.run([key, label, image])
+        assert k == filename.encode() + b":1"
+        assert lb.tolist() == [LABELS[1]]
+        np.testing.assert_array_equal(im, raw[1])

@@ -113,10 +113,14 @@ class HostTensor:
         return value
 
     def _host_fetch(self):
-        """Session.run of a host tensor: one example computed in the caller's
-        thread (a reader reads its next record), as TensorFlow runs it."""
+        """Session.run of host tensors: one example per run computed in the
+        caller's thread (a reader reads its next record), as TensorFlow runs it."""
         from ctower.compat.v1 import _input
-        return [], lambda _: _input.evaluate_once(self)
+
+        def make(_, run):
+            return _input.evaluate_once(self, run)
+        make.per_run = True
+        return [], make
 
     def __array__(self, dtype=None):
         raise TypeError("%s is computed per example by the input pipeline on the host; batch "

@@ -24,7 +24,11 @@ run that needs the batch, and given to the coordinator, whose join raises it.
 
 Where ctower differs: a dequeue whose queue has no runner threads in the
 session raises FailedPreconditionError at once (TensorFlow would wait for
-ever); runner threads are always daemon threads.
+ever); runner threads are always daemon threads; the random ops' numbers
+are not TensorFlow's (the same for the same seeds); batch's enqueue_many,
+dynamic_pad and allow_smaller_final_batch, the other readers and producers
+(TFRecordReader, slice_input_producer) and tf.data are not here; the
+image ops take host tensors only, not tensors of the graph.
 """
 import itertools
 import threading
@@ -53,9 +57,6 @@ class SessionState:
         self.of = {}  # a stateful object (queue, reader, producer) -> its state in the session
 
 
-_no_session = SessionState()  # for host tensors run without a session
-
-
 def _states(graph):
     states = graph.__dict__.get("_input_states")
     if states is None:
@@ -64,8 +65,11 @@ def _states(graph):
 
 
 def state_of(session):
-    states = _states(session.graph)
-    with session.graph._lock:
+    """The input state of a session (or of a graph: for host tensors run
+    outside their graph's default session)."""
+    graph = session if isinstance(session, fw.Graph) else session.graph
+    states = _states(graph)
+    with graph._lock:
         state = states.get(session)
         if state is None:
             state = states[session] = SessionState()
@@ -80,14 +84,24 @@ def _stateful(state, owner, make):
     return value
 
 
-def evaluate_once(tensor):
-    """A host tensor's value for one example, in the caller's thread (the
-    default session's input state, when there is one)."""
+class _LastRun(threading.local):
+    run, example = None, None
+
+
+_last_run = _LastRun()
+
+
+def evaluate_once(tensor, run=None):
+    """A host tensor's value for the example of a run (`run`: the run's
+    values, the same object for all it fetches), in the caller's thread
+    (the default session's input state, when there is one)."""
     from ctower.compat.v1._session import get_default_session
-    session = get_default_session()
-    state = state_of(session) if session is not None and session.graph is tensor.graph \
-        else _no_session
-    return tensor.evaluate(Example(state))
+    if run is None or _last_run.run is not run:
+        session = get_default_session()
+        state = state_of(session if session is not None and session.graph is tensor.graph
+                         else tensor.graph)  # no default session: the graph's own state
+        _last_run.run, _last_run.example = run, Example(state)
+    return tensor.evaluate(_last_run.example)
 
 
 def _closed(session_ref):

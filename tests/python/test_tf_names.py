@@ -11,7 +11,7 @@ import ctower.compat.v1 as tf
 
 @pytest.mark.parametrize("path", [
     "contrib.slim.arg_scope",
-    "contrib.slim.prefetch_queue.prefetch_queue",
+    "contrib.slim.queues.QueueRunners",
     "train.Supervisor",
     "keras.layers.Dense",
     "nn.rnn_cell.LSTMCell",

@@ -10,6 +10,7 @@ from ctower.compat.v1 import _framework, _nn, _ops, _session, _train, _variables
 from ctower.compat.v1 import _app, _flags, _gfile, _moving_averages, _names, _random, _schedules
 from ctower.compat.v1 import _hooks, _layers, _losses, _monitored, _summary
 from ctower.compat.v1 import examples  # noqa: F401 (tf.examples.tutorials.mnist.input_data)
+from ctower.compat.v1 import _host, _image, _input
 from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Tensor, TensorShape,
                                          as_dtype, bool, constant, convert_to_tensor, float16,
                                          float32, float64, get_default_graph, int32, int64,
@@ -18,7 +19,7 @@ from ctower.compat.v1._nn import cast, to_float, to_int32, to_int64
 from ctower.compat.v1._ops import (add, add_n, argmax, concat, divide, expand_dims, fill, group,
                                    identity, matmul, multiply, negative, no_op, ones, ones_like,
                                    reduce_mean, reduce_sum, reshape, slice_, split, squeeze,
-                                   stack, stop_gradient, subtract, transpose, truediv, unstack,
+                                   stack, stop_gradient, strided_slice, subtract, transpose, truediv, unstack,
                                    zeros, zeros_like)
 from ctower.compat.v1._session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession,
                                        RunMetadata, RunOptions, Session, get_default_session)
@@ -177,6 +178,12 @@ train = _Namespace(
         "StopAtStepHook", "NanTensorHook", "NanLossDuringTrainingError", "LoggingTensorHook",
         "CheckpointSaverHook", "CheckpointSaverListener", "StepCounterHook", "SummarySaverHook",
         "FinalOpsHook", "SecondOrStepTimer")},
+    **{n: getattr(_input, n) for n in (
+        "string_input_producer", "batch", "shuffle_batch", "Coordinator", "QueueRunner",
+        "add_queue_runner", "start_queue_runners")},
+    queue_runner=_Namespace("train.queue_runner", QueueRunner=_input.QueueRunner,
+                            add_queue_runner=_input.add_queue_runner,
+                            start_queue_runners=_input.start_queue_runners),
     **{n: getattr(_monitored, n) for n in (
         "Scaffold", "SessionCreator", "ChiefSessionCreator", "WorkerSessionCreator",
         "MonitoredSession", "SingularMonitoredSession", "MonitoredTrainingSession",
@@ -184,7 +191,9 @@ train = _Namespace(
 moving_average_variables = _moving_averages.moving_average_variables
 contrib = _Namespace("contrib", framework=_Namespace(
     "contrib.framework", get_or_create_global_step=_train.get_or_create_global_step,
-    get_global_step=_train.get_global_step, create_global_step=_train.create_global_step))
+    get_global_step=_train.get_global_step, create_global_step=_train.create_global_step),
+    slim=_Namespace("contrib.slim", prefetch_queue=_Namespace(
+        "contrib.slim.prefetch_queue", prefetch_queue=_input.prefetch_queue)))
 initializers = _Namespace(
     "initializers", zeros=zeros_initializer, ones=ones_initializer,
     constant=constant_initializer,
@@ -215,6 +224,15 @@ summary = _Namespace("summary", **{n: getattr(_summary, n) for n in (
     "scalar", "histogram", "image", "merge", "merge_all", "FileWriter", "FileWriterCache",
     "Summary")})
 Summary = _summary.Summary
+# the input pipeline (_input.py: queues and readers; _host.py, _image.py: the host tensors' ops)
+FixedLengthRecordReader = _input.FixedLengthRecordReader
+decode_raw = _host.decode_raw
+random_crop = _image.random_crop
+image = _Namespace("image", **{n: getattr(_image, n) for n in (
+    "random_flip_left_right", "random_flip_up_down", "flip_left_right", "flip_up_down",
+    "random_brightness", "random_contrast", "adjust_brightness", "adjust_contrast",
+    "per_image_standardization", "resize_image_with_crop_or_pad")},
+    resize_with_crop_or_pad=_image.resize_image_with_crop_or_pad)
 
 
 def __getattr__(name):

@@ -622,7 +622,9 @@ class Graph:
                 info = self._c.node(n)
                 stack.extend(i[0] for i in info[4] if i is not None)
                 stack.extend(info[5])
-            hooks = self._hook_cache[key] = tuple(self._run_hooks[n] for n in sorted(found))
+            # a hook shared by several nodes (a dequeue's placeholders) runs once
+            hooks = tuple(dict.fromkeys(self._run_hooks[n] for n in sorted(found)))
+            self._hook_cache[key] = hooks
         return hooks
 
 

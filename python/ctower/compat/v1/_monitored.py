@@ -25,6 +25,7 @@ import os
 from ctower import _ctower
 from ctower import errors
 from ctower.compat.v1 import _framework as fw
+from ctower.compat.v1 import _input
 from ctower.compat.v1 import _session
 from ctower.compat.v1 import _summary
 from ctower.compat.v1 import _train
@@ -217,6 +218,7 @@ class _MonitoredSession:
         self._coord = _Coordinator()
         self._tf_sess = None
         self._tf_sess = session_creator.create_session()
+        _input.start_queue_runners(self._tf_sess, self._coord)  # as TensorFlow's, before the hooks
         for hook in self._hooks:
             hook.after_create_session(self._tf_sess, self._coord)
         self._should_stop = False

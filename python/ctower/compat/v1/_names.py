@@ -21,7 +21,7 @@ are empty namespaces, so that a name under them is named in full;
 _NAMESPACES = frozenset("""
 audio autograph bitwise config config.experimental config.optimizer config.threading data
 data.experimental debugging distribute distribute.cluster_resolver distribute.experimental
-distributions estimator estimator.export experimental feature_column graph_util image io
+distributions estimator estimator.export experimental feature_column graph_util io
 keras keras.activations keras.applications keras.backend keras.callbacks keras.datasets
 keras.initializers keras.layers keras.losses keras.metrics keras.models keras.optimizers
 keras.preprocessing keras.regularizers keras.utils linalg lite logging lookup manip
@@ -30,10 +30,10 @@ ragged random resource_loader saved_model saved_model.builder saved_model.loader
 saved_model.signature_constants saved_model.signature_def_utils saved_model.tag_constants
 saved_model.utils sets signal sparse spectral strings summary.experimental sysconfig test
 tpu
-train.experimental train.queue_runner user_ops version xla
+train.experimental user_ops version xla
 contrib.layers contrib.learn contrib.learn.datasets
 contrib.learn.datasets.mnist contrib.losses contrib.metrics contrib.rnn contrib.seq2seq
-contrib.slim contrib.slim.nets contrib.slim.prefetch_queue contrib.slim.queues
+contrib.slim.nets contrib.slim.queues
 contrib.tensorboard contrib.training contrib.distribute contrib.opt contrib.data
 contrib.image contrib.keras contrib.eager contrib.summary contrib.tpu
 

@@ -1,6 +1,7 @@
 """tf.nn and tf.layers.batch_normalization over ctower's ops (NHWC images,
 HWIO filters)."""
 from ctower.compat.v1 import _framework as fw
+from ctower.compat.v1 import _host
 from ctower.compat.v1 import _ops
 from ctower.compat.v1 import _variables as vs
 from ctower.compat.v1._ops import _BROADCAST, _tensors
@@ -174,6 +175,7 @@ def l2_loss(t, name=None):
 
 
 def cast(x, dtype, name=None):
+    if _host.is_host(x): return _host.cast(x, dtype, name)  # noqa: E701
     graph, (t,) = _tensors([x])
     dtype = fw._engine_dtype(dtype, "cast")
     if dtype is t.dtype:

@@ -8,6 +8,7 @@ import numpy as np
 
 from ctower import _ctower
 from ctower.compat.v1 import _framework as fw
+from ctower.compat.v1 import _host
 from ctower.compat.v1._framework import Tensor, convert_to_tensor, get_default_graph
 
 # the extension's op codes (python/src/graph_ops.c)
@@ -184,6 +185,7 @@ def _static_shape(shape):
 
 
 def reshape(tensor, shape, name=None):
+    if _host.is_host(tensor): return _host.reshape(tensor, shape, name)  # noqa: E701
     graph, (x,) = _tensors([tensor])
     return graph._built(graph._c.reshape(x._output(graph), _static_shape(shape)), name)
 
@@ -191,6 +193,7 @@ def reshape(tensor, shape, name=None):
 def transpose(a, perm=None, name="transpose", conjugate=False):
     """tf.transpose: output axis d is axis perm[d] of a; perm defaults to the
     axes reversed."""
+    if _host.is_host(a): return _host.transpose(a, perm, name)  # noqa: E701
     graph, (x,) = _tensors([a])
     rank = x.shape.ndims
     perm = list(range(rank))[::-1] if perm is None else [int(p) for p in perm]
@@ -272,6 +275,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
 def slice_(input_, begin, size, name=None):
     """input_[begin[d] : begin[d] + size[d]] on every axis d; a size of -1 takes
     the rest of the axis."""
+    if _host.is_host(input_): return _host.slice_(input_, begin, size, name)  # noqa: E701
     graph, (x,) = _tensors([input_])
     begin, size = _static_shape(begin), _static_shape(size)
     if len(begin) != x.shape.ndims or len(size) != x.shape.ndims:
@@ -284,6 +288,41 @@ def slice_(input_, begin, size, name=None):
     to_end = sum(1 << d for d, s in enumerate(size) if s == -1)
     out = graph._c.strided_slice(x._output(graph), begin, end, [1] * len(begin), 0, to_end)
     return graph._built(out, name or "Slice")
+
+
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
+                  new_axis_mask=0, shrink_axis_mask=0, var=None, name=None):
+    """TensorFlow's StridedSlice: the engine's, with shrink_axis_mask's axes
+    then dropped by a Reshape (an input pipeline's host tensor: NumPy's)."""
+    if _host.is_host(input_):
+        return _host.strided_slice(input_, begin, end, strides, begin_mask, end_mask,
+                                   ellipsis_mask, new_axis_mask, shrink_axis_mask, name)
+    if ellipsis_mask or new_axis_mask:
+        raise NotImplementedError("ctower's strided_slice has no ellipsis_mask or new_axis_mask: "
+                                  "index the tensor (x[..., tf.newaxis]) instead")
+    graph, (x,) = _tensors([input_])
+    begin, end = _static_shape(begin), _static_shape(end)
+    strides = [1] * len(begin) if strides is None else _static_shape(strides)
+    rank = x.shape.ndims
+    if not len(begin) == len(end) == len(strides) or len(begin) > rank:
+        raise ValueError("strided_slice of a tensor of rank %d takes as many begins, ends and "
+                         "strides, at most %d, got %s, %s and %s" % (rank, rank, begin, end,
+                                                                     strides))
+    whole = ((1 << rank) - 1) & ~((1 << len(begin)) - 1)  # the axes not indexed
+    extra = rank - len(begin)
+    begin, end, strides = begin + [0] * extra, end + [0] * extra, strides + [1] * extra
+    begin_mask, end_mask = (begin_mask | whole) & ~shrink_axis_mask, end_mask | whole
+    for d in range(rank):
+        if shrink_axis_mask >> d & 1:  # begin[d] alone; -1 is the last
+            end[d] = begin[d] + 1
+            end_mask = end_mask | 1 << d if end[d] == 0 else end_mask & ~(1 << d)
+    with graph.name_scope(name or "strided_slice"):
+        out = graph._built(graph._c.strided_slice(x._output(graph), begin, end, strides,
+                                                  begin_mask, end_mask))
+        if not shrink_axis_mask:
+            return out
+        dims = [d for i, d in enumerate(out.shape.as_list()) if not shrink_axis_mask >> i & 1]
+        return reshape(out, [-1 if d is None else d for d in dims])
 
 
 def stack(values, axis=0, name="stack"):

@@ -113,6 +113,8 @@ def _flatten(fetches, graph, out):
     if hasattr(type(fetches), "_host_fetch"):  # a value made on the host (tf.summary's)
         inner, make = fetches._host_fetch()
         builder = _flatten(inner, graph, out)
+        if getattr(make, "per_run", False):  # given the run's values, the same for all leaves
+            return lambda values: make(builder(values), values)
         return lambda values: make(builder(values))
     try:
         element = graph.as_graph_element(fetches)

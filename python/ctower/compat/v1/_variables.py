@@ -38,6 +38,7 @@ class GraphKeys:
     SUMMARIES = "summaries"
     TRAIN_OP = "train_op"
     GLOBAL_STEP = "global_step"
+    QUEUE_RUNNERS = "queue_runners"
 
 
 # ---- initializers ----------------------------------------------------------------------

@@ -95,6 +95,15 @@ ct_output ct_unary_math(ct_graph *g, const char *op, ct_output x);
  * the last; *function (when not NULL) gets TensorFlow's Python function
  * for it ("exp" for "Exp"). */
 const char *ct_unary_math_name(int k, const char **function);
+/* The elementwise binary math op named `op` by TensorFlow ("Maximum",
+ * "Pow", ...: ct_binary_math_name lists them) of f32 a and b, which
+ * broadcast as NumPy's (as ct_add's do). Another name records
+ * INVALID_ARGUMENT in the graph and returns the null output. */
+ct_output ct_binary_math(ct_graph *g, const char *op, ct_output a, ct_output b);
+/* The name of binary math op k (0, 1, ... in a fixed order), or NULL past
+ * the last; *function (when not NULL) gets TensorFlow's Python function
+ * for it ("maximum" for "Maximum"). */
+const char *ct_binary_math_name(int k, const char **function);
 /* sums[k] = parts[0] + ... + parts[n-1] (in that order), on parts[k]'s
  * device: one collective across devices (NCCL between GPUs). Returns 0, or
  * 1 with the error recorded in the graph. */

@@ -1,6 +1,7 @@
 /* The shared op cases (op_cases.h). */
 #include "op_cases.h"
 
+#include "ops/binary_math.h"
 #include "ops/unary_math.h"
 
 #include <math.h>
@@ -22,6 +23,12 @@ static ct_output b_add_n(ct_graph *g, const ct_output *x) { return ct_add_n(g, 3
   }
 CT_UNARY_MATH(UNARY_MATH_BUILDER, _)
 #undef UNARY_MATH_BUILDER
+#define BINARY_MATH_BUILDER(P, Name, function, forward, da, db, flops, domain) \
+  static ct_output b_##Name(ct_graph *g, const ct_output *x) {                \
+    return ct_binary_math(g, #Name, x[0], x[1]);                              \
+  }
+CT_BINARY_MATH(BINARY_MATH_BUILDER, _)
+#undef BINARY_MATH_BUILDER
 /* every output of the all-reduce carries a gradient: L weighs their sum */
 static ct_output b_all_reduce(ct_graph *g, const ct_output *x) {
   ct_output sums[3];
@@ -192,7 +199,7 @@ static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
 #define S3(a, b, c) ct_shape_of(3, (int64_t)(a), (int64_t)(b), (int64_t)(c))
 #define S4(a, b, c, d) ct_shape_of(4, (int64_t)(a), (int64_t)(b), (int64_t)(c), (int64_t)(d))
 
-static op_case cases[80];
+static op_case cases[96];
 static int n_cases;
 
 static void add_case(const char *name, int n, ct_shape s0, ct_shape s1, ct_shape s2,
@@ -245,6 +252,13 @@ static void build_table(void) {
   add_case(#Name, 1, S2(5, 6), none, none, VALUES_##domain, b_##Name);
   CT_UNARY_MATH(UNARY_MATH_CASE, _)
 #undef UNARY_MATH_CASE
+  /* each binary math row twice: shapes alike, and broadcast both ways (a
+   * [3, 1] against b [1, 4]), so that both partials sum to their shapes */
+#define BINARY_MATH_CASE(P, Name, function, forward, da, db, flops, domain)           \
+  add_case(#Name, 2, S2(3, 4), S2(3, 4), none, VALUES_##domain, b_##Name);           \
+  add_case(#Name " broadcast", 2, S2(3, 1), S2(1, 4), none, VALUES_##domain, b_##Name);
+  CT_BINARY_MATH(BINARY_MATH_CASE, _)
+#undef BINARY_MATH_CASE
   add_case("AddN", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_add_n);
   add_case("AllReduce", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_all_reduce);
   add_case("CollectiveReduce", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_collective_reduce);

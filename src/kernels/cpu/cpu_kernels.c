@@ -82,5 +82,9 @@ const ct_kernel_def ct_cpu_kernels[] = {
     CT_UNARY_MATH(UNARY_MATH, _)
 #undef UNARY_MATH
     K("UnaryMathGrad", ct_cpu_unary_math_grad, NONE),
+#define BINARY_MATH(P, Name, function, forward, da, db, flops, domain) K(#Name, ct_cpu_##Name, NONE),
+    CT_BINARY_MATH(BINARY_MATH, _)
+#undef BINARY_MATH
+    K("BinaryMathGrad", ct_cpu_binary_math_grad, NONE),
     {0, CT_DEVICE_KIND_CPU, 0, 0},
 };

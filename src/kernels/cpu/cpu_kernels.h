@@ -8,6 +8,7 @@
 
 #include "kernels/kernel.h"
 #include "kernels/kernel_shapes.h"
+#include "ops/binary_math.h"
 #include "ops/unary_math.h"
 
 extern const ct_kernel_def ct_cpu_kernels[];
@@ -51,6 +52,12 @@ CT_CPU_KERNEL(ct_cpu_tanh_grad);
   CT_CPU_KERNEL(ct_cpu_##Name);
 CT_UNARY_MATH(CT_CPU_UNARY_MATH_KERNEL, _)
 CT_CPU_KERNEL(ct_cpu_unary_math_grad);
+/* elementwise.c: ct_cpu_Maximum, ct_cpu_Pow, ... (a kernel per row of
+ * ops/binary_math.h) and BinaryMathGrad's */
+#define CT_CPU_BINARY_MATH_KERNEL(P, Name, function, forward, da, db, flops, domain) \
+  CT_CPU_KERNEL(ct_cpu_##Name);
+CT_BINARY_MATH(CT_CPU_BINARY_MATH_KERNEL, _)
+CT_CPU_KERNEL(ct_cpu_binary_math_grad);
 /* collective.c */
 CT_CPU_KERNEL(ct_cpu_all_reduce);
 CT_CPU_KERNEL(ct_cpu_collective_reduce);

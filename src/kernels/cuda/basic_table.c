@@ -59,5 +59,9 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     CT_UNARY_MATH(UNARY_MATH, _)
 #undef UNARY_MATH
     K("UnaryMathGrad", ct_gpu_unary_math_grad),
+#define BINARY_MATH(P, Name, function, forward, da, db, flops, domain) K(#Name, ct_gpu_##Name),
+    CT_BINARY_MATH(BINARY_MATH, _)
+#undef BINARY_MATH
+    K("BinaryMathGrad", ct_gpu_binary_math_grad),
     {0, CT_DEVICE_KIND_GPU, 0, 0},
 };

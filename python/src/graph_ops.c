@@ -34,6 +34,21 @@ static PyObject *g_unary_math(ct_py_graph *g, PyObject *args) {
   return ct_py_built(g, o);
 }
 
+/* binary_math(op, a, b): the elementwise binary math op TensorFlow names
+ * `op` ("Maximum"; ctower._ctower.binary_math_ops() lists them). */
+static PyObject *g_binary_math(ct_py_graph *g, PyObject *args) {
+  const char *op;
+  PyObject *obj_a, *obj_b;
+  ct_output a, b;
+  if (!PyArg_ParseTuple(args, "sOO", &op, &obj_a, &obj_b) || ct_py_output(g, obj_a, &a) ||
+      ct_py_output(g, obj_b, &b))
+    return NULL;
+  ct_py_write_lock(g);
+  ct_output o = ct_binary_math(g->graph, op, a, b);
+  ct_py_unlock(g);
+  return ct_py_built(g, o);
+}
+
 enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV, BINARY_SPARSE_XENT, BINARY_ACCURACY,
        BINARY_ASSIGN, BINARY_DROPOUT };
 
@@ -327,6 +342,7 @@ static PyObject *g_reduce(ct_py_graph *g, PyObject *args) {
 PyMethodDef ct_py_graph_op_methods[] = {
     GRAPH_METHOD(unary, METH_VARARGS),
     GRAPH_METHOD(unary_math, METH_VARARGS),
+    GRAPH_METHOD(binary_math, METH_VARARGS),
     GRAPH_METHOD(binary, METH_VARARGS),
     GRAPH_METHOD(equal, METH_VARARGS),
     GRAPH_METHOD(softmax_xent, METH_VARARGS),

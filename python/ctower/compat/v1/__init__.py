@@ -13,8 +13,9 @@ from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Ten
                                          float32, float64, get_default_graph, int32, int64,
                                          placeholder, reset_default_graph, string, uint8)
 from ctower.compat.v1._nn import cast
-from ctower.compat.v1._ops import (add, add_n, argmax, concat, divide, expand_dims, fill, group,
-                                   identity, matmul, multiply, negative, no_op, ones, ones_like,
+from ctower.compat.v1._ops import (add, add_n, argmax, clip_by_value, concat, divide,
+                                   expand_dims, fill, group, identity, matmul, multiply,
+                                   negative, no_op, ones, ones_like,
                                    reduce_mean, reduce_sum, reshape, slice_, split, squeeze,
                                    stack, stop_gradient, subtract, transpose, truediv, unstack,
                                    zeros, zeros_like)
@@ -33,6 +34,7 @@ from ctower.compat.v1._variables import (AUTO_REUSE, GraphKeys, Variable, Variab
 
 _Namespace = _names.Namespace
 globals().update(_ops.unary_math)  # tf.exp, tf.log, ... (src/ops/unary_math.h)
+globals().update(_ops.binary_math)  # tf.maximum, tf.pow, ... (src/ops/binary_math.h)
 newaxis = None
 slice = slice_
 sub = subtract
@@ -160,7 +162,8 @@ initializers = _Namespace(
     global_variables=global_variables_initializer, variables=variables_initializer)
 math = _Namespace("math", add=add, subtract=subtract, multiply=multiply, divide=divide,
                   add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,
-                  argmax=argmax, equal=equal, negative=negative, **_ops.unary_math)
+                  argmax=argmax, equal=equal, negative=negative, **_ops.unary_math,
+                  **_ops.binary_math)
 dtypes = _Namespace("dtypes", float32=float32, int32=int32, int64=int64, uint8=uint8,
                     bool=bool, float64=float64, as_dtype=as_dtype, DType=DType)
 errors = _Namespace("errors", **{n: getattr(errors, n) for n in dir(errors)

@@ -97,6 +97,35 @@ unary_math = {function: _unary_math_function(op, function)
               for op, function in _ctower.unary_math_ops()}
 
 
+def _binary_math_function(op, function):
+    """tf.<function>(x, y, name=None): ctower's op `op` (src/ops/binary_math.h),
+    x and y broadcast as tf.add's."""
+    def binary_math(x, y, name=None):
+        graph, (x, y) = _tensors([x, y], ranks=_BROADCAST)
+        for t in (x, y):
+            if t.dtype is not fw.float32:
+                raise TypeError("tf.%s of %s: ctower's %s takes float32 only; "
+                                "tf.cast(x, tf.float32) first" % (function, t.dtype.name, op))
+        return graph._built(graph._c.binary_math(op, x._output(graph), y._output(graph)), name)
+    binary_math.__name__ = binary_math.__qualname__ = function
+    binary_math.__doc__ = ("TensorFlow's tf.%s: ctower's elementwise %s of float32 x and y, "
+                           "broadcast." % (function, op))
+    return binary_math
+
+
+# {function: tf.<function>} of every binary math op ctower has (tf.maximum, tf.pow, ...)
+binary_math = {function: _binary_math_function(op, function)
+               for op, function in _ctower.binary_math_ops()}
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """TensorFlow's tf.clip_by_value, composed as TensorFlow composes it:
+    maximum(minimum(t, hi), lo), so lo wins where lo > hi, and the gradient
+    passes where t is within [lo, hi], at either bound too."""
+    high = binary_math["minimum"](t, clip_value_max)
+    return binary_math["maximum"](high, clip_value_min, name=name)
+
+
 def identity(input, name=None):
     return _unary(_IDENTITY, input, name)
 
@@ -464,6 +493,8 @@ def _install_operators(cls):
     cls.__matmul__ = lambda a, b: matmul(a, b)
     cls.__rmatmul__ = lambda a, b: matmul(b, a)
     cls.__neg__ = lambda a: negative(a)
+    cls.__pow__ = lambda a, b: binary_math["pow"](a, b)
+    cls.__rpow__ = lambda a, b: binary_math["pow"](b, a)
     cls.__getitem__ = _getitem
 
 

@@ -280,6 +280,15 @@ ct_output ct_argmax(ct_graph *g, ct_output x); /* ct_argmax_axis over the last a
 /* 1 where a == b, else 0 (u8, TensorFlow's bool): a and b of one dtype and
  * one shape, or one a scalar. No gradient. */
 ct_output ct_equal(ct_graph *g, ct_output a, ct_output b);
+/* The comparison named `op` by TensorFlow ("Greater", "LessEqual", ...:
+ * ct_compare_name lists them) of a and b, taken as ct_equal takes them: a
+ * u8 of 1 where `a op b` holds, else 0; no gradient. Another name records
+ * INVALID_ARGUMENT in the graph and returns the null output. */
+ct_output ct_compare(ct_graph *g, const char *op, ct_output a, ct_output b);
+/* The name of comparison k (0, 1, ... in a fixed order), or NULL past the
+ * last; *function (when not NULL) gets TensorFlow's Python function for it
+ * ("greater" for "Greater"). */
+const char *ct_compare_name(int k, const char **function);
 /* x converted to `dtype` element by element as C converts (floats to
  * integers truncate toward zero), except that a value outside an integer
  * dtype's range saturates at its end (a NaN gives 0): a narrowed integer

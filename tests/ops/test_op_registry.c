@@ -51,6 +51,10 @@ static const exemption exemptions[] = {
      "its gradient is zero by definition, not its numerical one (test_gradients checks it)"},
     {"Accuracy", GRADIENT_CHECK, "a metric: it counts integer matches"},
     {"Equal", GRADIENT_CHECK, "its output is a comparison's 0 or 1"},
+#define COMPARE_EXEMPTION(P, Name, function, op) \
+  {#Name, GRADIENT_CHECK, "its output is a comparison's 0 or 1"},
+    CT_COMPARE(COMPARE_EXEMPTION, _)
+#undef COMPARE_EXEMPTION
     {"Cast", GRADIENT_CHECK, "a conversion between dtypes, of which only f32 is differentiable"},
     {"ApplyGradientDescent", GRADIENT_CHECK, "an optimizer update (tests/kernels checks it)"},
     {"ApplyMomentum", GRADIENT_CHECK, "an optimizer update (tests/kernels checks it)"},
@@ -300,11 +304,49 @@ static void test_every_binary_math_row_is_an_op(void **state) {
   ct_graph_free(g);
 }
 
+/* Each row of the comparison table (ops/compare.h) is an op of the list with
+ * kernels on every device type, named by ct_compare_name; its output is a
+ * bool and carries no gradient. */
+static void test_every_compare_row_is_an_op(void **state) {
+  (void)state;
+  static const char *const rows[] = {
+#define ROW(P, Name, function, op) #Name,
+      CT_COMPARE(ROW, _)
+#undef ROW
+  };
+  assert_int_equal(sizeof rows / sizeof rows[0], CT_COMPARE_COUNT);
+  assert_null(ct_compare_name(CT_COMPARE_COUNT, NULL));
+  for (int k = 0; k < CT_COMPARE_COUNT; ++k) {
+    const char *function = NULL, *name = ct_compare_name(k, &function);
+    assert_non_null(name);
+    assert_string_equal(name, rows[k]);
+    assert_non_null(function);
+    check_listed_with_kernels(name);
+    ct_graph *g = ct_graph_new();
+    ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)3)), dx;
+    ct_output y = ct_compare(g, name, x, x);
+    assert_status_ok(ct_graph_status(g));
+    assert_int_equal(ct_output_dtype(y), CT_U8);
+    assert_int_equal(ct_gradients(g, ct_reduce_sum(g, ct_mul(g, x, ct_cast(g, y, CT_F32)), 0, 0),
+                                  1, &x, &dx),
+                     0);
+    if (dx.node == NULL || strcmp(dx.node->op->name, "Mul") != 0)
+      fail_msg("%s: a gradient flows through the comparison", name);
+    ct_graph_free(g);
+  }
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)3));
+  assert_null(ct_compare(g, "Equal", x, x).node);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_op_is_complete),
       cmocka_unit_test(test_every_unary_math_row_is_an_op),
       cmocka_unit_test(test_every_binary_math_row_is_an_op),
+      cmocka_unit_test(test_every_compare_row_is_an_op),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
 #include "op_cases.h"
 
 #include "ops/binary_math.h"
+#include "ops/compare.h"
 #include "ops/unary_math.h"
 
 #include <math.h>
@@ -29,6 +30,13 @@ CT_UNARY_MATH(UNARY_MATH_BUILDER, _)
   }
 CT_BINARY_MATH(BINARY_MATH_BUILDER, _)
 #undef BINARY_MATH_BUILDER
+/* a comparison, cast to f32 so that the GPU's bools compare with the CPU's */
+#define COMPARE_BUILDER(P, Name, function, op)                                \
+  static ct_output b_##Name(ct_graph *g, const ct_output *x) {                \
+    return ct_cast(g, ct_compare(g, #Name, x[0], x[1]), CT_F32);              \
+  }
+CT_COMPARE(COMPARE_BUILDER, _)
+#undef COMPARE_BUILDER
 /* every output of the all-reduce carries a gradient: L weighs their sum */
 static ct_output b_all_reduce(ct_graph *g, const ct_output *x) {
   ct_output sums[3];
@@ -199,7 +207,7 @@ static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
 #define S3(a, b, c) ct_shape_of(3, (int64_t)(a), (int64_t)(b), (int64_t)(c))
 #define S4(a, b, c, d) ct_shape_of(4, (int64_t)(a), (int64_t)(b), (int64_t)(c), (int64_t)(d))
 
-static op_case cases[96];
+static op_case cases[112];
 static int n_cases;
 
 static void add_case(const char *name, int n, ct_shape s0, ct_shape s1, ct_shape s2,
@@ -259,6 +267,10 @@ static void build_table(void) {
   add_case(#Name " broadcast", 2, S2(3, 1), S2(1, 4), none, VALUES_##domain, b_##Name);
   CT_BINARY_MATH(BINARY_MATH_CASE, _)
 #undef BINARY_MATH_CASE
+#define COMPARE_CASE(P, Name, function, op) \
+  add_case(#Name, 2, S2(3, 4), S2(3, 4), none, VALUES_UNIFORM, b_##Name);
+  CT_COMPARE(COMPARE_CASE, _)
+#undef COMPARE_CASE
   add_case("AddN", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_add_n);
   add_case("AllReduce", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_all_reduce);
   add_case("CollectiveReduce", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_collective_reduce);

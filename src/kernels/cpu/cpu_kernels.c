@@ -86,5 +86,8 @@ const ct_kernel_def ct_cpu_kernels[] = {
     CT_BINARY_MATH(BINARY_MATH, _)
 #undef BINARY_MATH
     K("BinaryMathGrad", ct_cpu_binary_math_grad, NONE),
+#define COMPARE(P, Name, function, op) K(#Name, ct_cpu_##Name, NONE),
+    CT_COMPARE(COMPARE, _)
+#undef COMPARE
     {0, CT_DEVICE_KIND_CPU, 0, 0},
 };

@@ -9,6 +9,7 @@
 #include "kernels/kernel.h"
 #include "kernels/kernel_shapes.h"
 #include "ops/binary_math.h"
+#include "ops/compare.h"
 #include "ops/unary_math.h"
 
 extern const ct_kernel_def ct_cpu_kernels[];
@@ -58,6 +59,9 @@ CT_CPU_KERNEL(ct_cpu_unary_math_grad);
   CT_CPU_KERNEL(ct_cpu_##Name);
 CT_BINARY_MATH(CT_CPU_BINARY_MATH_KERNEL, _)
 CT_CPU_KERNEL(ct_cpu_binary_math_grad);
+/* compare.c: ct_cpu_Greater, ... (a kernel per row of ops/compare.h) */
+#define CT_CPU_COMPARE_KERNEL(P, Name, function, op) CT_CPU_KERNEL(ct_cpu_##Name);
+CT_COMPARE(CT_CPU_COMPARE_KERNEL, _)
 /* collective.c */
 CT_CPU_KERNEL(ct_cpu_all_reduce);
 CT_CPU_KERNEL(ct_cpu_collective_reduce);

@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "ops/binary_math.h"
+#include "ops/compare.h"
 #include "ops/unary_math.h"
 
 #define CT_GPU_KERNEL(name) void name(ct_kernel_ctx *ctx)
@@ -50,6 +51,9 @@ CT_GPU_KERNEL(ct_gpu_unary_math_grad);
   CT_GPU_KERNEL(ct_gpu_##Name);
 CT_BINARY_MATH(CT_GPU_BINARY_MATH_KERNEL, _)
 CT_GPU_KERNEL(ct_gpu_binary_math_grad);
+/* gpu_compare.c: ct_gpu_Greater, ... (a kernel per row of ops/compare.h) */
+#define CT_GPU_COMPARE_KERNEL(P, Name, function, op) CT_GPU_KERNEL(ct_gpu_##Name);
+CT_COMPARE(CT_GPU_COMPARE_KERNEL, _)
 /* gpu_compress.c */
 CT_GPU_KERNEL(ct_gpu_compress_gradient);
 CT_GPU_KERNEL(ct_gpu_decompress_gradient);

@@ -63,5 +63,8 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     CT_BINARY_MATH(BINARY_MATH, _)
 #undef BINARY_MATH
     K("BinaryMathGrad", ct_gpu_binary_math_grad),
+#define COMPARE(P, Name, function, op) K(#Name, ct_gpu_##Name),
+    CT_COMPARE(COMPARE, _)
+#undef COMPARE
     {0, CT_DEVICE_KIND_GPU, 0, 0},
 };

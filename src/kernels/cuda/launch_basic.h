@@ -179,6 +179,10 @@ cudaError_t ct_launch_l2_loss(const float *x, float *out, int64_t n, cudaStream_
 /* out[i] = a[i] == b[i] (1 or 0); a_scalar or b_scalar: that one's element 0 everywhere. */
 cudaError_t ct_launch_equal(const void *a, const void *b, uint8_t *out, int dtype, int64_t n,
                             int a_scalar, int b_scalar, cudaStream_t stream);
+/* out[i] = a[i] op b[i] (1 or 0) for row op of ops/compare.h (a
+ * ct_compare_op), scalars as ct_launch_equal's. */
+cudaError_t ct_launch_compare(int op, const void *a, const void *b, uint8_t *out, int dtype,
+                              int64_t n, int a_scalar, int b_scalar, cudaStream_t stream);
 /* y[i] = x[i] converted from dtype `from` to `to` as C converts. */
 cudaError_t ct_launch_cast(const void *x, void *y, int from, int to, int64_t n,
                            cudaStream_t stream);

@@ -35,8 +35,11 @@ static PyObject *g_unary_math(ct_py_graph *g, PyObject *args) {
 }
 
 /* binary_math(op, a, b): the elementwise binary math op TensorFlow names
- * `op` ("Maximum"; ctower._ctower.binary_math_ops() lists them). */
-static PyObject *g_binary_math(ct_py_graph *g, PyObject *args) {
+ * `op` ("Maximum"; ctower._ctower.binary_math_ops() lists them), or
+ * compare(op, a, b) the comparison ("Greater"; compare_ops()). */
+static PyObject *named_pair_op(ct_py_graph *g, PyObject *args,
+                               ct_output (*build)(ct_graph *, const char *, ct_output,
+                                                  ct_output)) {
   const char *op;
   PyObject *obj_a, *obj_b;
   ct_output a, b;
@@ -44,9 +47,15 @@ static PyObject *g_binary_math(ct_py_graph *g, PyObject *args) {
       ct_py_output(g, obj_b, &b))
     return NULL;
   ct_py_write_lock(g);
-  ct_output o = ct_binary_math(g->graph, op, a, b);
+  ct_output o = build(g->graph, op, a, b);
   ct_py_unlock(g);
   return ct_py_built(g, o);
+}
+static PyObject *g_binary_math(ct_py_graph *g, PyObject *args) {
+  return named_pair_op(g, args, ct_binary_math);
+}
+static PyObject *g_compare(ct_py_graph *g, PyObject *args) {
+  return named_pair_op(g, args, ct_compare);
 }
 
 enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV, BINARY_SPARSE_XENT, BINARY_ACCURACY,
@@ -343,6 +352,7 @@ PyMethodDef ct_py_graph_op_methods[] = {
     GRAPH_METHOD(unary, METH_VARARGS),
     GRAPH_METHOD(unary_math, METH_VARARGS),
     GRAPH_METHOD(binary_math, METH_VARARGS),
+    GRAPH_METHOD(compare, METH_VARARGS),
     GRAPH_METHOD(binary, METH_VARARGS),
     GRAPH_METHOD(equal, METH_VARARGS),
     GRAPH_METHOD(softmax_xent, METH_VARARGS),

@@ -1,6 +1,7 @@
 /* The module `ctower._ctower`: its types and functions, registered from the
- * files that hold them; optimizer_learning_rate, unary_math_ops and
- * binary_math_ops, small and of use to no other file, are its own. */
+ * files that hold them; optimizer_learning_rate and the lists of the op
+ * tables (unary_math_ops, ...), small and of use to no other file, are its
+ * own. */
 #include "binding.h"
 
 static PyObject *optimizer_learning_rate(PyObject *self, PyObject *args) {
@@ -15,8 +16,8 @@ static PyObject *optimizer_learning_rate(PyObject *self, PyObject *args) {
   return PyFloat_FromDouble((double)ct_optimizer_learning_rate(&config, rate, (int64_t)step));
 }
 
-/* [(op, function)] of a math table, as its name function (ct_unary_math_name,
- * ct_binary_math_name) lists them. */
+/* [(op, function)] of an op table, as its name function (ct_unary_math_name,
+ * ct_binary_math_name, ct_compare_name) lists them. */
 static PyObject *math_ops(const char *(*name_of)(int k, const char **function)) {
   PyObject *list = PyList_New(0);
   const char *function = NULL, *op;
@@ -40,6 +41,12 @@ static PyObject *binary_math_ops(PyObject *self, PyObject *unused) {
   return math_ops(ct_binary_math_name);
 }
 
+/* The comparisons (src/ops/compare.h). */
+static PyObject *compare_ops(PyObject *self, PyObject *unused) {
+  (void)self, (void)unused;
+  return math_ops(ct_compare_name);
+}
+
 static PyMethodDef module_methods[] = {
     {"checkpoint_write", ct_py_checkpoint_write, METH_VARARGS, "write a safetensors checkpoint"},
     {"checkpoint_read", ct_py_checkpoint_read, METH_VARARGS, "read a safetensors checkpoint"},
@@ -56,6 +63,8 @@ static PyMethodDef module_methods[] = {
      "[(TensorFlow's op name, its Python function's name)] of the unary math ops"},
     {"binary_math_ops", binary_math_ops, METH_NOARGS,
      "[(TensorFlow's op name, its Python function's name)] of the binary math ops"},
+    {"compare_ops", compare_ops, METH_NOARGS,
+     "[(TensorFlow's op name, its Python function's name)] of the comparisons but Equal"},
     {"summary_scalar", ct_py_summary_scalar, METH_VARARGS, "a serialized Summary of a scalar"},
     {"summary_histogram", ct_py_summary_histogram, METH_VARARGS,
      "a serialized Summary of a histogram"},

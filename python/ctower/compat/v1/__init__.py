@@ -35,6 +35,7 @@ from ctower.compat.v1._variables import (AUTO_REUSE, GraphKeys, Variable, Variab
 _Namespace = _names.Namespace
 globals().update(_ops.unary_math)  # tf.exp, tf.log, ... (src/ops/unary_math.h)
 globals().update(_ops.binary_math)  # tf.maximum, tf.pow, ... (src/ops/binary_math.h)
+globals().update(_ops.compare)  # tf.greater, tf.less, ... (src/ops/compare.h)
 newaxis = None
 slice = slice_
 sub = subtract
@@ -163,7 +164,7 @@ initializers = _Namespace(
 math = _Namespace("math", add=add, subtract=subtract, multiply=multiply, divide=divide,
                   add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,
                   argmax=argmax, equal=equal, negative=negative, **_ops.unary_math,
-                  **_ops.binary_math)
+                  **_ops.binary_math, **_ops.compare)
 dtypes = _Namespace("dtypes", float32=float32, int32=int32, int64=int64, uint8=uint8,
                     bool=bool, float64=float64, as_dtype=as_dtype, DType=DType)
 errors = _Namespace("errors", **{n: getattr(errors, n) for n in dir(errors)

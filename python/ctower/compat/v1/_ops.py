@@ -118,6 +118,24 @@ binary_math = {function: _binary_math_function(op, function)
                for op, function in _ctower.binary_math_ops()}
 
 
+def _compare_function(op, function):
+    """tf.<function>(x, y, name=None): ctower's comparison `op`
+    (src/ops/compare.h), a bool tensor; x and y of one shape, or one a scalar."""
+    def compare(x, y, name=None):
+        graph, (x, y) = _tensors([x, y], ranks=_BROADCAST)
+        out = graph._built(graph._c.compare(op, x._output(graph), y._output(graph)), name)
+        out._dtype = fw.bool
+        return out
+    compare.__name__ = compare.__qualname__ = function
+    compare.__doc__ = "TensorFlow's tf.%s: ctower's elementwise %s, a bool tensor." % (
+        function, op)
+    return compare
+
+
+# {function: tf.<function>} of every comparison but tf.equal (tf.greater, ...)
+compare = {function: _compare_function(op, function) for op, function in _ctower.compare_ops()}
+
+
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     """TensorFlow's tf.clip_by_value, composed as TensorFlow composes it:
     maximum(minimum(t, hi), lo), so lo wins where lo > hi, and the gradient
@@ -494,6 +512,10 @@ def _install_operators(cls):
     cls.__rmatmul__ = lambda a, b: matmul(b, a)
     cls.__neg__ = lambda a: negative(a)
     cls.__pow__ = lambda a, b: binary_math["pow"](a, b)
+    cls.__gt__ = lambda a, b: compare["greater"](a, b)
+    cls.__lt__ = lambda a, b: compare["less"](a, b)
+    cls.__ge__ = lambda a, b: compare["greater_equal"](a, b)
+    cls.__le__ = lambda a, b: compare["less_equal"](a, b)
     cls.__rpow__ = lambda a, b: binary_math["pow"](b, a)
     cls.__getitem__ = _getitem
 

@@ -41,14 +41,13 @@ static ct_output partial(ct_graph *g, const ct_node *n, ct_output dy, ct_binary_
   return ct_sum_to_shape_of(g, d, n->inputs[side]);
 }
 
-#define DEFINE(P, Name, function, forward, da, db, flops, domain)                            \
-  static void grad_##Name(ct_graph *g, const ct_node *n, const ct_output *gy,              \
-                          ct_output *gx) {                                                 \
-    gx[0] = partial(g, n, gy[0], CT_BINARY_MATH_##Name, 0);                                \
-    gx[1] = partial(g, n, gy[0], CT_BINARY_MATH_##Name, 1);                                \
-  }                                                                                        \
-  CT_FLOPS_PER_ELEMENT_TIMES(flops_##Name, flops)                                          \
-  const ct_op_def ct_op_##Name = {#Name, ct_infer_broadcast_f32, grad_##Name, CT_OP_INPLACE, \
+#define DEFINE(P, Name, function, forward, da, db, flops, domain)                              \
+  static void grad_##Name(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) { \
+    gx[0] = partial(g, n, gy[0], CT_BINARY_MATH_##Name, 0);                                    \
+    gx[1] = partial(g, n, gy[0], CT_BINARY_MATH_##Name, 1);                                    \
+  }                                                                                            \
+  CT_FLOPS_PER_ELEMENT_TIMES(flops_##Name, flops)                                              \
+  const ct_op_def ct_op_##Name = {#Name, ct_infer_broadcast_f32, grad_##Name, CT_OP_INPLACE,   \
                                   flops_##Name};
 CT_BINARY_MATH(DEFINE, _)
 #undef DEFINE

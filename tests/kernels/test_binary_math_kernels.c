@@ -138,18 +138,18 @@ static void test_every_row_against_a_naive_loop(void **state) {
   (void)state;
   /* 301 x 409 elements: over CT_PARALLEL_GRAIN, so on both threads */
   const ct_shape big = ct_shape_of(2, (int64_t)301, (int64_t)409);
-#define ROW(P, Name, function, forward, da, db, flops, domain)                                  \
-  {                                                                                             \
-    const reference *ref = reference_of(#Name);                                                 \
-    if (ref == NULL) fail_msg("%s: no reference loop in %s", #Name, __FILE__);                  \
-    const value_kind kind = VALUES_##domain;                                                    \
-    check_layout(ref, kind, big, big, "same");                                                  \
-    check_layout(ref, kind, big, ct_shape_of(1, (int64_t)409), "trailing");                     \
-    check_layout(ref, kind, ct_shape_of(0), big, "scalar");                                     \
-    check_layout(ref, kind, ct_shape_of(3, (int64_t)7, (int64_t)1, (int64_t)409),               \
-                 ct_shape_of(3, (int64_t)7, (int64_t)53, (int64_t)409), "middle");              \
-    check_layout(ref, kind, ct_shape_of(2, (int64_t)301, (int64_t)1),                           \
-                 ct_shape_of(2, (int64_t)1, (int64_t)409), "strided");                          \
+#define ROW(P, Name, function, forward, da, db, flops, domain)                     \
+  {                                                                                \
+    const reference *ref = reference_of(#Name);                                    \
+    if (ref == NULL) fail_msg("%s: no reference loop in %s", #Name, __FILE__);     \
+    const value_kind kind = VALUES_##domain;                                       \
+    check_layout(ref, kind, big, big, "same");                                     \
+    check_layout(ref, kind, big, ct_shape_of(1, (int64_t)409), "trailing");        \
+    check_layout(ref, kind, ct_shape_of(0), big, "scalar");                        \
+    check_layout(ref, kind, ct_shape_of(3, (int64_t)7, (int64_t)1, (int64_t)409),  \
+                 ct_shape_of(3, (int64_t)7, (int64_t)53, (int64_t)409), "middle"); \
+    check_layout(ref, kind, ct_shape_of(2, (int64_t)301, (int64_t)1),              \
+                 ct_shape_of(2, (int64_t)1, (int64_t)409), "strided");             \
   }
   CT_BINARY_MATH(ROW, _)
 #undef ROW
@@ -212,8 +212,8 @@ static void test_tensorflow_rules_at_ties_nans_and_zeros(void **state) {
   /* 0^0 = 1 with da NaN (0 * 0^-1); 0^-1 = inf; no log of a <= 0 in db */
   assert_floats("Pow", y, (const float[]){1, 2, nan, 1, 1, 0, 4, inf, 1.4142135f, -1}, N);
   assert_floats("Pow da", da, (const float[]){1, 1, 1, nan, nan, 0, -4, -inf, 0.35355338f, 3}, N);
-  assert_floats("Pow db", db, (const float[]){0, 1.3862944f, nan, 0, 0, 0, 0, nan, 0.9802581f, -0.0f},
-                N);
+  assert_floats("Pow db", db,
+                (const float[]){0, 1.3862944f, nan, 0, 0, 0, 0, nan, 0.9802581f, -0.0f}, N);
 }
 
 int main(void) {

@@ -12,15 +12,15 @@
 
 /* The reference of comparison `op` at a, b compared as long doubles are not
  * enough for i64: each dtype has its own. */
-#define REFERENCE(T)                                                       \
-  static int reference_##T(const char *op, T a, T b) {                   \
-    if (strcmp(op, "Greater") == 0) return a > b;                          \
-    if (strcmp(op, "Less") == 0) return a < b;                             \
+#define REFERENCE(T)                                                           \
+  static int reference_##T(const char *op, T a, T b) {                         \
+    if (strcmp(op, "Greater") == 0) return a > b;                              \
+    if (strcmp(op, "Less") == 0) return a < b;                                 \
     if (strcmp(op, "GreaterEqual") == 0) return !(a < b) && (a == b || a > b); \
     if (strcmp(op, "LessEqual") == 0) return !(a > b) && (a == b || a < b);    \
-    if (strcmp(op, "NotEqual") == 0) return !(a == b);                     \
-    fail_msg("%s: no reference in %s", op, __FILE__);                      \
-    return -1;                                                             \
+    if (strcmp(op, "NotEqual") == 0) return !(a == b);                         \
+    fail_msg("%s: no reference in %s", op, __FILE__);                          \
+    return -1;                                                                 \
   }
 REFERENCE(float)
 REFERENCE(int32_t)
@@ -29,17 +29,17 @@ REFERENCE(int64_t)
 
 enum { N = 16 };
 
-static const float F_A[N] = {1, 2, -0.0f, NAN, 1, NAN, INFINITY, -INFINITY,
-                             3, -3, 0.5f, 7, -1, 2, 1e-30f, 5};
-static const float F_B[N] = {1, 1, 0.0f, 1, NAN, NAN, INFINITY, 1,
-                             4, -4, 0.5f, -7, 1, 2, 0, 5.000001f};
+static const float F_A[N] = {1, 2,  -0.0f, NAN, 1,  NAN, INFINITY, -INFINITY,
+                             3, -3, 0.5f,  7,   -1, 2,   1e-30f,   5};
+static const float F_B[N] = {1, 1,  0.0f, 1,  NAN, NAN, INFINITY, 1,
+                             4, -4, 0.5f, -7, 1,   2,   0,        5.000001f};
 static const int32_t I_A[N] = {1, 2, 0, -1, INT32_MAX, INT32_MIN, 5, 5, 3, -3, 7, 8, 9, 10, 0, 0};
 static const int32_t I_B[N] = {1, 1, 0, 1, INT32_MIN, INT32_MAX, 5, 6, 4, -4, 7, 7, 10, 9, 1, -1};
 #define BIG (INT64_C(1) << 60)
-static const int64_t L_A[N] = {BIG + 1, BIG, BIG, -BIG - 1, 1, 2, 0, INT64_MAX,
-                               INT64_MIN, 5, 6, 7, 8, 9, 10, 11};
-static const int64_t L_B[N] = {BIG, BIG + 1, BIG, -BIG, 1, 1, 0, INT64_MAX - 1,
-                               INT64_MIN + 1, 5, 7, 6, 8, 10, 9, 11};
+static const int64_t L_A[N] = {BIG + 1,   BIG, BIG, -BIG - 1, 1, 2, 0,  INT64_MAX,
+                               INT64_MIN, 5,   6,   7,        8, 9, 10, 11};
+static const int64_t L_B[N] = {BIG,           BIG + 1, BIG, -BIG, 1, 1,  0, INT64_MAX - 1,
+                               INT64_MIN + 1, 5,       7,   6,    8, 10, 9, 11};
 
 /* op of a (n_a elements) and b (n_b: n or a scalar), against the reference. */
 static void check(const char *op, ct_dtype dtype, const void *a, int64_t n_a, const void *b,
@@ -85,14 +85,14 @@ static void check(const char *op, ct_dtype dtype, const void *a, int64_t n_a, co
 
 static void test_every_row_against_a_naive_loop(void **state) {
   (void)state;
-#define ROW(P, Name, function, op)                        \
-  check(#Name, CT_F32, F_A, N, F_B, N);                   \
-  check(#Name, CT_F32, F_A, N, &F_B[1], 1);               \
-  check(#Name, CT_F32, &F_A[3], 1, F_B, N);               \
-  check(#Name, CT_I32, I_A, N, I_B, N);                   \
-  check(#Name, CT_I32, &I_A[0], 1, I_B, N);               \
-  check(#Name, CT_I64, L_A, N, L_B, N);                   \
-  check(#Name, CT_I64, L_A, N, &L_B[0], 1);               \
+#define ROW(P, Name, function, op)          \
+  check(#Name, CT_F32, F_A, N, F_B, N);     \
+  check(#Name, CT_F32, F_A, N, &F_B[1], 1); \
+  check(#Name, CT_F32, &F_A[3], 1, F_B, N); \
+  check(#Name, CT_I32, I_A, N, I_B, N);     \
+  check(#Name, CT_I32, &I_A[0], 1, I_B, N); \
+  check(#Name, CT_I64, L_A, N, L_B, N);     \
+  check(#Name, CT_I64, L_A, N, &L_B[0], 1); \
   printf("  %-12s f32, i32, i64, scalars: as the naive loop\n", #Name);
   CT_COMPARE(ROW, _)
 #undef ROW

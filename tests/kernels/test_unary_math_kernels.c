@@ -103,7 +103,8 @@ static void check_row(const char *op, value_kind domain, const float *extra, int
   }
   int64_t at = 0, at_dx = 0;
   const double forward = ct_test_worst_against(ct_tensor_f32(out[0]), want, n, &at);
-  const double backward = ref->derivative ? ct_test_worst_against(ct_tensor_f32(out[1]), want_dx, n, &at_dx) : 0;
+  const double backward =
+      ref->derivative ? ct_test_worst_against(ct_tensor_f32(out[1]), want_dx, n, &at_dx) : 0;
   printf("  %-10s forward %.2e  gradient %s%.2e\n", op, forward, ref->derivative ? "" : "none ",
          backward);
   if (!(forward <= 2e-6))

@@ -287,13 +287,15 @@ static void test_every_binary_math_row_is_an_op(void **state) {
     assert_int_equal(ct_gradients(g, ct_reduce_sum(g, y, 0, 0), 2, in, d), 0);
     assert_status_ok(ct_graph_status(g));
     /* da has a's shape: BinaryMathGrad itself; db is summed from [2, 3] to [3] */
+    const ct_node *summed = d[1].node;
     const ct_node *partials[2] = {d[0].node,
-                                  d[1].node && d[1].node->n_inputs ? d[1].node->inputs[0].node : NULL};
+                                  summed && summed->n_inputs ? summed->inputs[0].node : NULL};
     if (d[1].node == NULL || strcmp(d[1].node->op->name, "SumLike") != 0)
       fail_msg("%s: b's gradient is not summed down to b's shape", name);
     for (int side = 0; side < 2; ++side)
       if (partials[side] == NULL || strcmp(partials[side]->op->name, "BinaryMathGrad") != 0 ||
-          partials[side]->attrs.binary_math.op != k || partials[side]->attrs.binary_math.side != side)
+          partials[side]->attrs.binary_math.op != k ||
+          partials[side]->attrs.binary_math.side != side)
         fail_msg("%s: the gradient of input %d is not BinaryMathGrad of row %d", name, side, k);
     ct_graph_free(g);
   }

@@ -259,6 +259,11 @@ ct_output ct_transpose(ct_graph *g, ct_output x, const int *perm);
  * 0 means all axes). keep_dims keeps reduced axes as size 1. */
 ct_output ct_reduce_sum(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);
 ct_output ct_reduce_mean(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);
+/* The largest (smallest) value over the axes, as ct_reduce_sum's: NaN where
+ * one of them is NaN, -inf (+inf) over none. Its gradient divides dy among
+ * the positions equal to the result (TensorFlow's rule for ties). */
+ct_output ct_reduce_max(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);
+ct_output ct_reduce_min(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);
 
 /* Classification. logits [N, C] f32, labels [N] i32 in [0, C).
  * Returns the per-example loss [N]. A label out of range fails the run with

@@ -31,7 +31,7 @@
   X(ct_op_compressed_all_reduce)                                                            \
   CT_UNARY_MATH(CT_UNARY_MATH_OP, X) X(ct_op_unary_math_grad)                               \
   CT_BINARY_MATH(CT_BINARY_MATH_OP, X) X(ct_op_binary_math_grad)                             \
-  CT_COMPARE(CT_COMPARE_OP, X)
+  CT_COMPARE(CT_COMPARE_OP, X) X(ct_op_max) X(ct_op_min) X(ct_op_max_min_grad)
 
 /* A row of ops/unary_math.h as its definition, ct_op_<Name>. */
 #define CT_UNARY_MATH_OP(X, Name, function, forward, derivative, gradient, flops, domain) \

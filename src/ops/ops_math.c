@@ -206,6 +206,30 @@ const ct_op_def ct_op_mean = {"Mean", infer_reduce, grad_mean, 0, ct_flops_per_e
 const ct_op_def ct_op_reduce_grad = {"ReduceGrad", infer_reduce_grad, NULL, 0,
                                      ct_flops_per_element};
 
+/* Max and Min (TensorFlow's reduce_max, reduce_min): a NaN among the
+ * reduced values gives NaN; no values give -inf (Max) or +inf (Min). The
+ * gradient, as TensorFlow's: dy divided among the positions equal to the
+ * result, MaxMinGrad(x, y, dy) with the reduction's attrs. */
+static void grad_max_min(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  ct_output in[3] = {n->inputs[0], ct_out((ct_node *)n, 0), gy[0]};
+  gx[0] = ct_out(ct_graph_add_node(g, &ct_op_max_min_grad, NULL, 3, in, 1, &n->attrs), 0);
+}
+
+/* MaxMinGrad(x, y, dy): dx of x's shape. */
+static int infer_max_min_grad(ct_infer_ctx *ctx) {
+  for (int i = 0; i < 3; ++i)
+    if (ct_require_dtype(ctx, i, CT_F32)) return 1;
+  return ct_infer_same_as_input0(ctx);
+}
+
+/* the count of ties, then the share of each */
+CT_FLOPS_PER_ELEMENT_TIMES(max_min_grad_flops, 3)
+
+const ct_op_def ct_op_max = {"Max", infer_reduce, grad_max_min, 0, ct_flops_per_element};
+const ct_op_def ct_op_min = {"Min", infer_reduce, grad_max_min, 0, ct_flops_per_element};
+const ct_op_def ct_op_max_min_grad = {"MaxMinGrad", infer_max_min_grad, NULL, 0,
+                                      max_min_grad_flops};
+
 static ct_output reduce(ct_graph *g, const ct_op_def *op, ct_output x, unsigned mask,
                         int keep_dims) {
   int rank = ct_output_shape(x).rank;
@@ -218,6 +242,12 @@ ct_output ct_reduce_sum(ct_graph *g, ct_output x, unsigned mask, int keep_dims) 
 }
 ct_output ct_reduce_mean(ct_graph *g, ct_output x, unsigned mask, int keep_dims) {
   return reduce(g, &ct_op_mean, x, mask, keep_dims);
+}
+ct_output ct_reduce_max(ct_graph *g, ct_output x, unsigned mask, int keep_dims) {
+  return reduce(g, &ct_op_max, x, mask, keep_dims);
+}
+ct_output ct_reduce_min(ct_graph *g, ct_output x, unsigned mask, int keep_dims) {
+  return reduce(g, &ct_op_min, x, mask, keep_dims);
 }
 
 /* ---- matmul ---------------------------------------------------------------- */

@@ -197,6 +197,13 @@ static ct_output b_argmax_axis1(ct_graph *g, const ct_output *x) {
 static ct_output b_argmax_last(ct_graph *g, const ct_output *x) {
   return ct_cast(g, ct_argmax_axis(g, x[0], -1), CT_F32);
 }
+static ct_output b_max_axis1(ct_graph *g, const ct_output *x) {
+  return ct_reduce_max(g, x[0], 1u << 1, 0);
+}
+static ct_output b_min_axes02_keep(ct_graph *g, const ct_output *x) {
+  return ct_reduce_min(g, x[0], 1u << 0 | 1u << 2, 1);
+}
+static ct_output b_max_all(ct_graph *g, const ct_output *x) { return ct_reduce_max(g, x[0], 0, 0); }
 static ct_output b_l2_loss(ct_graph *g, const ct_output *x) { return ct_l2_loss(g, x[0]); }
 static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
   return ct_tanh(g, ct_add(g, ct_matmul(g, x[0], x[1], 0, 0), x[2]));
@@ -332,6 +339,10 @@ static void build_table(void) {
   add_case("SoftmaxCrossEntropy", 1, S2(4, 5), none, none, VALUES_UNIFORM, b_xent);
   add_case("SoftmaxCrossEntropyWithLogits", 1, S2(3, 4), none, none, VALUES_UNIFORM,
            b_dense_xent);
+  add_case("Max axis 1", 1, S3(2, 5, 3), none, none, VALUES_DISTINCT, b_max_axis1);
+  add_case("Min axes 0, 2 keep_dims", 1, S3(3, 2, 4), none, none, VALUES_DISTINCT,
+           b_min_axes02_keep);
+  add_case("Max of all", 1, S2(4, 5), none, none, VALUES_DISTINCT, b_max_all);
   add_case("ArgMax axis 0", 1, S3(5, 3, 4), none, none, VALUES_DISTINCT, b_argmax_axis0);
   add_case("ArgMax axis 1", 1, S3(2, 6, 3), none, none, VALUES_DISTINCT, b_argmax_axis1);
   add_case("ArgMax last axis", 1, S2(3, 40), none, none, VALUES_DISTINCT, b_argmax_last);

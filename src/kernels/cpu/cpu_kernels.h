@@ -73,6 +73,9 @@ CT_CPU_KERNEL(ct_cpu_compressed_all_reduce);
 /* on this rank of the job */
 CT_CPU_SCRATCH(ct_cpu_compressed_all_reduce_scratch);
 /* reduce.c */
+CT_CPU_KERNEL(ct_cpu_max);
+CT_CPU_KERNEL(ct_cpu_min);
+CT_CPU_KERNEL(ct_cpu_max_min_grad);
 CT_CPU_KERNEL(ct_cpu_sum);
 CT_CPU_KERNEL(ct_cpu_mean);
 CT_CPU_KERNEL(ct_cpu_reduce_grad);

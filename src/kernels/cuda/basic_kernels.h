@@ -59,6 +59,9 @@ CT_GPU_KERNEL(ct_gpu_compress_gradient);
 CT_GPU_KERNEL(ct_gpu_decompress_gradient);
 /* gpu_reduce.c */
 CT_GPU_KERNEL(ct_gpu_sum);
+CT_GPU_KERNEL(ct_gpu_max);
+CT_GPU_KERNEL(ct_gpu_min);
+CT_GPU_KERNEL(ct_gpu_max_min_grad);
 CT_GPU_KERNEL(ct_gpu_mean);
 CT_GPU_KERNEL(ct_gpu_reduce_grad);
 /* gpu_classification.c */

@@ -567,3 +567,49 @@ extern "C" cudaError_t ct_launch_reduce(const float *x, float *y, const ct_reduc
   }
   return cudaGetLastError();
 }
+
+/* ---- Max and Min over axes, and their gradient: one thread per output,
+ * its reduced elements in order, as the CPU walks them (reduce.c) ---- */
+
+__global__ static void max_min_kernel(const float *x, float *y, int64_t m, int64_t k,
+                                      ct_strided kept, ct_strided reduced, int is_max) {
+  FOR_EACH(j, m) {
+    const float *base = x + offset_of(j, kept);
+    float v = is_max ? -INFINITY : INFINITY;
+    for (int64_t r = 0; r < k; ++r) {
+      const float e = base[offset_of(r, reduced)];
+      if ((is_max ? e > v : e < v) || e != e) v = e;
+    }
+    y[j] = v;
+  }
+}
+
+extern "C" cudaError_t ct_launch_max_min(const float *x, float *y, int64_t m, int64_t k,
+                                         const ct_strided *kept, const ct_strided *reduced,
+                                         int is_max, cudaStream_t stream) {
+  max_min_kernel<<<blocks_for(m), THREADS, 0, stream>>>(x, y, m, k, *kept, *reduced, is_max);
+  return cudaGetLastError();
+}
+
+__global__ static void max_min_grad_kernel(const float *x, const float *y, const float *dy,
+                                           float *dx, int64_t m, int64_t k, ct_strided kept,
+                                           ct_strided reduced) {
+  FOR_EACH(j, m) {
+    const int64_t base = offset_of(j, kept);
+    int64_t ties = 0;
+    for (int64_t r = 0; r < k; ++r) ties += x[base + offset_of(r, reduced)] == y[j];
+    for (int64_t r = 0; r < k; ++r) {
+      const int64_t i = base + offset_of(r, reduced);
+      dx[i] = __fmul_rn((x[i] == y[j] ? 1.0f : 0.0f) / (float)ties, dy[j]);
+    }
+  }
+}
+
+extern "C" cudaError_t ct_launch_max_min_grad(const float *x, const float *y, const float *dy,
+                                              float *dx, int64_t m, int64_t k,
+                                              const ct_strided *kept, const ct_strided *reduced,
+                                              cudaStream_t stream) {
+  max_min_grad_kernel<<<blocks_for(m), THREADS, 0, stream>>>(x, y, dy, dx, m, k, *kept,
+                                                             *reduced);
+  return cudaGetLastError();
+}

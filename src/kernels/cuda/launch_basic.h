@@ -156,6 +156,16 @@ int64_t ct_reduce_scratch_floats(const ct_reduce_map *map);
 cudaError_t ct_launch_reduce(const float *x, float *y, const ct_reduce_map *map, float scale,
                              float *scratch, cudaStream_t stream);
 
+/* y[j] = the largest (is_max) or smallest x[offset(j, kept) + offset(r,
+ * reduced)] over r < k, for j < m: NaN where one is NaN, +-inf over none. */
+cudaError_t ct_launch_max_min(const float *x, float *y, int64_t m, int64_t k,
+                              const ct_strided *kept, const ct_strided *reduced, int is_max,
+                              cudaStream_t stream);
+/* MaxMinGrad: dx at those offsets = (x == y[j]) / (the count of such x) * dy[j]. */
+cudaError_t ct_launch_max_min_grad(const float *x, const float *y, const float *dy, float *dx,
+                                   int64_t m, int64_t k, const ct_strided *kept,
+                                   const ct_strided *reduced, cudaStream_t stream);
+
 /* ---- classification (classification.cu), logits [rows, classes] ---- */
 
 /* loss[n] = logsumexp(logits[n]) - logits[n, labels[n]], backprop = softmax -

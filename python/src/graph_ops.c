@@ -334,16 +334,19 @@ static PyObject *g_argmax(ct_py_graph *g, PyObject *args) {
   return ct_py_built(g, o);
 }
 
+/* reduce(kind, x, axes_mask, keep_dims): kind 0 sum, 1 mean, 2 max, 3 min. */
 static PyObject *g_reduce(ct_py_graph *g, PyObject *args) {
+  static ct_output (*const reductions[])(ct_graph *, ct_output, unsigned, int) = {
+      ct_reduce_sum, ct_reduce_mean, ct_reduce_max, ct_reduce_min};
   PyObject *ox;
-  int mean, keep;
+  int kind, keep;
   unsigned mask;
   ct_output x;
-  if (!PyArg_ParseTuple(args, "pOIp", &mean, &ox, &mask, &keep) || ct_py_output(g, ox, &x))
+  if (!PyArg_ParseTuple(args, "iOIp", &kind, &ox, &mask, &keep) || ct_py_output(g, ox, &x))
     return NULL;
+  if (kind < 0 || kind > 3) return PyErr_Format(PyExc_ValueError, "no reduction %d", kind);
   ct_py_write_lock(g);
-  ct_output o = mean ? ct_reduce_mean(g->graph, x, mask, keep)
-                     : ct_reduce_sum(g->graph, x, mask, keep);
+  ct_output o = reductions[kind](g->graph, x, mask, keep);
   ct_py_unlock(g);
   return ct_py_built(g, o);
 }

@@ -15,8 +15,8 @@ from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Ten
 from ctower.compat.v1._nn import cast
 from ctower.compat.v1._ops import (add, add_n, argmax, clip_by_value, concat, divide,
                                    expand_dims, fill, group, identity, matmul, multiply,
-                                   negative, no_op, ones, ones_like,
-                                   reduce_mean, reduce_sum, reshape, slice_, split, squeeze,
+                                   negative, no_op, ones, ones_like, reduce_max, reduce_mean,
+                                   reduce_min, reduce_sum, reshape, slice_, split, squeeze,
                                    stack, stop_gradient, subtract, transpose, truediv, unstack,
                                    zeros, zeros_like)
 from ctower.compat.v1._session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession,
@@ -163,6 +163,7 @@ initializers = _Namespace(
     global_variables=global_variables_initializer, variables=variables_initializer)
 math = _Namespace("math", add=add, subtract=subtract, multiply=multiply, divide=divide,
                   add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,
+                  reduce_max=reduce_max, reduce_min=reduce_min,
                   argmax=argmax, equal=equal, negative=negative, **_ops.unary_math,
                   **_ops.binary_math, **_ops.compare)
 dtypes = _Namespace("dtypes", float32=float32, int32=int32, int64=int64, uint8=uint8,

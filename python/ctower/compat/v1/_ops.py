@@ -359,7 +359,11 @@ def unstack(value, num=None, axis=0, name="unstack"):
 
 # ---- reductions and comparisons ----------------------------------------------------------
 
-def _reduce(mean, input_tensor, axis, keepdims, name, reduction_indices, keep_dims):
+# the extension's reductions (graph_ops.c's g_reduce)
+_SUM, _MEAN, _MAX, _MIN = range(4)
+
+
+def _reduce(kind, input_tensor, axis, keepdims, name, reduction_indices, keep_dims):
     graph, (x,) = _tensors([input_tensor])
     axis = reduction_indices if axis is None else axis
     keep = bool(keepdims if keepdims is not None else keep_dims)
@@ -369,17 +373,30 @@ def _reduce(mean, input_tensor, axis, keepdims, name, reduction_indices, keep_di
             mask |= 1 << _axis(a, x.shape.ndims)
         if mask == 0:
             return identity(x, name=name)
-    return graph._built(graph._c.reduce(mean, x._output(graph), mask, keep), name)
+    return graph._built(graph._c.reduce(kind, x._output(graph), mask, keep), name)
 
 
 def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                keep_dims=None):
-    return _reduce(False, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+    return _reduce(_SUM, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
 def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                 keep_dims=None):
-    return _reduce(True, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+    return _reduce(_MEAN, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """The largest value over the axes: NaN where one is NaN; its gradient
+    divides dy among the positions equal to it, as TensorFlow's."""
+    return _reduce(_MAX, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """The smallest value over the axes, as reduce_max's."""
+    return _reduce(_MIN, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
 def argmax(input, axis=None, name=None, dimension=None, output_type=fw.int64):

@@ -146,7 +146,7 @@ nn = _Namespace(
     sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
-    fused_batch_norm=_nn.fused_batch_norm)
+    fused_batch_norm=_nn.fused_batch_norm, softmax=_nn.softmax, log_softmax=_nn.log_softmax)
 layers = _Namespace("layers", batch_normalization=_nn.batch_normalization)
 train = _Namespace(
     "train", Optimizer=_train.Optimizer,

@@ -102,6 +102,15 @@ ct_output ct_unary_math(ct_graph *g, const char *op, ct_output x);
  * the last; *function (when not NULL) gets TensorFlow's Python function
  * for it ("exp" for "Exp"). */
 const char *ct_unary_math_name(int k, const char **function);
+/* The elementwise binary math op named `op` by TensorFlow ("Maximum",
+ * "Pow", ...: ct_binary_math_name lists them) of f32 a and b, which
+ * broadcast as NumPy's (as ct_add's do). Another name records
+ * INVALID_ARGUMENT in the graph and returns the null output. */
+ct_output ct_binary_math(ct_graph *g, const char *op, ct_output a, ct_output b);
+/* The name of binary math op k (0, 1, ... in a fixed order), or NULL past
+ * the last; *function (when not NULL) gets TensorFlow's Python function
+ * for it ("maximum" for "Maximum"). */
+const char *ct_binary_math_name(int k, const char **function);
 /* sums[k] = parts[0] + ... + parts[n-1] (in that order), on parts[k]'s
  * device: one collective across devices (NCCL between GPUs). Returns 0, or
  * 1 with the error recorded in the graph. */
@@ -257,6 +266,11 @@ ct_output ct_transpose(ct_graph *g, ct_output x, const int *perm);
  * 0 means all axes). keep_dims keeps reduced axes as size 1. */
 ct_output ct_reduce_sum(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);
 ct_output ct_reduce_mean(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);
+/* The largest (smallest) value over the axes, as ct_reduce_sum's: NaN where
+ * one of them is NaN, -inf (+inf) over none. Its gradient divides dy among
+ * the positions equal to the result (TensorFlow's rule for ties). */
+ct_output ct_reduce_max(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);
+ct_output ct_reduce_min(ct_graph *g, ct_output x, unsigned axes_mask, int keep_dims);
 
 /* Classification. logits [N, C] f32, labels [N] i32 in [0, C).
  * Returns the per-example loss [N]. A label out of range fails the run with
@@ -278,6 +292,15 @@ ct_output ct_argmax(ct_graph *g, ct_output x); /* ct_argmax_axis over the last a
 /* 1 where a == b, else 0 (u8, TensorFlow's bool): a and b of one dtype and
  * one shape, or one a scalar. No gradient. */
 ct_output ct_equal(ct_graph *g, ct_output a, ct_output b);
+/* The comparison named `op` by TensorFlow ("Greater", "LessEqual", ...:
+ * ct_compare_name lists them) of a and b, taken as ct_equal takes them: a
+ * u8 of 1 where `a op b` holds, else 0; no gradient. Another name records
+ * INVALID_ARGUMENT in the graph and returns the null output. */
+ct_output ct_compare(ct_graph *g, const char *op, ct_output a, ct_output b);
+/* The name of comparison k (0, 1, ... in a fixed order), or NULL past the
+ * last; *function (when not NULL) gets TensorFlow's Python function for it
+ * ("greater" for "Greater"). */
+const char *ct_compare_name(int k, const char **function);
 /* x converted to `dtype` element by element as C converts (floats to
  * integers truncate toward zero), except that a value outside an integer
  * dtype's range saturates at its end (a NaN gives 0): a narrowed integer

@@ -34,6 +34,30 @@ static PyObject *g_unary_math(ct_py_graph *g, PyObject *args) {
   return ct_py_built(g, o);
 }
 
+/* binary_math(op, a, b): the elementwise binary math op TensorFlow names
+ * `op` ("Maximum"; ctower._ctower.binary_math_ops() lists them), or
+ * compare(op, a, b) the comparison ("Greater"; compare_ops()). */
+static PyObject *named_pair_op(ct_py_graph *g, PyObject *args,
+                               ct_output (*build)(ct_graph *, const char *, ct_output,
+                                                  ct_output)) {
+  const char *op;
+  PyObject *obj_a, *obj_b;
+  ct_output a, b;
+  if (!PyArg_ParseTuple(args, "sOO", &op, &obj_a, &obj_b) || ct_py_output(g, obj_a, &a) ||
+      ct_py_output(g, obj_b, &b))
+    return NULL;
+  ct_py_write_lock(g);
+  ct_output o = build(g->graph, op, a, b);
+  ct_py_unlock(g);
+  return ct_py_built(g, o);
+}
+static PyObject *g_binary_math(ct_py_graph *g, PyObject *args) {
+  return named_pair_op(g, args, ct_binary_math);
+}
+static PyObject *g_compare(ct_py_graph *g, PyObject *args) {
+  return named_pair_op(g, args, ct_compare);
+}
+
 enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV, BINARY_SPARSE_XENT, BINARY_ACCURACY,
        BINARY_ASSIGN, BINARY_DROPOUT };
 
@@ -310,16 +334,19 @@ static PyObject *g_argmax(ct_py_graph *g, PyObject *args) {
   return ct_py_built(g, o);
 }
 
+/* reduce(kind, x, axes_mask, keep_dims): kind 0 sum, 1 mean, 2 max, 3 min. */
 static PyObject *g_reduce(ct_py_graph *g, PyObject *args) {
+  static ct_output (*const reductions[])(ct_graph *, ct_output, unsigned, int) = {
+      ct_reduce_sum, ct_reduce_mean, ct_reduce_max, ct_reduce_min};
   PyObject *ox;
-  int mean, keep;
+  int kind, keep;
   unsigned mask;
   ct_output x;
-  if (!PyArg_ParseTuple(args, "pOIp", &mean, &ox, &mask, &keep) || ct_py_output(g, ox, &x))
+  if (!PyArg_ParseTuple(args, "iOIp", &kind, &ox, &mask, &keep) || ct_py_output(g, ox, &x))
     return NULL;
+  if (kind < 0 || kind > 3) return PyErr_Format(PyExc_ValueError, "no reduction %d", kind);
   ct_py_write_lock(g);
-  ct_output o = mean ? ct_reduce_mean(g->graph, x, mask, keep)
-                     : ct_reduce_sum(g->graph, x, mask, keep);
+  ct_output o = reductions[kind](g->graph, x, mask, keep);
   ct_py_unlock(g);
   return ct_py_built(g, o);
 }
@@ -327,6 +354,8 @@ static PyObject *g_reduce(ct_py_graph *g, PyObject *args) {
 PyMethodDef ct_py_graph_op_methods[] = {
     GRAPH_METHOD(unary, METH_VARARGS),
     GRAPH_METHOD(unary_math, METH_VARARGS),
+    GRAPH_METHOD(binary_math, METH_VARARGS),
+    GRAPH_METHOD(compare, METH_VARARGS),
     GRAPH_METHOD(binary, METH_VARARGS),
     GRAPH_METHOD(equal, METH_VARARGS),
     GRAPH_METHOD(softmax_xent, METH_VARARGS),

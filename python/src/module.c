@@ -1,6 +1,7 @@
 /* The module `ctower._ctower`: its types and functions, registered from the
- * files that hold them; optimizer_learning_rate and unary_math_ops, small
- * and of use to no other file, are its own. */
+ * files that hold them; optimizer_learning_rate and the lists of the op
+ * tables (unary_math_ops, ...), small and of use to no other file, are its
+ * own. */
 #include "binding.h"
 
 static PyObject *optimizer_learning_rate(PyObject *self, PyObject *args) {
@@ -15,17 +16,35 @@ static PyObject *optimizer_learning_rate(PyObject *self, PyObject *args) {
   return PyFloat_FromDouble((double)ct_optimizer_learning_rate(&config, rate, (int64_t)step));
 }
 
-/* The unary math ops (src/ops/unary_math.h), as ct_unary_math_name lists them. */
-static PyObject *unary_math_ops(PyObject *self, PyObject *unused) {
-  (void)self, (void)unused;
+/* [(op, function)] of an op table, as its name function (ct_unary_math_name,
+ * ct_binary_math_name, ct_compare_name) lists them. */
+static PyObject *math_ops(const char *(*name_of)(int k, const char **function)) {
   PyObject *list = PyList_New(0);
   const char *function = NULL, *op;
-  for (int k = 0; list && (op = ct_unary_math_name(k, &function)) != NULL; ++k) {
+  for (int k = 0; list && (op = name_of(k, &function)) != NULL; ++k) {
     PyObject *row = Py_BuildValue("(ss)", op, function);
     if (row == NULL || PyList_Append(list, row) < 0) Py_CLEAR(list);
     Py_XDECREF(row);
   }
   return list;
+}
+
+/* The unary math ops (src/ops/unary_math.h). */
+static PyObject *unary_math_ops(PyObject *self, PyObject *unused) {
+  (void)self, (void)unused;
+  return math_ops(ct_unary_math_name);
+}
+
+/* The binary math ops (src/ops/binary_math.h). */
+static PyObject *binary_math_ops(PyObject *self, PyObject *unused) {
+  (void)self, (void)unused;
+  return math_ops(ct_binary_math_name);
+}
+
+/* The comparisons (src/ops/compare.h). */
+static PyObject *compare_ops(PyObject *self, PyObject *unused) {
+  (void)self, (void)unused;
+  return math_ops(ct_compare_name);
 }
 
 static PyMethodDef module_methods[] = {
@@ -42,6 +61,10 @@ static PyMethodDef module_methods[] = {
      "what `ctower train` runs"},
     {"unary_math_ops", unary_math_ops, METH_NOARGS,
      "[(TensorFlow's op name, its Python function's name)] of the unary math ops"},
+    {"binary_math_ops", binary_math_ops, METH_NOARGS,
+     "[(TensorFlow's op name, its Python function's name)] of the binary math ops"},
+    {"compare_ops", compare_ops, METH_NOARGS,
+     "[(TensorFlow's op name, its Python function's name)] of the comparisons but Equal"},
     {"summary_scalar", ct_py_summary_scalar, METH_VARARGS, "a serialized Summary of a scalar"},
     {"summary_histogram", ct_py_summary_histogram, METH_VARARGS,
      "a serialized Summary of a histogram"},

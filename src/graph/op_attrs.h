@@ -140,6 +140,13 @@ typedef struct ct_unary_math_attrs {
   int op; /* a ct_unary_math_op */
 } ct_unary_math_attrs;
 
+/* BinaryMathGrad: the row of ops/binary_math.h and the input (0: a, 1: b)
+ * whose partial it computes. */
+typedef struct ct_binary_math_attrs {
+  int op;   /* a ct_binary_math_op */
+  int side; /* 0: dL/da, 1: dL/db */
+} ct_binary_math_attrs;
+
 /* A node's attributes: the member named for its op. */
 typedef union ct_attrs {
   ct_source_attrs source;
@@ -162,6 +169,7 @@ typedef union ct_attrs {
   ct_collective_attrs collective;
   ct_compress_attrs compress;
   ct_unary_math_attrs unary_math;
+  ct_binary_math_attrs binary_math;
 } ct_attrs;
 
 #endif

@@ -101,6 +101,32 @@ ct_shape ct_reduce_kept_shape(const ct_shape *x, unsigned mask, int64_t *count) 
   return kept;
 }
 
+void ct_reduce_axes(const ct_shape *x, unsigned mask, ct_axes *kept, ct_axes *reduced) {
+  int64_t stride = 1;
+  kept->rank = reduced->rank = 0;
+  for (int d = x->rank - 1; d >= 0; --d) { /* innermost first, then reversed */
+    ct_axes *side = mask & (1u << d) ? reduced : kept;
+    side->dims[side->rank] = x->dims[d];
+    side->strides[side->rank++] = stride;
+    stride *= x->dims[d];
+  }
+  ct_axes *sides[2] = {kept, reduced};
+  for (int s = 0; s < 2; ++s) {
+    ct_axes *a = sides[s];
+    for (int lo = 0, hi = a->rank - 1; lo < hi; ++lo, --hi) {
+      int64_t t = a->dims[lo];
+      a->dims[lo] = a->dims[hi], a->dims[hi] = t;
+      t = a->strides[lo];
+      a->strides[lo] = a->strides[hi], a->strides[hi] = t;
+    }
+    if (a->rank == 0) {
+      a->rank = 1;
+      a->dims[0] = 1;
+      a->strides[0] = 0;
+    }
+  }
+}
+
 void ct_rows_channels(const ct_shape *x, int64_t *rows, int64_t *channels) {
   *channels = x->dims[x->rank - 1];
   *rows = *channels ? ct_shape_elements(x) / *channels : 0;

@@ -59,5 +59,29 @@ int64_t ct_example_elements(const ct_kernel_ctx *ctx);
 /* x's shape with the axes in `mask` set to 1; *count: how many elements
  * each output element of the reduction sums. */
 ct_shape ct_reduce_kept_shape(const ct_shape *x, unsigned mask, int64_t *count);
+/* Axes of x walked in row-major order: element i of them is at x offset
+ * sum of coordinate[d] * strides[d]. */
+typedef struct ct_axes {
+  int rank; /* >= 1 */
+  int64_t dims[CT_MAX_RANK];
+  int64_t strides[CT_MAX_RANK];
+} ct_axes;
+/* x's axes split by a reduction's mask: the kept ones (output element j
+ * is element j of them, as the kept shape orders it) and the reduced ones;
+ * a side without axes is one axis of 1. */
+void ct_reduce_axes(const ct_shape *x, unsigned mask, ct_axes *kept, ct_axes *reduced);
+static inline int64_t ct_axes_offset(const ct_axes *a, int64_t i) {
+  int64_t offset = 0;
+  for (int d = a->rank - 1; d >= 0; --d) {
+    offset += (i % a->dims[d]) * a->strides[d];
+    i /= a->dims[d];
+  }
+  return offset;
+}
+static inline int64_t ct_axes_count(const ct_axes *a) {
+  int64_t n = 1;
+  for (int d = 0; d < a->rank; ++d) n *= a->dims[d];
+  return n;
+}
 
 #endif

@@ -4,6 +4,8 @@
 #define CTOWER_OP_LIST_H
 
 #include "ops/op_registry.h"
+#include "ops/binary_math.h"
+#include "ops/compare.h"
 #include "ops/unary_math.h"
 
 #define CT_OP_LIST(X)                                                                    \
@@ -27,11 +29,18 @@
   X(ct_op_transpose)                                                                        \
   X(ct_op_stop_gradient) X(ct_op_compress_gradient) X(ct_op_decompress_gradient)            \
   X(ct_op_compressed_all_reduce)                                                            \
-  CT_UNARY_MATH(CT_UNARY_MATH_OP, X) X(ct_op_unary_math_grad)
+  CT_UNARY_MATH(CT_UNARY_MATH_OP, X) X(ct_op_unary_math_grad)                               \
+  CT_BINARY_MATH(CT_BINARY_MATH_OP, X) X(ct_op_binary_math_grad)                             \
+  CT_COMPARE(CT_COMPARE_OP, X) X(ct_op_max) X(ct_op_min) X(ct_op_max_min_grad)
 
 /* A row of ops/unary_math.h as its definition, ct_op_<Name>. */
 #define CT_UNARY_MATH_OP(X, Name, function, forward, derivative, gradient, flops, domain) \
   X(ct_op_##Name)
+/* A row of ops/binary_math.h as its definition, ct_op_<Name>. */
+#define CT_BINARY_MATH_OP(X, Name, function, forward, da, db, flops, domain) X(ct_op_##Name)
+
+/* A row of ops/compare.h as its definition, ct_op_<Name>. */
+#define CT_COMPARE_OP(X, Name, function, op) X(ct_op_##Name)
 
 #define CT_OP_ADDRESS(var) &var,
 #define CT_OP_EXTERN(var) extern const ct_op_def var;

@@ -13,44 +13,38 @@ static ct_node *add2(ct_graph *g, const ct_op_def *op, ct_output a, ct_output b)
 
 /* ---- binary elementwise with broadcasting ------------------------------- */
 
-static int infer_binary(ct_infer_ctx *ctx) {
-  if (ctx->in_dtypes[0] != CT_F32 || ctx->in_dtypes[1] != CT_F32)
-    return ct_infer_fail(ctx, "inputs must be f32, got %s and %s",
-                         ct_dtype_name(ctx->in_dtypes[0]), ct_dtype_name(ctx->in_dtypes[1]));
-  ctx->out_dtypes[0] = CT_F32;
-  return ct_broadcast_shapes(ctx, &ctx->in_shapes[0], &ctx->in_shapes[1], &ctx->out_shapes[0]);
-}
-
-/* g reduced to the shape of x (a no-op when their static shapes agree). */
-static ct_output reduce_to(ct_graph *g, ct_output grad, ct_output x) {
+ct_output ct_sum_to_shape_of(ct_graph *g, ct_output grad, ct_output x) {
   ct_shape gs = ct_output_shape(grad), xs = ct_output_shape(x);
   if (ct_shape_equal(&gs, &xs)) return grad;
   return ct_sum_like(g, grad, x);
 }
 
 static void grad_add(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
-  gx[0] = reduce_to(g, gy[0], n->inputs[0]);
-  gx[1] = reduce_to(g, gy[0], n->inputs[1]);
+  gx[0] = ct_sum_to_shape_of(g, gy[0], n->inputs[0]);
+  gx[1] = ct_sum_to_shape_of(g, gy[0], n->inputs[1]);
 }
 static void grad_sub(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
-  gx[0] = reduce_to(g, gy[0], n->inputs[0]);
-  gx[1] = reduce_to(g, ct_neg(g, gy[0]), n->inputs[1]);
+  gx[0] = ct_sum_to_shape_of(g, gy[0], n->inputs[0]);
+  gx[1] = ct_sum_to_shape_of(g, ct_neg(g, gy[0]), n->inputs[1]);
 }
 static void grad_mul(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
-  gx[0] = reduce_to(g, ct_mul(g, gy[0], n->inputs[1]), n->inputs[0]);
-  gx[1] = reduce_to(g, ct_mul(g, gy[0], n->inputs[0]), n->inputs[1]);
+  gx[0] = ct_sum_to_shape_of(g, ct_mul(g, gy[0], n->inputs[1]), n->inputs[0]);
+  gx[1] = ct_sum_to_shape_of(g, ct_mul(g, gy[0], n->inputs[0]), n->inputs[1]);
 }
 /* y = a / b: dy/da = 1/b, dy/db = -y/b. */
 static void grad_div(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
   ct_output b = n->inputs[1], y = ct_out((ct_node *)n, 0);
-  gx[0] = reduce_to(g, ct_div(g, gy[0], b), n->inputs[0]);
-  gx[1] = reduce_to(g, ct_neg(g, ct_div(g, ct_mul(g, gy[0], y), b)), b);
+  gx[0] = ct_sum_to_shape_of(g, ct_div(g, gy[0], b), n->inputs[0]);
+  gx[1] = ct_sum_to_shape_of(g, ct_neg(g, ct_div(g, ct_mul(g, gy[0], y), b)), b);
 }
 
-const ct_op_def ct_op_add = {"Add", infer_binary, grad_add, CT_OP_INPLACE, ct_flops_per_element};
-const ct_op_def ct_op_sub = {"Sub", infer_binary, grad_sub, CT_OP_INPLACE, ct_flops_per_element};
-const ct_op_def ct_op_mul = {"Mul", infer_binary, grad_mul, CT_OP_INPLACE, ct_flops_per_element};
-const ct_op_def ct_op_div = {"RealDiv", infer_binary, grad_div, CT_OP_INPLACE,
+const ct_op_def ct_op_add = {"Add", ct_infer_broadcast_f32, grad_add, CT_OP_INPLACE,
+                             ct_flops_per_element};
+const ct_op_def ct_op_sub = {"Sub", ct_infer_broadcast_f32, grad_sub, CT_OP_INPLACE,
+                             ct_flops_per_element};
+const ct_op_def ct_op_mul = {"Mul", ct_infer_broadcast_f32, grad_mul, CT_OP_INPLACE,
+                             ct_flops_per_element};
+const ct_op_def ct_op_div = {"RealDiv", ct_infer_broadcast_f32, grad_div, CT_OP_INPLACE,
                              ct_flops_per_element};
 
 ct_output ct_add(ct_graph *g, ct_output a, ct_output b) { return ct_out(add2(g, &ct_op_add, a, b), 0); }
@@ -212,6 +206,30 @@ const ct_op_def ct_op_mean = {"Mean", infer_reduce, grad_mean, 0, ct_flops_per_e
 const ct_op_def ct_op_reduce_grad = {"ReduceGrad", infer_reduce_grad, NULL, 0,
                                      ct_flops_per_element};
 
+/* Max and Min (TensorFlow's reduce_max, reduce_min): a NaN among the
+ * reduced values gives NaN; no values give -inf (Max) or +inf (Min). The
+ * gradient, as TensorFlow's: dy divided among the positions equal to the
+ * result, MaxMinGrad(x, y, dy) with the reduction's attrs. */
+static void grad_max_min(ct_graph *g, const ct_node *n, const ct_output *gy, ct_output *gx) {
+  ct_output in[3] = {n->inputs[0], ct_out((ct_node *)n, 0), gy[0]};
+  gx[0] = ct_out(ct_graph_add_node(g, &ct_op_max_min_grad, NULL, 3, in, 1, &n->attrs), 0);
+}
+
+/* MaxMinGrad(x, y, dy): dx of x's shape. */
+static int infer_max_min_grad(ct_infer_ctx *ctx) {
+  for (int i = 0; i < 3; ++i)
+    if (ct_require_dtype(ctx, i, CT_F32)) return 1;
+  return ct_infer_same_as_input0(ctx);
+}
+
+/* the count of ties, then the share of each */
+CT_FLOPS_PER_ELEMENT_TIMES(max_min_grad_flops, 3)
+
+const ct_op_def ct_op_max = {"Max", infer_reduce, grad_max_min, 0, ct_flops_per_element};
+const ct_op_def ct_op_min = {"Min", infer_reduce, grad_max_min, 0, ct_flops_per_element};
+const ct_op_def ct_op_max_min_grad = {"MaxMinGrad", infer_max_min_grad, NULL, 0,
+                                      max_min_grad_flops};
+
 static ct_output reduce(ct_graph *g, const ct_op_def *op, ct_output x, unsigned mask,
                         int keep_dims) {
   int rank = ct_output_shape(x).rank;
@@ -224,6 +242,12 @@ ct_output ct_reduce_sum(ct_graph *g, ct_output x, unsigned mask, int keep_dims) 
 }
 ct_output ct_reduce_mean(ct_graph *g, ct_output x, unsigned mask, int keep_dims) {
   return reduce(g, &ct_op_mean, x, mask, keep_dims);
+}
+ct_output ct_reduce_max(ct_graph *g, ct_output x, unsigned mask, int keep_dims) {
+  return reduce(g, &ct_op_max, x, mask, keep_dims);
+}
+ct_output ct_reduce_min(ct_graph *g, ct_output x, unsigned mask, int keep_dims) {
+  return reduce(g, &ct_op_min, x, mask, keep_dims);
 }
 
 /* ---- matmul ---------------------------------------------------------------- */

@@ -62,6 +62,14 @@ int ct_infer_unary_f32(ct_infer_ctx *ctx) {
   return ct_infer_same_as_input0(ctx);
 }
 
+int ct_infer_broadcast_f32(ct_infer_ctx *ctx) {
+  if (ctx->in_dtypes[0] != CT_F32 || ctx->in_dtypes[1] != CT_F32)
+    return ct_infer_fail(ctx, "inputs must be f32, got %s and %s",
+                         ct_dtype_name(ctx->in_dtypes[0]), ct_dtype_name(ctx->in_dtypes[1]));
+  ctx->out_dtypes[0] = CT_F32;
+  return ct_broadcast_shapes(ctx, &ctx->in_shapes[0], &ctx->in_shapes[1], &ctx->out_shapes[0]);
+}
+
 int ct_infer_same_pair(ct_infer_ctx *ctx) {
   ct_shape out;
   if (ct_broadcast_shapes(ctx, &ctx->in_shapes[0], &ctx->in_shapes[1], &out)) return 1;

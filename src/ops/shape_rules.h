@@ -17,8 +17,20 @@ int ct_require_rank(ct_infer_ctx *ctx, int input, int rank);
 
 /* An f32 input, an output like it. */
 int ct_infer_unary_f32(ct_infer_ctx *ctx);
+/* Two f32 inputs, an f32 output of their NumPy broadcast shape (Add). */
+int ct_infer_broadcast_f32(ct_infer_ctx *ctx);
 /* Backward helpers that take (a, b) of equal shapes: ReluGrad(dy, y),
  * SigmoidGrad(y, dy), TanhGrad(y, dy) as TensorFlow orders them. */
 int ct_infer_same_pair(ct_infer_ctx *ctx);
+
+/* A gradient g of a broadcast result summed down to the shape of input x
+ * (g itself when their static shapes agree): Add's rule, which every
+ * broadcasting op's gradient follows. */
+ct_output ct_sum_to_shape_of(ct_graph *g, ct_output grad, ct_output x);
+
+/* A gradient g of a broadcast result summed down to the shape of input x
+ * (g itself when their static shapes agree): Add's rule, which every
+ * broadcasting op's gradient follows. */
+ct_output ct_sum_to_shape_of(ct_graph *g, ct_output grad, ct_output x);
 
 #endif

@@ -62,31 +62,6 @@ static const reference *reference_of(const char *op) {
   return NULL;
 }
 
-/* The CPU alone, on 2 threads. */
-static ct_session *cpu_session(ct_graph *g) {
-  ct_status st = CT_STATUS_INIT;
-  ct_session_options options;
-  ct_session_options_defaults(&options);
-  options.device_count_gpu = 0;
-  options.intra_op_parallelism_threads = 2;
-  ct_session *s = ct_session_new(g, &options, &st);
-  assert_status_ok(&st);
-  return s;
-}
-
-static double worst_of(const float *got, const double *want, int64_t n, int64_t *at) {
-  double worst = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double denom = fabs(want[i]) > 1 ? fabs(want[i]) : 1;
-    const double d = fabs((double)got[i] - want[i]) / denom;
-    if (d > worst || isnan(d)) {
-      worst = isnan(d) ? INFINITY : d;
-      *at = i;
-    }
-  }
-  return worst;
-}
-
 /* op on x (values of the row's domain, then `extra`), and its gradient of
  * sum(y * w): UnaryMathGrad with dy = w. */
 static void check_row(const char *op, value_kind domain, const float *extra, int n_extra) {
@@ -113,7 +88,7 @@ static void check_row(const char *op, value_kind domain, const float *extra, int
     n_fetches = 2;
   }
   assert_status_ok(ct_graph_status(g));
-  ct_session *s = cpu_session(g);
+  ct_session *s = ct_test_cpu_session(g, 2);
   ct_feed feeds[2] = {{x, xv}, {w, wv}};
   ct_tensor *out[2] = {NULL, NULL};
   ct_session_run(s, feeds, 2, fetches, n_fetches, NULL, 0, out, &st);
@@ -127,8 +102,9 @@ static void check_row(const char *op, value_kind domain, const float *extra, int
     want_dx[i] = ref->derivative ? (double)W[i] * ref->derivative((double)X[i]) : 0;
   }
   int64_t at = 0, at_dx = 0;
-  const double forward = worst_of(ct_tensor_f32(out[0]), want, n, &at);
-  const double backward = ref->derivative ? worst_of(ct_tensor_f32(out[1]), want_dx, n, &at_dx) : 0;
+  const double forward = ct_test_worst_against(ct_tensor_f32(out[0]), want, n, &at);
+  const double backward =
+      ref->derivative ? ct_test_worst_against(ct_tensor_f32(out[1]), want_dx, n, &at_dx) : 0;
   printf("  %-10s forward %.2e  gradient %s%.2e\n", op, forward, ref->derivative ? "" : "none ",
          backward);
   if (!(forward <= 2e-6))

@@ -51,6 +51,10 @@ static const exemption exemptions[] = {
      "its gradient is zero by definition, not its numerical one (test_gradients checks it)"},
     {"Accuracy", GRADIENT_CHECK, "a metric: it counts integer matches"},
     {"Equal", GRADIENT_CHECK, "its output is a comparison's 0 or 1"},
+#define COMPARE_EXEMPTION(P, Name, function, op) \
+  {#Name, GRADIENT_CHECK, "its output is a comparison's 0 or 1"},
+    CT_COMPARE(COMPARE_EXEMPTION, _)
+#undef COMPARE_EXEMPTION
     {"Cast", GRADIENT_CHECK, "a conversion between dtypes, of which only f32 is differentiable"},
     {"ApplyGradientDescent", GRADIENT_CHECK, "an optimizer update (tests/kernels checks it)"},
     {"ApplyMomentum", GRADIENT_CHECK, "an optimizer update (tests/kernels checks it)"},
@@ -203,6 +207,17 @@ static void test_every_op_is_complete(void **state) {
   if (missing[0] != '\0') fail_msg("incomplete ops:\n%s", missing);
 }
 
+/* Op `name` of a math table is in the op list with kernels on every
+ * device type. */
+static void check_listed_with_kernels(const char *name) {
+  const ct_op_def *op = ct_op_find(name);
+  if (op == NULL || op_index(op) < 0) fail_msg("%s is not in the op list", name);
+  if (ct_kernel_find(name, CT_DEVICE_KIND_CPU) == NULL) fail_msg("%s lacks a CPU kernel", name);
+#ifdef CTOWER_HAVE_CUDA
+  if (ct_kernel_find(name, CT_DEVICE_KIND_GPU) == NULL) fail_msg("%s lacks a GPU kernel", name);
+#endif
+}
+
 /* Each row of the unary math table (ops/unary_math.h) is an op of the
  * list with kernels on every device type, named by ct_unary_math_name, and
  * its gradient is UnaryMathGrad of that row, or none where TensorFlow
@@ -225,12 +240,7 @@ static void test_every_unary_math_row_is_an_op(void **state) {
     assert_non_null(name);
     assert_string_equal(name, rows[k].name);
     assert_non_null(function);
-    const ct_op_def *op = ct_op_find(name);
-    if (op == NULL || op_index(op) < 0) fail_msg("%s is not in the op list", name);
-    if (ct_kernel_find(name, CT_DEVICE_KIND_CPU) == NULL) fail_msg("%s lacks a CPU kernel", name);
-#ifdef CTOWER_HAVE_CUDA
-    if (ct_kernel_find(name, CT_DEVICE_KIND_GPU) == NULL) fail_msg("%s lacks a GPU kernel", name);
-#endif
+    check_listed_with_kernels(name);
     ct_graph *g = ct_graph_new();
     ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)3));
     ct_output y = ct_unary_math(g, name, x), dx;
@@ -251,10 +261,94 @@ static void test_every_unary_math_row_is_an_op(void **state) {
   ct_graph_free(g);
 }
 
+/* Each row of the binary math table (ops/binary_math.h) is an op of the
+ * list with kernels on every device type, named by ct_binary_math_name, and
+ * its gradient is BinaryMathGrad of that row for a and for b, summed down
+ * to their shapes where they broadcast. */
+static void test_every_binary_math_row_is_an_op(void **state) {
+  (void)state;
+  static const char *const rows[] = {
+#define ROW(P, Name, function, forward, da, db, flops, domain) #Name,
+      CT_BINARY_MATH(ROW, _)
+#undef ROW
+  };
+  assert_int_equal(sizeof rows / sizeof rows[0], CT_BINARY_MATH_COUNT);
+  assert_null(ct_binary_math_name(CT_BINARY_MATH_COUNT, NULL));
+  for (int k = 0; k < CT_BINARY_MATH_COUNT; ++k) {
+    const char *function = NULL, *name = ct_binary_math_name(k, &function);
+    assert_non_null(name);
+    assert_string_equal(name, rows[k]);
+    assert_non_null(function);
+    check_listed_with_kernels(name);
+    ct_graph *g = ct_graph_new();
+    ct_output in[2] = {ct_placeholder(g, "a", CT_F32, ct_shape_of(2, (int64_t)2, (int64_t)3)),
+                       ct_placeholder(g, "b", CT_F32, ct_shape_of(1, (int64_t)3))};
+    ct_output y = ct_binary_math(g, name, in[0], in[1]), d[2];
+    assert_int_equal(ct_gradients(g, ct_reduce_sum(g, y, 0, 0), 2, in, d), 0);
+    assert_status_ok(ct_graph_status(g));
+    /* da has a's shape: BinaryMathGrad itself; db is summed from [2, 3] to [3] */
+    const ct_node *summed = d[1].node;
+    const ct_node *partials[2] = {d[0].node,
+                                  summed && summed->n_inputs ? summed->inputs[0].node : NULL};
+    if (d[1].node == NULL || strcmp(d[1].node->op->name, "SumLike") != 0)
+      fail_msg("%s: b's gradient is not summed down to b's shape", name);
+    for (int side = 0; side < 2; ++side)
+      if (partials[side] == NULL || strcmp(partials[side]->op->name, "BinaryMathGrad") != 0 ||
+          partials[side]->attrs.binary_math.op != k ||
+          partials[side]->attrs.binary_math.side != side)
+        fail_msg("%s: the gradient of input %d is not BinaryMathGrad of row %d", name, side, k);
+    ct_graph_free(g);
+  }
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)3));
+  assert_null(ct_binary_math(g, "Add", x, x).node);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  ct_graph_free(g);
+}
+
+/* Each row of the comparison table (ops/compare.h) is an op of the list with
+ * kernels on every device type, named by ct_compare_name; its output is a
+ * bool and carries no gradient. */
+static void test_every_compare_row_is_an_op(void **state) {
+  (void)state;
+  static const char *const rows[] = {
+#define ROW(P, Name, function, op) #Name,
+      CT_COMPARE(ROW, _)
+#undef ROW
+  };
+  assert_int_equal(sizeof rows / sizeof rows[0], CT_COMPARE_COUNT);
+  assert_null(ct_compare_name(CT_COMPARE_COUNT, NULL));
+  for (int k = 0; k < CT_COMPARE_COUNT; ++k) {
+    const char *function = NULL, *name = ct_compare_name(k, &function);
+    assert_non_null(name);
+    assert_string_equal(name, rows[k]);
+    assert_non_null(function);
+    check_listed_with_kernels(name);
+    ct_graph *g = ct_graph_new();
+    ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)3)), dx;
+    ct_output y = ct_compare(g, name, x, x);
+    assert_status_ok(ct_graph_status(g));
+    assert_int_equal(ct_output_dtype(y), CT_U8);
+    assert_int_equal(ct_gradients(g, ct_reduce_sum(g, ct_mul(g, x, ct_cast(g, y, CT_F32)), 0, 0),
+                                  1, &x, &dx),
+                     0);
+    if (dx.node == NULL || strcmp(dx.node->op->name, "Mul") != 0)
+      fail_msg("%s: a gradient flows through the comparison", name);
+    ct_graph_free(g);
+  }
+  ct_graph *g = ct_graph_new();
+  ct_output x = ct_placeholder(g, "x", CT_F32, ct_shape_of(1, (int64_t)3));
+  assert_null(ct_compare(g, "Equal", x, x).node);
+  assert_int_equal(ct_graph_status(g)->code, CT_INVALID_ARGUMENT);
+  ct_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_op_is_complete),
       cmocka_unit_test(test_every_unary_math_row_is_an_op),
+      cmocka_unit_test(test_every_binary_math_row_is_an_op),
+      cmocka_unit_test(test_every_compare_row_is_an_op),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* The shared op cases (op_cases.h). */
 #include "op_cases.h"
 
+#include "ops/binary_math.h"
+#include "ops/compare.h"
 #include "ops/unary_math.h"
 
 #include <math.h>
@@ -22,6 +24,19 @@ static ct_output b_add_n(ct_graph *g, const ct_output *x) { return ct_add_n(g, 3
   }
 CT_UNARY_MATH(UNARY_MATH_BUILDER, _)
 #undef UNARY_MATH_BUILDER
+#define BINARY_MATH_BUILDER(P, Name, function, forward, da, db, flops, domain) \
+  static ct_output b_##Name(ct_graph *g, const ct_output *x) {                \
+    return ct_binary_math(g, #Name, x[0], x[1]);                              \
+  }
+CT_BINARY_MATH(BINARY_MATH_BUILDER, _)
+#undef BINARY_MATH_BUILDER
+/* a comparison, cast to f32 so that the GPU's bools compare with the CPU's */
+#define COMPARE_BUILDER(P, Name, function, op)                                \
+  static ct_output b_##Name(ct_graph *g, const ct_output *x) {                \
+    return ct_cast(g, ct_compare(g, #Name, x[0], x[1]), CT_F32);              \
+  }
+CT_COMPARE(COMPARE_BUILDER, _)
+#undef COMPARE_BUILDER
 /* every output of the all-reduce carries a gradient: L weighs their sum */
 static ct_output b_all_reduce(ct_graph *g, const ct_output *x) {
   ct_output sums[3];
@@ -182,6 +197,13 @@ static ct_output b_argmax_axis1(ct_graph *g, const ct_output *x) {
 static ct_output b_argmax_last(ct_graph *g, const ct_output *x) {
   return ct_cast(g, ct_argmax_axis(g, x[0], -1), CT_F32);
 }
+static ct_output b_max_axis1(ct_graph *g, const ct_output *x) {
+  return ct_reduce_max(g, x[0], 1u << 1, 0);
+}
+static ct_output b_min_axes02_keep(ct_graph *g, const ct_output *x) {
+  return ct_reduce_min(g, x[0], 1u << 0 | 1u << 2, 1);
+}
+static ct_output b_max_all(ct_graph *g, const ct_output *x) { return ct_reduce_max(g, x[0], 0, 0); }
 static ct_output b_l2_loss(ct_graph *g, const ct_output *x) { return ct_l2_loss(g, x[0]); }
 static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
   return ct_tanh(g, ct_add(g, ct_matmul(g, x[0], x[1], 0, 0), x[2]));
@@ -192,7 +214,7 @@ static ct_output b_dense_chain(ct_graph *g, const ct_output *x) {
 #define S3(a, b, c) ct_shape_of(3, (int64_t)(a), (int64_t)(b), (int64_t)(c))
 #define S4(a, b, c, d) ct_shape_of(4, (int64_t)(a), (int64_t)(b), (int64_t)(c), (int64_t)(d))
 
-static op_case cases[80];
+static op_case cases[112];
 static int n_cases;
 
 static void add_case(const char *name, int n, ct_shape s0, ct_shape s1, ct_shape s2,
@@ -245,6 +267,17 @@ static void build_table(void) {
   add_case(#Name, 1, S2(5, 6), none, none, VALUES_##domain, b_##Name);
   CT_UNARY_MATH(UNARY_MATH_CASE, _)
 #undef UNARY_MATH_CASE
+  /* each binary math row twice: shapes alike, and broadcast both ways (a
+   * [3, 1] against b [1, 4]), so that both partials sum to their shapes */
+#define BINARY_MATH_CASE(P, Name, function, forward, da, db, flops, domain)           \
+  add_case(#Name, 2, S2(3, 4), S2(3, 4), none, VALUES_##domain, b_##Name);           \
+  add_case(#Name " broadcast", 2, S2(3, 1), S2(1, 4), none, VALUES_##domain, b_##Name);
+  CT_BINARY_MATH(BINARY_MATH_CASE, _)
+#undef BINARY_MATH_CASE
+#define COMPARE_CASE(P, Name, function, op) \
+  add_case(#Name, 2, S2(3, 4), S2(3, 4), none, VALUES_UNIFORM, b_##Name);
+  CT_COMPARE(COMPARE_CASE, _)
+#undef COMPARE_CASE
   add_case("AddN", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_add_n);
   add_case("AllReduce", 3, S2(3, 4), S2(3, 4), S2(3, 4), VALUES_UNIFORM, b_all_reduce);
   add_case("CollectiveReduce", 1, S2(3, 4), none, none, VALUES_UNIFORM, b_collective_reduce);
@@ -306,6 +339,10 @@ static void build_table(void) {
   add_case("SoftmaxCrossEntropy", 1, S2(4, 5), none, none, VALUES_UNIFORM, b_xent);
   add_case("SoftmaxCrossEntropyWithLogits", 1, S2(3, 4), none, none, VALUES_UNIFORM,
            b_dense_xent);
+  add_case("Max axis 1", 1, S3(2, 5, 3), none, none, VALUES_DISTINCT, b_max_axis1);
+  add_case("Min axes 0, 2 keep_dims", 1, S3(3, 2, 4), none, none, VALUES_DISTINCT,
+           b_min_axes02_keep);
+  add_case("Max of all", 1, S2(4, 5), none, none, VALUES_DISTINCT, b_max_all);
   add_case("ArgMax axis 0", 1, S3(5, 3, 4), none, none, VALUES_DISTINCT, b_argmax_axis0);
   add_case("ArgMax axis 1", 1, S3(2, 6, 3), none, none, VALUES_DISTINCT, b_argmax_axis1);
   add_case("ArgMax last axis", 1, S2(3, 40), none, none, VALUES_DISTINCT, b_argmax_last);

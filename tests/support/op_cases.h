@@ -2,7 +2,8 @@
  * op (or a short chain) from placeholders x[0..n_inputs-1] with inputs of
  * fixed shapes and values of a chosen kind. Every differentiable op has at
  * least one case (tests/ops/test_op_registry.c checks it); each unary math
- * op (src/ops/unary_math.h) has one from its row. */
+ * op (src/ops/unary_math.h) has one from its row, and each binary math op
+ * (src/ops/binary_math.h) two. */
 #ifndef CTOWER_OP_CASES_H
 #define CTOWER_OP_CASES_H
 

@@ -80,6 +80,30 @@ double ct_test_max_rel_diff(const float *a, const float *b, int64_t n) {
   return worst;
 }
 
+double ct_test_worst_against(const float *got, const double *want, int64_t n, int64_t *at) {
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double denom = fabs(want[i]) > 1 ? fabs(want[i]) : 1;
+    const double d = fabs((double)got[i] - want[i]) / denom;
+    if (d > worst || isnan(d)) {
+      worst = isnan(d) ? INFINITY : d;
+      *at = i;
+    }
+  }
+  return worst;
+}
+
+ct_session *ct_test_cpu_session(ct_graph *g, int threads) {
+  ct_status st = CT_STATUS_INIT;
+  ct_session_options options;
+  ct_session_options_defaults(&options);
+  options.device_count_gpu = 0;
+  options.intra_op_parallelism_threads = threads;
+  ct_session *s = ct_session_new(g, &options, &st);
+  assert_status_ok(&st);
+  return s;
+}
+
 int ct_test_tower_step(ct_session *s, const ct_classifier_towers *c, int step, int64_t n,
                        const int64_t *sizes, float lr, ct_status *status) {
   ct_shape is = ct_shape_of(4, n, (int64_t)28, (int64_t)28, (int64_t)1);

@@ -59,5 +59,11 @@ void ct_test_expect_substrings(const char *text, const char *const *expected, si
 int64_t ct_test_trainable_parameters(const ct_graph *g, int *batch_norms);
 
 double ct_test_max_rel_diff(const float *a, const float *b, int64_t n);
+/* Largest |got - want| / max(1, |want|) over n values against a double
+ * reference (INFINITY where one is NaN), and in *at its index. */
+double ct_test_worst_against(const float *got, const double *want, int64_t n, int64_t *at);
+/* A session of g on the CPU alone, on `threads` threads; fails the test
+ * when it cannot be made. */
+ct_session *ct_test_cpu_session(ct_graph *g, int threads);
 
 #endif

@@ -1,4 +1,4 @@
-/* Equal and Cast (src/ops/ops_compare.c). */
+/* Equal, Cast and the comparisons of ops/compare.h (src/ops/ops_compare.c). */
 #include <stdint.h>
 #include <string.h>
 
@@ -28,6 +28,34 @@ void ct_cpu_equal(ct_kernel_ctx *ctx) {
   }
   for (int64_t i = 0; i < n; ++i) out[i] = element(a, i) == element(b, i);
 }
+
+/* out[i] = x[i] OP y[i] over n elements of type T, a scalar repeating. */
+#define COMPARE_LOOP(T, OP)                                                          \
+  {                                                                                  \
+    const T *x = a->data, *y = b->data;                                              \
+    for (int64_t i = 0; i < n; ++i) out[i] = x[sx ? i : 0] OP y[sy ? i : 0];         \
+  }
+
+/* Each row's kernel, a loop per dtype: the values compared as they are (no
+ * widening, so i64 compares exactly). */
+#define COMPARE_KERNEL(P, Name, function, OP)                                        \
+  void ct_cpu_##Name(ct_kernel_ctx *ctx) {                                           \
+    const ct_tensor *a = &ctx->inputs[0], *b = &ctx->inputs[1];                      \
+    uint8_t *out = ctx->outputs[0].data;                                             \
+    const int64_t n = ct_tensor_elements(&ctx->outputs[0]);                          \
+    const int sx = ct_tensor_elements(a) > 1, sy = ct_tensor_elements(b) > 1;        \
+    switch (a->dtype) {                                                              \
+      case CT_F32: COMPARE_LOOP(float, OP) break;                                    \
+      case CT_I32: COMPARE_LOOP(int32_t, OP) break;                                  \
+      case CT_I64: COMPARE_LOOP(int64_t, OP) break;                                  \
+      case CT_U8: COMPARE_LOOP(uint8_t, OP) break;                                   \
+      default:                                                                       \
+        ct_status_set(ctx->status, CT_UNIMPLEMENTED, "%s of %s", #Name,              \
+                      ct_dtype_name(a->dtype));                                      \
+    }                                                                                \
+  }
+CT_COMPARE(COMPARE_KERNEL, _)
+#undef COMPARE_KERNEL
 
 /* v within [lo, hi], saturating (ct_cast: a narrowed value never wraps). */
 static int64_t clamped(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }

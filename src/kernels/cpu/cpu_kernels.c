@@ -48,6 +48,9 @@ const ct_kernel_def ct_cpu_kernels[] = {
     K("Sum", ct_cpu_sum, NONE),
     K("Mean", ct_cpu_mean, NONE),
     K("ReduceGrad", ct_cpu_reduce_grad, NONE),
+    K("Max", ct_cpu_max, NONE),
+    K("Min", ct_cpu_min, NONE),
+    K("MaxMinGrad", ct_cpu_max_min_grad, NONE),
     K("MatMul", ct_cpu_matmul, ct_cpu_matmul_scratch),
     K("Conv2D", ct_cpu_conv2d, ct_cpu_conv2d_scratch),
     K("Conv2DBackpropInput", ct_cpu_conv2d_backprop_input, ct_cpu_conv2d_backprop_input_scratch),
@@ -82,5 +85,13 @@ const ct_kernel_def ct_cpu_kernels[] = {
     CT_UNARY_MATH(UNARY_MATH, _)
 #undef UNARY_MATH
     K("UnaryMathGrad", ct_cpu_unary_math_grad, NONE),
+#define BINARY_MATH(P, Name, function, forward, da, db, flops, domain) \
+  K(#Name, ct_cpu_##Name, NONE),
+    CT_BINARY_MATH(BINARY_MATH, _)
+#undef BINARY_MATH
+    K("BinaryMathGrad", ct_cpu_binary_math_grad, NONE),
+#define COMPARE(P, Name, function, op) K(#Name, ct_cpu_##Name, NONE),
+    CT_COMPARE(COMPARE, _)
+#undef COMPARE
     {0, CT_DEVICE_KIND_CPU, 0, 0},
 };

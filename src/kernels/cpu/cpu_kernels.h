@@ -8,6 +8,8 @@
 
 #include "kernels/kernel.h"
 #include "kernels/kernel_shapes.h"
+#include "ops/binary_math.h"
+#include "ops/compare.h"
 #include "ops/unary_math.h"
 
 extern const ct_kernel_def ct_cpu_kernels[];
@@ -51,6 +53,15 @@ CT_CPU_KERNEL(ct_cpu_tanh_grad);
   CT_CPU_KERNEL(ct_cpu_##Name);
 CT_UNARY_MATH(CT_CPU_UNARY_MATH_KERNEL, _)
 CT_CPU_KERNEL(ct_cpu_unary_math_grad);
+/* elementwise.c: ct_cpu_Maximum, ct_cpu_Pow, ... (a kernel per row of
+ * ops/binary_math.h) and BinaryMathGrad's */
+#define CT_CPU_BINARY_MATH_KERNEL(P, Name, function, forward, da, db, flops, domain) \
+  CT_CPU_KERNEL(ct_cpu_##Name);
+CT_BINARY_MATH(CT_CPU_BINARY_MATH_KERNEL, _)
+CT_CPU_KERNEL(ct_cpu_binary_math_grad);
+/* compare.c: ct_cpu_Greater, ... (a kernel per row of ops/compare.h) */
+#define CT_CPU_COMPARE_KERNEL(P, Name, function, op) CT_CPU_KERNEL(ct_cpu_##Name);
+CT_COMPARE(CT_CPU_COMPARE_KERNEL, _)
 /* collective.c */
 CT_CPU_KERNEL(ct_cpu_all_reduce);
 CT_CPU_KERNEL(ct_cpu_collective_reduce);
@@ -62,6 +73,9 @@ CT_CPU_KERNEL(ct_cpu_compressed_all_reduce);
 /* on this rank of the job */
 CT_CPU_SCRATCH(ct_cpu_compressed_all_reduce_scratch);
 /* reduce.c */
+CT_CPU_KERNEL(ct_cpu_max);
+CT_CPU_KERNEL(ct_cpu_min);
+CT_CPU_KERNEL(ct_cpu_max_min_grad);
 CT_CPU_KERNEL(ct_cpu_sum);
 CT_CPU_KERNEL(ct_cpu_mean);
 CT_CPU_KERNEL(ct_cpu_reduce_grad);

@@ -1,6 +1,8 @@
 /* Elementwise kernels. Binary ops broadcast as NumPy: equal shapes, a scalar
  * operand and a trailing-dims operand (a bias) have fast paths; anything
- * else goes through strided indexing over up to CT_MAX_RANK dims. */
+ * else goes through strided indexing over up to CT_MAX_RANK dims. The binary
+ * math ops (ops/binary_math.h) are these loops over their rows' forward
+ * expressions, and BinaryMathGrad their partials. */
 #include <math.h>
 #include <string.h>
 
@@ -110,6 +112,63 @@ BINARY_KERNEL(ct_cpu_div, a / b)
 BINARY_KERNEL(ct_cpu_relu_grad, b > 0.0f ? a : 0.0f)
 BINARY_KERNEL(ct_cpu_sigmoid_grad, b * a * (1.0f - a))
 BINARY_KERNEL(ct_cpu_tanh_grad, b * (1.0f - a * a))
+
+#define BINARY_MATH_KERNEL(P, Name, function, forward, da, db, flops, domain) \
+  BINARY_KERNEL(ct_cpu_##Name, forward)
+CT_BINARY_MATH(BINARY_MATH_KERNEL, _)
+#undef BINARY_MATH_KERNEL
+
+/* The loop of one row's partial (PARTIAL: its da or db) over dy's n
+ * elements: a and b broadcast to dy's shape, through strides unless both
+ * have it. */
+#define PARTIAL_LOOP(fn_name, PARTIAL)                                                   \
+  static void fn_name(ct_kernel_ctx *ctx) {                                              \
+    const ct_shape *out = &ctx->outputs[0].shape;                                        \
+    const float *A = ct_in_f32(ctx, 0), *B = ct_in_f32(ctx, 1), *DY = ct_in_f32(ctx, 2); \
+    float *DX = ct_out_f32(ctx, 0);                                                      \
+    const int64_t n = ct_shape_elements(out);                                            \
+    const int threads = ctx->threads;                                                    \
+    if (ct_shape_equal(&ctx->inputs[0].shape, out) &&                                    \
+        ct_shape_equal(&ctx->inputs[1].shape, out)) {                                    \
+      _Pragma("omp parallel for num_threads(threads) if(n > CT_PARALLEL_GRAIN)")         \
+      for (int64_t i = 0; i < n; ++i) {                                                  \
+        const float a = A[i], b = B[i], dy = DY[i];                                      \
+        DX[i] = (PARTIAL);                                                               \
+      }                                                                                  \
+      return;                                                                            \
+    }                                                                                    \
+    int64_t sa[CT_MAX_RANK], sb[CT_MAX_RANK];                                            \
+    ct_broadcast_strides(&ctx->inputs[0].shape, out, sa);                                \
+    ct_broadcast_strides(&ctx->inputs[1].shape, out, sb);                                \
+    _Pragma("omp parallel for num_threads(threads) if(n > CT_PARALLEL_GRAIN)")           \
+    for (int64_t i = 0; i < n; ++i) {                                                    \
+      int64_t oa, ob;                                                                    \
+      offsets_of(i, out, sa, sb, &oa, &ob);                                              \
+      const float a = A[oa], b = B[ob], dy = DY[i];                                      \
+      DX[i] = (PARTIAL);                                                                 \
+    }                                                                                    \
+  }
+#define PARTIALS(P, Name, function, forward, da, db, flops, domain) \
+  PARTIAL_LOOP(partial_a_##Name, da) PARTIAL_LOOP(partial_b_##Name, db)
+CT_BINARY_MATH(PARTIALS, _)
+#undef PARTIALS
+
+#define PARTIALS_OF(P, Name, function, forward, da, db, flops, domain) \
+  {partial_a_##Name, partial_b_##Name},
+static void (*const partial_loops[][2])(ct_kernel_ctx *ctx) = {CT_BINARY_MATH(PARTIALS_OF, _)};
+#undef PARTIALS_OF
+
+/* BinaryMathGrad(a, b, dy) of row attrs.binary_math.op, input
+ * attrs.binary_math.side: the partial over dy's shape. */
+void ct_cpu_binary_math_grad(ct_kernel_ctx *ctx) {
+  const int op = ctx->attrs->binary_math.op, side = ctx->attrs->binary_math.side;
+  if (op < 0 || op >= CT_BINARY_MATH_COUNT || (side != 0 && side != 1)) {
+    ct_status_set(ctx->status, CT_INTERNAL, "BinaryMathGrad of no binary math op (%d, %d)", op,
+                  side);
+    return;
+  }
+  partial_loops[op][side](ctx);
+}
 
 #define UNARY_KERNEL(fn_name, EXPR)                                               \
   void fn_name(ct_kernel_ctx *ctx) {                                              \

@@ -5,6 +5,8 @@
 #define CTOWER_BASIC_KERNELS_H
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "ops/binary_math.h"
+#include "ops/compare.h"
 #include "ops/unary_math.h"
 
 #define CT_GPU_KERNEL(name) void name(ct_kernel_ctx *ctx)
@@ -43,11 +45,23 @@ CT_GPU_KERNEL(ct_gpu_dropout_grad);
   CT_GPU_KERNEL(ct_gpu_##Name);
 CT_UNARY_MATH(CT_GPU_UNARY_MATH_KERNEL, _)
 CT_GPU_KERNEL(ct_gpu_unary_math_grad);
+/* gpu_elementwise.c: ct_gpu_Maximum, ct_gpu_Pow, ... (a kernel per row of
+ * ops/binary_math.h) and BinaryMathGrad's */
+#define CT_GPU_BINARY_MATH_KERNEL(P, Name, function, forward, da, db, flops, domain) \
+  CT_GPU_KERNEL(ct_gpu_##Name);
+CT_BINARY_MATH(CT_GPU_BINARY_MATH_KERNEL, _)
+CT_GPU_KERNEL(ct_gpu_binary_math_grad);
+/* gpu_compare.c: ct_gpu_Greater, ... (a kernel per row of ops/compare.h) */
+#define CT_GPU_COMPARE_KERNEL(P, Name, function, op) CT_GPU_KERNEL(ct_gpu_##Name);
+CT_COMPARE(CT_GPU_COMPARE_KERNEL, _)
 /* gpu_compress.c */
 CT_GPU_KERNEL(ct_gpu_compress_gradient);
 CT_GPU_KERNEL(ct_gpu_decompress_gradient);
 /* gpu_reduce.c */
 CT_GPU_KERNEL(ct_gpu_sum);
+CT_GPU_KERNEL(ct_gpu_max);
+CT_GPU_KERNEL(ct_gpu_min);
+CT_GPU_KERNEL(ct_gpu_max_min_grad);
 CT_GPU_KERNEL(ct_gpu_mean);
 CT_GPU_KERNEL(ct_gpu_reduce_grad);
 /* gpu_classification.c */

@@ -38,6 +38,9 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     K("Sum", ct_gpu_sum),
     K("Mean", ct_gpu_mean),
     K("ReduceGrad", ct_gpu_reduce_grad),
+    K("Max", ct_gpu_max),
+    K("Min", ct_gpu_min),
+    K("MaxMinGrad", ct_gpu_max_min_grad),
     K("AssignMovingAvg", ct_gpu_assign_moving_average),
     K("Dropout", ct_gpu_dropout),
     K("DropoutGrad", ct_gpu_dropout_grad),
@@ -59,5 +62,12 @@ const ct_kernel_def ct_cuda_basic_kernels[] = {
     CT_UNARY_MATH(UNARY_MATH, _)
 #undef UNARY_MATH
     K("UnaryMathGrad", ct_gpu_unary_math_grad),
+#define BINARY_MATH(P, Name, function, forward, da, db, flops, domain) K(#Name, ct_gpu_##Name),
+    CT_BINARY_MATH(BINARY_MATH, _)
+#undef BINARY_MATH
+    K("BinaryMathGrad", ct_gpu_binary_math_grad),
+#define COMPARE(P, Name, function, op) K(#Name, ct_gpu_##Name),
+    CT_COMPARE(COMPARE, _)
+#undef COMPARE
     {0, CT_DEVICE_KIND_GPU, 0, 0},
 };

@@ -1,6 +1,8 @@
-/* Device code of Equal and Cast (gpu_compare.c): one thread per element.
+/* Device code of Equal, Cast and the comparisons of ops/compare.h
+ * (gpu_compare.c): one thread per element.
  * Dtypes are ct_dtype codes: 0 f32, 1 i32, 2 i64, 3 u8. */
 #include "launch_basic.h"
+#include "ops/compare.h"
 
 enum { THREADS = 256, MAX_BLOCKS = 8192 };
 
@@ -17,6 +19,63 @@ template <typename T>
 __global__ static void equal_kernel(const T *a, const T *b, uint8_t *out, int64_t n, int a_scalar,
                                     int b_scalar) {
   FOR_EACH(i, n) out[i] = a[a_scalar ? 0 : i] == b[b_scalar ? 0 : i];
+}
+
+/* compare<OP>::of is row OP's operator. */
+template <ct_compare_op OP>
+struct compare;
+#define COMPARE_FORMULA(P, Name, function, op)                              \
+  template <>                                                             \
+  struct compare<CT_COMPARE_##Name> {                                     \
+    template <typename T>                                                 \
+    static __device__ __forceinline__ uint8_t of(T a, T b) { return a op b; } \
+  };
+CT_COMPARE(COMPARE_FORMULA, _)
+#undef COMPARE_FORMULA
+
+template <ct_compare_op OP, typename T>
+__global__ static void compare_kernel(const T *a, const T *b, uint8_t *out, int64_t n,
+                                      int a_scalar, int b_scalar) {
+  FOR_EACH(i, n) out[i] = compare<OP>::of(a[a_scalar ? 0 : i], b[b_scalar ? 0 : i]);
+}
+
+template <ct_compare_op OP>
+static cudaError_t compare_of(const void *a, const void *b, uint8_t *out, int dtype, int64_t n,
+                              int a_scalar, int b_scalar, cudaStream_t stream) {
+  const unsigned blocks = blocks_for(n);
+  switch (dtype) {
+    case 0:
+      compare_kernel<OP, float><<<blocks, THREADS, 0, stream>>>(
+          (const float *)a, (const float *)b, out, n, a_scalar, b_scalar);
+      break;
+    case 1:
+      compare_kernel<OP, int32_t><<<blocks, THREADS, 0, stream>>>(
+          (const int32_t *)a, (const int32_t *)b, out, n, a_scalar, b_scalar);
+      break;
+    case 2:
+      compare_kernel<OP, int64_t><<<blocks, THREADS, 0, stream>>>(
+          (const int64_t *)a, (const int64_t *)b, out, n, a_scalar, b_scalar);
+      break;
+    default:
+      compare_kernel<OP, uint8_t><<<blocks, THREADS, 0, stream>>>(
+          (const uint8_t *)a, (const uint8_t *)b, out, n, a_scalar, b_scalar);
+  }
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ct_launch_compare(int op, const void *a, const void *b, uint8_t *out,
+                                         int dtype, int64_t n, int a_scalar, int b_scalar,
+                                         cudaStream_t stream) {
+  switch ((ct_compare_op)op) {
+#define COMPARE_CASE(P, Name, function, op) \
+  case CT_COMPARE_##Name:                   \
+    return compare_of<CT_COMPARE_##Name>(a, b, out, dtype, n, a_scalar, b_scalar, stream);
+    CT_COMPARE(COMPARE_CASE, _)
+#undef COMPARE_CASE
+    case CT_COMPARE_COUNT:
+      break;
+  }
+  return cudaErrorInvalidValue;
 }
 
 /* As the CPU's Cast (kernels/cpu/compare.c): to an integer dtype, a value

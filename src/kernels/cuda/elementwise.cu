@@ -175,6 +175,15 @@ struct binary_formula<CT_BINARY_TANH_GRAD> {
   }
 };
 
+/* The rows of ops/binary_math.h: their forward expressions, and partials. */
+#define BINARY_MATH_FORMULA(P, Name, function, forward, da, db, flops, domain) \
+  template <>                                                                 \
+  struct binary_formula<CT_BINARY_##Name> {                                   \
+    static __device__ __forceinline__ float of(float a, float b) { return (forward); } \
+  };
+CT_BINARY_MATH(BINARY_MATH_FORMULA, _)
+#undef BINARY_MATH_FORMULA
+
 /* Each y[i] reads its operands before writing: y may be a or b. */
 template <ct_binary_op OP>
 __global__ static void binary_same(const float *a, const float *b, float *y, int64_t n) {
@@ -252,8 +261,78 @@ extern "C" cudaError_t ct_launch_binary(ct_binary_op op, const float *a, const f
       return launch_binary<CT_BINARY_SIGMOID_GRAD>(a, b, y, n, layout, stream);
     case CT_BINARY_TANH_GRAD:
       return launch_binary<CT_BINARY_TANH_GRAD>(a, b, y, n, layout, stream);
+#define BINARY_MATH_CASE(P, Name, function, forward, da, db, flops, domain) \
+  case CT_BINARY_##Name:                                                    \
+    return launch_binary<CT_BINARY_##Name>(a, b, y, n, layout, stream);
+    CT_BINARY_MATH(BINARY_MATH_CASE, _)
+#undef BINARY_MATH_CASE
   }
   /* not a ct_binary_op (a listed op without its case fails -Wswitch) */
+  return cudaErrorInvalidValue;
+}
+
+/* ---- the partials of the binary math ops (BinaryMathGrad) ----
+ * partial<OP, SIDE>::of is row OP's da (SIDE 0) or db (SIDE 1). */
+
+template <ct_binary_math_op OP, int SIDE>
+struct partial;
+#define PARTIAL_FORMULAS(P, Name, function, forward, da, db, flops, domain)           \
+  template <>                                                                     \
+  struct partial<CT_BINARY_MATH_##Name, 0> {                                      \
+    static __device__ __forceinline__ float of(float a, float b, float dy) { return (da); } \
+  };                                                                              \
+  template <>                                                                     \
+  struct partial<CT_BINARY_MATH_##Name, 1> {                                      \
+    static __device__ __forceinline__ float of(float a, float b, float dy) { return (db); } \
+  };
+CT_BINARY_MATH(PARTIAL_FORMULAS, _)
+#undef PARTIAL_FORMULAS
+
+template <ct_binary_math_op OP, int SIDE>
+__global__ static void partial_same(const float *a, const float *b, const float *dy, float *dx,
+                                    int64_t n) {
+  FOR_EACH(i, n) dx[i] = partial<OP, SIDE>::of(a[i], b[i], dy[i]);
+}
+
+template <ct_binary_math_op OP, int SIDE>
+__global__ static void partial_strided(const float *a, const float *b, const float *dy, float *dx,
+                                       int64_t n, ct_strided a_map, ct_strided b_map) {
+  FOR_EACH(i, n) {
+    int64_t oa, ob;
+    offsets_of(i, a_map, b_map, &oa, &ob);
+    dx[i] = partial<OP, SIDE>::of(a[oa], b[ob], dy[i]);
+  }
+}
+
+template <ct_binary_math_op OP, int SIDE>
+static cudaError_t launch_partial(const float *a, const float *b, const float *dy, float *dx,
+                                  int64_t n, int strided, const ct_strided *a_map,
+                                  const ct_strided *b_map, cudaStream_t stream) {
+  if (strided)
+    partial_strided<OP, SIDE><<<blocks_for(n), THREADS, 0, stream>>>(a, b, dy, dx, n, *a_map,
+                                                                     *b_map);
+  else
+    partial_same<OP, SIDE><<<blocks_for(n), THREADS, 0, stream>>>(a, b, dy, dx, n);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ct_launch_binary_math_grad(int op, int side, const float *a,
+                                                  const float *b, const float *dy, float *dx,
+                                                  int64_t n, int strided,
+                                                  const ct_strided *a_map,
+                                                  const ct_strided *b_map, cudaStream_t stream) {
+  switch ((ct_binary_math_op)op) {
+#define PARTIAL_CASE(P, Name, function, forward, da, db, flops, domain)                        \
+  case CT_BINARY_MATH_##Name:                                                                \
+    return side == 0 ? launch_partial<CT_BINARY_MATH_##Name, 0>(a, b, dy, dx, n, strided,     \
+                                                                 a_map, b_map, stream)       \
+                     : launch_partial<CT_BINARY_MATH_##Name, 1>(a, b, dy, dx, n, strided,     \
+                                                                 a_map, b_map, stream);
+    CT_BINARY_MATH(PARTIAL_CASE, _)
+#undef PARTIAL_CASE
+    case CT_BINARY_MATH_COUNT:
+      break;
+  }
   return cudaErrorInvalidValue;
 }
 
@@ -486,5 +565,51 @@ extern "C" cudaError_t ct_launch_reduce(const float *x, float *y, const ct_reduc
     reduce_partials<<<warp_blocks(map->m), THREADS, 0, stream>>>(scratch, y, map->m, p.chunks,
                                                                  map->kept_y, scale);
   }
+  return cudaGetLastError();
+}
+
+/* ---- Max and Min over axes, and their gradient: one thread per output,
+ * its reduced elements in order, as the CPU walks them (reduce.c) ---- */
+
+__global__ static void max_min_kernel(const float *x, float *y, int64_t m, int64_t k,
+                                      ct_strided kept, ct_strided reduced, int is_max) {
+  FOR_EACH(j, m) {
+    const float *base = x + offset_of(j, kept);
+    float v = is_max ? -INFINITY : INFINITY;
+    for (int64_t r = 0; r < k; ++r) {
+      const float e = base[offset_of(r, reduced)];
+      if ((is_max ? e > v : e < v) || e != e) v = e;
+    }
+    y[j] = v;
+  }
+}
+
+extern "C" cudaError_t ct_launch_max_min(const float *x, float *y, int64_t m, int64_t k,
+                                         const ct_strided *kept, const ct_strided *reduced,
+                                         int is_max, cudaStream_t stream) {
+  max_min_kernel<<<blocks_for(m), THREADS, 0, stream>>>(x, y, m, k, *kept, *reduced, is_max);
+  return cudaGetLastError();
+}
+
+__global__ static void max_min_grad_kernel(const float *x, const float *y, const float *dy,
+                                           float *dx, int64_t m, int64_t k, ct_strided kept,
+                                           ct_strided reduced) {
+  FOR_EACH(j, m) {
+    const int64_t base = offset_of(j, kept);
+    int64_t ties = 0;
+    for (int64_t r = 0; r < k; ++r) ties += x[base + offset_of(r, reduced)] == y[j];
+    for (int64_t r = 0; r < k; ++r) {
+      const int64_t i = base + offset_of(r, reduced);
+      dx[i] = __fmul_rn((x[i] == y[j] ? 1.0f : 0.0f) / (float)ties, dy[j]);
+    }
+  }
+}
+
+extern "C" cudaError_t ct_launch_max_min_grad(const float *x, const float *y, const float *dy,
+                                              float *dx, int64_t m, int64_t k,
+                                              const ct_strided *kept, const ct_strided *reduced,
+                                              cudaStream_t stream) {
+  max_min_grad_kernel<<<blocks_for(m), THREADS, 0, stream>>>(x, y, dy, dx, m, k, *kept,
+                                                             *reduced);
   return cudaGetLastError();
 }

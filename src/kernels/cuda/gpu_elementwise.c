@@ -96,6 +96,42 @@ void ct_gpu_relu_grad(ct_kernel_ctx *ctx) { binary(ctx, CT_BINARY_RELU_GRAD); }
 void ct_gpu_sigmoid_grad(ct_kernel_ctx *ctx) { binary(ctx, CT_BINARY_SIGMOID_GRAD); }
 void ct_gpu_tanh_grad(ct_kernel_ctx *ctx) { binary(ctx, CT_BINARY_TANH_GRAD); }
 
+/* The binary math ops (ops/binary_math.h): Add's layouts over each row's
+ * forward expression. */
+#define BINARY_MATH_KERNEL(P, Name, function, forward, da, db, flops, domain) \
+  void ct_gpu_##Name(ct_kernel_ctx *ctx) { binary(ctx, CT_BINARY_##Name); }
+CT_BINARY_MATH(BINARY_MATH_KERNEL, _)
+#undef BINARY_MATH_KERNEL
+
+/* BinaryMathGrad(a, b, dy) of row attrs.binary_math.op, input
+ * attrs.binary_math.side: the partial over dy's shape, a and b read through
+ * strided maps unless both have it. */
+void ct_gpu_binary_math_grad(ct_kernel_ctx *ctx) {
+  const int op = ctx->attrs->binary_math.op, side = ctx->attrs->binary_math.side;
+  if (op < 0 || op >= CT_BINARY_MATH_COUNT || (side != 0 && side != 1)) {
+    ct_status_set(ctx->status, CT_INTERNAL, "BinaryMathGrad of no binary math op (%d, %d)", op,
+                  side);
+    return;
+  }
+  const ct_shape *out = &ctx->outputs[0].shape, *a = &ctx->inputs[0].shape;
+  const ct_shape *b = &ctx->inputs[1].shape;
+  const int64_t n = ct_shape_elements(out);
+  if (n == 0) return;
+  const int strided = !ct_shape_equal(a, out) || !ct_shape_equal(b, out);
+  ct_strided maps[2];
+  memset(maps, 0, sizeof maps);
+  if (strided) {
+    int64_t strides[2][CT_MAX_RANK];
+    ct_broadcast_strides(a, out, strides[0]);
+    ct_broadcast_strides(b, out, strides[1]);
+    make_maps(out->rank, out->dims, 2, strides, maps);
+  }
+  cudaError_t err = ct_launch_binary_math_grad(op, side, ct_in_f32(ctx, 0), ct_in_f32(ctx, 1),
+                                               ct_in_f32(ctx, 2), ct_out_f32(ctx, 0), n, strided,
+                                               &maps[0], &maps[1], ct_kernel_gpu(ctx)->stream);
+  ct_kernel_launch_failed(ctx, err);
+}
+
 static void unary(ct_kernel_ctx *ctx, ct_unary_op op) {
   const int64_t n = ct_in_elements(ctx, 0);
   if (n == 0) return;

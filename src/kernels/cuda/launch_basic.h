@@ -15,6 +15,8 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
+#include "ops/binary_math.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -71,7 +73,10 @@ cudaError_t ct_launch_unary_math_grad(int op, const float *x, const float *y, co
                                       float *dx, int64_t n, cudaStream_t stream);
 
 /* y = op(a, b); the gradient helpers take (dy, y) for ReluGrad and (y, dy)
- * for SigmoidGrad and TanhGrad. */
+ * for SigmoidGrad and TanhGrad; then a row's forward expression for each
+ * row of ops/binary_math.h (CT_BINARY_Maximum, ...). */
+#define CT_BINARY_MATH_LAUNCH_OP(P, Name, function, forward, da, db, flops, domain) \
+  CT_BINARY_##Name,
 typedef enum ct_binary_op {
   CT_BINARY_ADD,
   CT_BINARY_SUB,
@@ -79,8 +84,10 @@ typedef enum ct_binary_op {
   CT_BINARY_DIV,
   CT_BINARY_RELU_GRAD,
   CT_BINARY_SIGMOID_GRAD,
-  CT_BINARY_TANH_GRAD
+  CT_BINARY_TANH_GRAD,
+  CT_BINARY_MATH(CT_BINARY_MATH_LAUNCH_OP, _)
 } ct_binary_op;
+#undef CT_BINARY_MATH_LAUNCH_OP
 
 /* Where the operands of y[i] (i < n) are:
  *   CT_OPERANDS_SAME:    a[i], b[i]
@@ -104,6 +111,15 @@ typedef struct ct_binary_layout {
 
 cudaError_t ct_launch_binary(ct_binary_op op, const float *a, const float *b, float *y, int64_t n,
                              const ct_binary_layout *layout, cudaStream_t stream);
+
+/* dx[i] = the partial of row op of ops/binary_math.h (a ct_binary_math_op)
+ * with respect to input `side` (0: a, 1: b) at a[oa], b[ob] and dy[i], for
+ * i < n: oa = i, ob = i when `strided` is 0, else the offsets of a_map and
+ * b_map, which share dy's dims with 0 strides where broadcast. */
+cudaError_t ct_launch_binary_math_grad(int op, int side, const float *a, const float *b,
+                                       const float *dy, float *dx, int64_t n, int strided,
+                                       const ct_strided *a_map, const ct_strided *b_map,
+                                       cudaStream_t stream);
 
 /* y[i] = x[offset(i, x_map)] * scale for i < n (a broadcast). */
 cudaError_t ct_launch_broadcast(const float *x, float *y, int64_t n, const ct_strided *x_map,
@@ -140,6 +156,16 @@ int64_t ct_reduce_scratch_floats(const ct_reduce_map *map);
 cudaError_t ct_launch_reduce(const float *x, float *y, const ct_reduce_map *map, float scale,
                              float *scratch, cudaStream_t stream);
 
+/* y[j] = the largest (is_max) or smallest x[offset(j, kept) + offset(r,
+ * reduced)] over r < k, for j < m: NaN where one is NaN, +-inf over none. */
+cudaError_t ct_launch_max_min(const float *x, float *y, int64_t m, int64_t k,
+                              const ct_strided *kept, const ct_strided *reduced, int is_max,
+                              cudaStream_t stream);
+/* MaxMinGrad: dx at those offsets = (x == y[j]) / (the count of such x) * dy[j]. */
+cudaError_t ct_launch_max_min_grad(const float *x, const float *y, const float *dy, float *dx,
+                                   int64_t m, int64_t k, const ct_strided *kept,
+                                   const ct_strided *reduced, cudaStream_t stream);
+
 /* ---- classification (classification.cu), logits [rows, classes] ---- */
 
 /* loss[n] = logsumexp(logits[n]) - logits[n, labels[n]], backprop = softmax -
@@ -163,6 +189,10 @@ cudaError_t ct_launch_l2_loss(const float *x, float *out, int64_t n, cudaStream_
 /* out[i] = a[i] == b[i] (1 or 0); a_scalar or b_scalar: that one's element 0 everywhere. */
 cudaError_t ct_launch_equal(const void *a, const void *b, uint8_t *out, int dtype, int64_t n,
                             int a_scalar, int b_scalar, cudaStream_t stream);
+/* out[i] = a[i] op b[i] (1 or 0) for row op of ops/compare.h (a
+ * ct_compare_op), scalars as ct_launch_equal's. */
+cudaError_t ct_launch_compare(int op, const void *a, const void *b, uint8_t *out, int dtype,
+                              int64_t n, int a_scalar, int b_scalar, cudaStream_t stream);
 /* y[i] = x[i] converted from dtype `from` to `to` as C converts. */
 cudaError_t ct_launch_cast(const void *x, void *y, int from, int to, int64_t n,
                            cudaStream_t stream);

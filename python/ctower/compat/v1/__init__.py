@@ -16,10 +16,12 @@ from ctower.compat.v1._framework import (DType, Dimension, Graph, Operation, Ten
                                          float32, float64, get_default_graph, int32, int64,
                                          placeholder, reset_default_graph, string, uint8)
 from ctower.compat.v1._nn import cast, to_float, to_int32, to_int64
-from ctower.compat.v1._ops import (add, add_n, argmax, concat, divide, expand_dims, fill, group,
-                                   identity, matmul, multiply, negative, no_op, ones, ones_like,
-                                   reduce_mean, reduce_sum, reshape, slice_, split, squeeze,
-                                   stack, stop_gradient, strided_slice, subtract, transpose, truediv, unstack,
+from ctower.compat.v1._ops import (add, add_n, argmax, clip_by_value, concat, divide,
+                                   expand_dims, fill, group, identity, matmul, multiply,
+                                   negative, no_op, ones, ones_like, reduce_max, reduce_mean,
+                                   reduce_min, reduce_sum, reshape, slice_, split, squeeze,
+                                   stack, stop_gradient, strided_slice, subtract, transpose,
+                                   truediv, unstack,
                                    zeros, zeros_like)
 from ctower.compat.v1._session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession,
                                        RunMetadata, RunOptions, Session, get_default_session)
@@ -38,6 +40,8 @@ from ctower.compat.v1._variables import (AUTO_REUSE, GraphKeys, Variable, Variab
 
 _Namespace = _names.Namespace
 globals().update(_ops.unary_math)  # tf.exp, tf.log, ... (src/ops/unary_math.h)
+globals().update(_ops.binary_math)  # tf.maximum, tf.pow, ... (src/ops/binary_math.h)
+globals().update(_ops.compare)  # tf.greater, tf.less, ... (src/ops/compare.h)
 newaxis = None
 slice = slice_
 sub = subtract
@@ -151,7 +155,8 @@ nn = _Namespace(
     sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
-    fused_batch_norm=_nn.fused_batch_norm, zero_fraction=_nn.zero_fraction)
+    fused_batch_norm=_nn.fused_batch_norm, zero_fraction=_nn.zero_fraction,
+    softmax=_nn.softmax, log_softmax=_nn.log_softmax)
 layers = _Namespace(
     "layers", batch_normalization=_nn.batch_normalization, dense=_layers.dense,
     conv2d=_layers.conv2d, max_pooling2d=_layers.max_pooling2d,
@@ -203,7 +208,9 @@ initializers = _Namespace(
     global_variables=global_variables_initializer, variables=variables_initializer)
 math = _Namespace("math", add=add, subtract=subtract, multiply=multiply, divide=divide,
                   add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,
-                  argmax=argmax, equal=equal, negative=negative, **_ops.unary_math)
+                  reduce_max=reduce_max, reduce_min=reduce_min,
+                  argmax=argmax, equal=equal, negative=negative, **_ops.unary_math,
+                  **_ops.binary_math, **_ops.compare)
 dtypes = _Namespace("dtypes", float32=float32, int32=int32, int64=int64, uint8=uint8,
                     bool=bool, float64=float64, as_dtype=as_dtype, DType=DType)
 errors = _Namespace("errors", **{n: getattr(errors, n) for n in dir(errors)

@@ -296,3 +296,32 @@ def _batch_norm_switched(graph, x, gamma, beta, moving_mean, moving_var, trainin
         update = average.assign_sub(_ops.multiply(step, _ops.subtract(average.value(), value)))
         graph.add_to_collection(vs.GraphKeys.UPDATE_OPS, update.op)
     return y
+
+
+def _shifted_logits(logits, axis, dim, function):
+    """logits less their max along the axis (which the result does not depend
+    on, so no gradient flows through it), the axis resolved; TensorFlow 1.x
+    names it `dim` too."""
+    if axis is not None and dim is not None:
+        raise ValueError("tf.nn.%s: give axis or dim, not both" % function)
+    axis = -1 if axis is None and dim is None else (dim if axis is None else axis)
+    graph, (x,) = _tensors([logits])
+    axis = _ops._axis(axis, x.shape.ndims)
+    peak = _ops.stop_gradient(_ops.reduce_max(x, axis=axis, keepdims=True))
+    return _ops.subtract(x, peak), axis
+
+
+def softmax(logits, axis=None, name=None, dim=None):
+    """exp(logits) / sum(exp(logits)) along axis (the last by default), from
+    the logits less their max so that exp does not overflow."""
+    shifted, axis = _shifted_logits(logits, axis, dim, "softmax")
+    e = _ops.unary_math["exp"](shifted)
+    return _ops.divide(e, _ops.reduce_sum(e, axis=axis, keepdims=True), name=name)
+
+
+def log_softmax(logits, axis=None, name=None, dim=None):
+    """logits - log(sum(exp(logits))) along axis (the last by default), from
+    the logits less their max."""
+    shifted, axis = _shifted_logits(logits, axis, dim, "log_softmax")
+    total = _ops.reduce_sum(_ops.unary_math["exp"](shifted), axis=axis, keepdims=True)
+    return _ops.subtract(shifted, _ops.unary_math["log"](total), name=name)

@@ -98,6 +98,53 @@ unary_math = {function: _unary_math_function(op, function)
               for op, function in _ctower.unary_math_ops()}
 
 
+def _binary_math_function(op, function):
+    """tf.<function>(x, y, name=None): ctower's op `op` (src/ops/binary_math.h),
+    x and y broadcast as tf.add's."""
+    def binary_math(x, y, name=None):
+        graph, (x, y) = _tensors([x, y], ranks=_BROADCAST)
+        for t in (x, y):
+            if t.dtype is not fw.float32:
+                raise TypeError("tf.%s of %s: ctower's %s takes float32 only; "
+                                "tf.cast(x, tf.float32) first" % (function, t.dtype.name, op))
+        return graph._built(graph._c.binary_math(op, x._output(graph), y._output(graph)), name)
+    binary_math.__name__ = binary_math.__qualname__ = function
+    binary_math.__doc__ = ("TensorFlow's tf.%s: ctower's elementwise %s of float32 x and y, "
+                           "broadcast." % (function, op))
+    return binary_math
+
+
+# {function: tf.<function>} of every binary math op ctower has (tf.maximum, tf.pow, ...)
+binary_math = {function: _binary_math_function(op, function)
+               for op, function in _ctower.binary_math_ops()}
+
+
+def _compare_function(op, function):
+    """tf.<function>(x, y, name=None): ctower's comparison `op`
+    (src/ops/compare.h), a bool tensor; x and y of one shape, or one a scalar."""
+    def compare(x, y, name=None):
+        graph, (x, y) = _tensors([x, y], ranks=_BROADCAST)
+        out = graph._built(graph._c.compare(op, x._output(graph), y._output(graph)), name)
+        out._dtype = fw.bool
+        return out
+    compare.__name__ = compare.__qualname__ = function
+    compare.__doc__ = "TensorFlow's tf.%s: ctower's elementwise %s, a bool tensor." % (
+        function, op)
+    return compare
+
+
+# {function: tf.<function>} of every comparison but tf.equal (tf.greater, ...)
+compare = {function: _compare_function(op, function) for op, function in _ctower.compare_ops()}
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """TensorFlow's tf.clip_by_value, composed as TensorFlow composes it:
+    maximum(minimum(t, hi), lo), so lo wins where lo > hi, and the gradient
+    passes where t is within [lo, hi], at either bound too."""
+    high = binary_math["minimum"](t, clip_value_max)
+    return binary_math["maximum"](high, clip_value_min, name=name)
+
+
 def identity(input, name=None):
     return _unary(_IDENTITY, input, name)
 
@@ -351,7 +398,11 @@ def unstack(value, num=None, axis=0, name="unstack"):
 
 # ---- reductions and comparisons ----------------------------------------------------------
 
-def _reduce(mean, input_tensor, axis, keepdims, name, reduction_indices, keep_dims):
+# the extension's reductions (graph_ops.c's g_reduce)
+_SUM, _MEAN, _MAX, _MIN = range(4)
+
+
+def _reduce(kind, input_tensor, axis, keepdims, name, reduction_indices, keep_dims):
     graph, (x,) = _tensors([input_tensor])
     axis = reduction_indices if axis is None else axis
     keep = bool(keepdims if keepdims is not None else keep_dims)
@@ -361,17 +412,30 @@ def _reduce(mean, input_tensor, axis, keepdims, name, reduction_indices, keep_di
             mask |= 1 << _axis(a, x.shape.ndims)
         if mask == 0:
             return identity(x, name=name)
-    return graph._built(graph._c.reduce(mean, x._output(graph), mask, keep), name)
+    return graph._built(graph._c.reduce(kind, x._output(graph), mask, keep), name)
 
 
 def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                keep_dims=None):
-    return _reduce(False, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+    return _reduce(_SUM, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
 def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                 keep_dims=None):
-    return _reduce(True, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+    return _reduce(_MEAN, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """The largest value over the axes: NaN where one is NaN; its gradient
+    divides dy among the positions equal to it, as TensorFlow's."""
+    return _reduce(_MAX, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """The smallest value over the axes, as reduce_max's."""
+    return _reduce(_MIN, input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
 def argmax(input, axis=None, name=None, dimension=None, output_type=fw.int64):
@@ -503,6 +567,12 @@ def _install_operators(cls):
     cls.__matmul__ = lambda a, b: matmul(a, b)
     cls.__rmatmul__ = lambda a, b: matmul(b, a)
     cls.__neg__ = lambda a: negative(a)
+    cls.__pow__ = lambda a, b: binary_math["pow"](a, b)
+    cls.__gt__ = lambda a, b: compare["greater"](a, b)
+    cls.__lt__ = lambda a, b: compare["less"](a, b)
+    cls.__ge__ = lambda a, b: compare["greater_equal"](a, b)
+    cls.__le__ = lambda a, b: compare["less_equal"](a, b)
+    cls.__rpow__ = lambda a, b: binary_math["pow"](b, a)
     cls.__getitem__ = _getitem
 
 

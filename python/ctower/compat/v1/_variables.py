@@ -374,7 +374,7 @@ def _spec_of_value(value):
 # the operators of Variable read it
 for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
               "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__",
-              "__getitem__"):
+              "__pow__", "__rpow__", "__gt__", "__lt__", "__ge__", "__le__", "__getitem__"):
     setattr(Variable, _name, (lambda n: lambda self, *a: getattr(self._read, n)(*a))(_name))
 Variable.__array_priority__ = 100
 

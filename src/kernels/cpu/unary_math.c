@@ -10,8 +10,10 @@
 /* glibc's libmvec (which -lm brings in) has vector expf, logf and log1pf
  * for AVX2 and AVX-512, within an ulp or two of the scalar ones; math.h
  * declares them only under -ffast-math, so that the loops below call them
- * they are declared here. Elsewhere those loops call the scalar functions. */
-#if defined(__x86_64__) && defined(__GLIBC_PREREQ) && !defined(__FAST_MATH__)
+ * they are declared here (gcc's attribute: clang, which builds the fuzz
+ * targets, has none). Elsewhere those loops call the scalar functions. */
+#if defined(__x86_64__) && defined(__GLIBC_PREREQ) && !defined(__FAST_MATH__) && \
+    !defined(__clang__)
 #if __GLIBC_PREREQ(2, 35)
 __attribute__((__simd__("notinbranch"))) float expf(float);
 __attribute__((__simd__("notinbranch"))) float logf(float);
